@@ -1,0 +1,58 @@
+//===- TGBase.td - tg dialect definition and shared constraints -*- tablegen -*-===//
+//
+// The `tg` dialect: forward graphs of transformer training, on builtin ranked
+// tensors. Everything autodiff, remat and lowering need is an op here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_IR_TGBASE_TD
+#define TGC_DIALECT_TG_IR_TGBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def TG_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::mlir::tg";
+  let summary = "Transformer training graphs";
+  let description = [{
+    The `tg` dialect describes the forward graph of a transformer (or MLP)
+    training step at the level ML engineers think in: embedding, linear,
+    norms, attention, RoPE, activations and the loss. Every op works on builtin
+    ranked tensors with static shapes; floating point values are f64, f32,
+    bf16 or f16, token ids and labels are i32 or i64.
+
+    Function arguments carry the role of each input as an argument attribute:
+
+    * `tg.param = "model.layers.0.self_attn.q_proj.weight"` marks a trainable
+      weight and gives its Hugging Face state-dict name;
+    * `tg.input = "input_ids"` marks a data input (token ids, targets,
+      features, labels), never differentiated.
+
+    Layout conventions: attention-shaped tensors are `[B, S, H, D]`
+    (batch, sequence, heads, head dim), exactly what reshaping a projection's
+    `[B, S, H*D]` output gives, so no transposes are needed around attention.
+  }];
+  let dependentDialects = [];
+  let useDefaultAttributePrinterParser = 0;
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a trainable parameter.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
+    /// Argument attribute naming a data input.
+    static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def TG_FloatElement : AnyTypeOf<[F64, F32, BF16, F16]>;
+def TG_FloatTensor : StaticShapeTensorOf<[F64, F32, BF16, F16]>;
+def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def TG_AnyTensor : StaticShapeTensorOf<[F64, F32, BF16, F16, I32, I64]>;
+def TG_ScalarFloatTensor : 0DTensorOf<[F64, F32, BF16, F16]>;
+
+#endif // TGC_DIALECT_TG_IR_TGBASE_TD

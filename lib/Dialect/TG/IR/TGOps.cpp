@@ -1,0 +1,372 @@
+//===- TGOps.cpp - tg op verifiers, type inference and folders ------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/IR/TypeInference.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+/// Builds the diagnostic emitter handed to the shape rules: errors go to the
+/// op's location prefixed with its name, or nowhere when no location is known.
+struct OpDiagnostics {
+  std::optional<Location> loc;
+  StringRef opName;
+  InFlightDiagnostic operator()() const {
+    return mlir::emitError(*loc) << "'" << opName << "' op ";
+  }
+};
+
+template <typename OpTy>
+LogicalResult pushInferred(FailureOr<RankedTensorType> type,
+                           SmallVectorImpl<Type> &inferred) {
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+RankedTensorType tensorTypeOf(Value v) {
+  return v ? llvm::cast<RankedTensorType>(v.getType()) : RankedTensorType();
+}
+
+/// Sets up `diag` for a shape rule. Operands of the wrong kind are left to the
+/// ODS type constraints, which report them.
+#define TG_DIAG(OP)                                                            \
+  for (Value operand : adaptor.getOperands())                                  \
+    if (!llvm::isa<RankedTensorType>(operand.getType()))                       \
+      return failure();                                                        \
+  OpDiagnostics diagState{location, OP::getOperationName()};                   \
+  ErrorEmitter diag = location ? ErrorEmitter(diagState) : ErrorEmitter();
+
+/// True for a constant whose every element is `value`.
+bool isSplatConstant(Attribute attr, double value) {
+  auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(attr);
+  if (!splat || !llvm::isa<FloatType>(splat.getElementType()))
+    return false;
+  return splat.getSplatValue<APFloat>().convertToDouble() == value;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto type = llvm::dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type) {
+    if (location)
+      mlir::emitError(*location) << "'tg.constant' op value must be a ranked tensor";
+    return failure();
+  }
+  inferred.push_back(type);
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in << " (" << in.getNumElements() << " elements) to " << out
+           << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) == reshape(x): row-major order is preserved.
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = llvm::dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(TransposeOp)
+  return pushInferred<TransposeOp>(
+      inferTranspose(tensorTypeOf(adaptor.getInput()), adaptor.getPermutation(), diag),
+      inferred);
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  // transpose(transpose(x, p), q) == transpose(x, p∘q).
+  if (auto producer = getInput().getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> inner = producer.getPermutation();
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(inner[p]);
+    if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size())))
+      return producer.getInput();
+    getInputMutable().assign(producer.getInput());
+    setPermutation(composed);
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (!isBroadcastableTo(in.getShape(), out.getShape()))
+    return emitOpError("cannot broadcast ") << in << " to " << out;
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(ReduceSumOp)
+  return pushInferred<ReduceSumOp>(
+      inferReduceSum(tensorTypeOf(adaptor.getInput()), adaptor.getDims(),
+                     adaptor.getKeepDims(), diag),
+      inferred);
+}
+
+OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
+  if (getDims().empty())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(SliceOp)
+  return pushInferred<SliceOp>(inferSlice(tensorTypeOf(adaptor.getInput()),
+                                          adaptor.getAxis(), adaptor.getStart(),
+                                          adaptor.getSize(), diag),
+                               inferred);
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp, LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(MatmulOp)
+  return pushInferred<MatmulOp>(
+      inferMatmul(tensorTypeOf(adaptor.getLhs()), tensorTypeOf(adaptor.getRhs()),
+                  adaptor.getTransposeLhs(), adaptor.getTransposeRhs(), diag),
+      inferred);
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(LinearOp)
+  return pushInferred<LinearOp>(
+      inferLinear(tensorTypeOf(adaptor.getInput()), tensorTypeOf(adaptor.getWeight()),
+                  tensorTypeOf(adaptor.getBias()), diag),
+      inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting binary ops
+//===----------------------------------------------------------------------===//
+
+#define TG_BINARY_INFER(OP)                                                    \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> location,         \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    TG_DIAG(OP)                                                                \
+    return pushInferred<OP>(                                                   \
+        inferBroadcastBinary(tensorTypeOf(adaptor.getLhs()),                   \
+                             tensorTypeOf(adaptor.getRhs()), diag),            \
+        inferred);                                                             \
+  }
+TG_BINARY_INFER(AddOp)
+TG_BINARY_INFER(SubOp)
+TG_BINARY_INFER(MulOp)
+#undef TG_BINARY_INFER
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // x + 0 == x when x already has the result's shape.
+  if (isSplatConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
+    return getLhs();
+  if (isSplatConstant(adaptor.getLhs(), 0.0) && getRhs().getType() == getType())
+    return getRhs();
+  return {};
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (isSplatConstant(adaptor.getRhs(), 0.0) && getLhs().getType() == getType())
+    return getLhs();
+  return {};
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (isSplatConstant(adaptor.getRhs(), 1.0) && getLhs().getType() == getType())
+    return getLhs();
+  if (isSplatConstant(adaptor.getLhs(), 1.0) && getRhs().getType() == getType())
+    return getRhs();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ScaleOp::fold(FoldAdaptor) {
+  double factor = getFactor().convertToDouble();
+  if (factor == 1.0)
+    return getInput();
+  // scale(scale(x, a), b) == scale(x, a*b).
+  if (auto producer = getInput().getDefiningOp<ScaleOp>()) {
+    getInputMutable().assign(producer.getInput());
+    setFactor(APFloat(factor * producer.getFactor().convertToDouble()));
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getType().getRank();
+  if (getAxis() < -rank || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " is out of range for rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(EmbeddingOp)
+  return pushInferred<EmbeddingOp>(
+      inferEmbedding(tensorTypeOf(adaptor.getTable()),
+                     tensorTypeOf(adaptor.getIndices()), diag),
+      inferred);
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(RMSNormOp)
+  return pushInferred<RMSNormOp>(inferNorm(tensorTypeOf(adaptor.getInput()),
+                                           tensorTypeOf(adaptor.getWeight()),
+                                           RankedTensorType(), diag),
+                                 inferred);
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(LayerNormOp)
+  return pushInferred<LayerNormOp>(inferNorm(tensorTypeOf(adaptor.getInput()),
+                                             tensorTypeOf(adaptor.getWeight()),
+                                             tensorTypeOf(adaptor.getBias()), diag),
+                                   inferred);
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType type = getType();
+  if (type.getRank() != 4)
+    return emitOpError("input must be [B, S, H, D], got rank ") << type.getRank();
+  if (type.getDimSize(3) % 2 != 0)
+    return emitOpError("head dimension must be even, got ") << type.getDimSize(3);
+  if (getTheta().convertToDouble() <= 0.0)
+    return emitOpError("theta must be positive");
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(AttentionOp)
+  return pushInferred<AttentionOp>(
+      inferAttention(tensorTypeOf(adaptor.getQuery()), tensorTypeOf(adaptor.getKey()),
+                     tensorTypeOf(adaptor.getValue()), adaptor.getCausal(), diag),
+      inferred);
+}
+
+double AttentionOp::getScaleOrDefault() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(CrossEntropyOp)
+  return pushInferred<CrossEntropyOp>(
+      inferCrossEntropy(tensorTypeOf(adaptor.getLogits()),
+                        tensorTypeOf(adaptor.getTargets()), diag),
+      inferred);
+}
+
+#define GET_OP_CLASSES
+#include "tgc/Dialect/TG/IR/TGOps.cpp.inc"

@@ -1,0 +1,16 @@
+//===- InitAll.cpp - registration shared by every tgc tool ----------------===//
+
+#include "tgc/InitAll.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void tgc::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::tg::TGDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+}
+
+void tgc::registerAllPasses() { mlir::registerAllPasses(); }

@@ -1,0 +1,384 @@
+// Every verifier rule of the tg ops, one case each.
+// RUN: tgc-opt %s --split-input-file --verify-diagnostics
+
+func.func @reshape_failure_size(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{'tg.reshape' op cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<7xf32>' (7 elements)}}
+  %0 = tg.reshape %x : tensor<2x3xf32> -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_failure_element_type(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{element type changes from 'f32' to 'f16'}}
+  %0 = tg.reshape %x : tensor<2x3xf32> -> tensor<6xf16>
+  return
+}
+
+// -----
+
+func.func @reshape_failure_dynamic(%x: tensor<?x3xf32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = tg.reshape %x : tensor<?x3xf32> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_failure_length(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.transpose' op permutation has 3 entries but the input has rank 2}}
+  %0 = tg.transpose %x [0, 1, 2] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_failure_not_permutation(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{permutation [0, 0] is not a permutation of [0, 2)}}
+  %0 = tg.transpose %x [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_failure_result(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.transpose' op inferred type(s) 'tensor<3x2xf32>' are incompatible with return type(s) of operation 'tensor<2x3xf32>'}}
+  %0 = tg.transpose %x [1, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_failure(%x: tensor<3xf32>) {
+  // expected-error@+1 {{'tg.broadcast' op cannot broadcast 'tensor<3xf32>' to 'tensor<2x4xf32>'}}
+  %0 = tg.broadcast %x : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_failure_element_type(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'tg.broadcast' op element type changes from 'f32' to 'f64'}}
+  %0 = tg.broadcast %x : tensor<4xf32> -> tensor<2x4xf64>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_failure_range(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{reduction dimension 2 is out of range for rank 2}}
+  %0 = tg.reduce_sum %x [2] : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_failure_unsorted(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{reduction dimensions [1, 0] must be sorted and unique}}
+  %0 = tg.reduce_sum %x [1, 0] : tensor<2x3xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @slice_failure_bounds(%x: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.slice' op slice [6, 10) is out of bounds for dimension 1 of size 8}}
+  %0 = tg.slice %x axis 1 start 6 size 4 : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_failure_axis(%x: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.slice' op axis 2 is out of range for rank 2}}
+  %0 = tg.slice %x axis 2 start 0 size 1 : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_failure_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.matmul' op contraction sizes differ: lhs K = 3, rhs K = 4}}
+  %0 = tg.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_failure_rank(%a: tensor<3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operands must have rank >= 2, got lhs rank 1 and rhs rank 2}}
+  %0 = tg.matmul %a, %b : tensor<3xf32>, tensor<3x5xf32> -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_failure_batch(%a: tensor<2x4x3xf32>, %b: tensor<3x3x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{batch dimensions [2] and [3] differ}}
+  %0 = tg.matmul %a, %b : tensor<2x4x3xf32>, tensor<3x3x5xf32> -> tensor<2x4x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_failure_element_type(%a: tensor<2x3xf32>, %b: tensor<3x5xf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{lhs and rhs must have the same element type, got 'f32' and 'f16'}}
+  %0 = tg.matmul %a, %b : tensor<2x3xf32>, tensor<3x5xf16> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_failure_integer(%a: tensor<2x3xi32>, %b: tensor<3x5xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or bfloat16 type or 16-bit float values}}
+  %0 = tg.matmul %a, %b : tensor<2x3xi32>, tensor<3x5xi32> -> tensor<2x5xi32>
+  return
+}
+
+// -----
+
+func.func @linear_failure_layout(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.linear' op weight is [8, 6] but the input's last dimension is 8 (weight layout is [out, in])}}
+  %0 = tg.linear %x, %w : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_failure_weight_rank(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.linear' op weight must be [out, in], got rank 1}}
+  %0 = tg.linear %x, %w : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_failure_bias(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.linear' op bias must be [6], got [8]}}
+  %0 = tg.linear %x, %w, %b : tensor<4x8xf32>, tensor<6x8xf32>, tensor<8xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @add_failure_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.add' op operand shapes [2, 3] and [4] are not broadcast-compatible}}
+  %0 = tg.add %a, %b : tensor<2x3xf32>, tensor<4xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @mul_failure_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.mul' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  %0 = tg.mul %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @sub_failure_element_type(%a: tensor<3xf32>, %b: tensor<3xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.sub' op lhs and rhs must have the same element type, got 'f32' and 'bf16'}}
+  %0 = tg.sub %a, %b : tensor<3xf32>, tensor<3xbf16> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_failure_approximate(%x: tensor<3xf32>) {
+  // expected-error@+1 {{'tg.gelu' op approximate must be "none" or "tanh", got "sigmoid"}}
+  %0 = tg.gelu %x {approximate = "sigmoid"} : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_failure_axis(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{'tg.softmax' op axis 2 is out of range for rank 2}}
+  %0 = tg.softmax %x axis 2 : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @relu_failure_integer(%x: tensor<3xi32>) {
+  // expected-error@+1 {{'tg.relu' op operand #0 must be statically shaped tensor of 64-bit float}}
+  %0 = tg.relu %x : tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @embedding_failure_table(%t: tensor<16xf32>, %ids: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.embedding' op table must be [vocab, dim], got rank 1}}
+  %0 = tg.embedding %t, %ids : tensor<16xf32>, tensor<4xi32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_failure_ids(%t: tensor<16x8xf32>, %ids: tensor<4xf32>) {
+  // expected-error@+1 {{'tg.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = tg.embedding %t, %ids : tensor<16x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_failure_weight(%x: tensor<2x8xf32>, %w: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.rms_norm' op weight must be [8] (the input's last dimension), got [4]}}
+  %0 = tg.rms_norm %x, %w : tensor<2x8xf32>, tensor<4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_failure_bias(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.layer_norm' op bias must be [8] (the input's last dimension), got [2, 8]}}
+  %0 = tg.layer_norm %x, %w, %b : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_rank(%x: tensor<2x8x16xf32>) {
+  // expected-error@+1 {{'tg.rope' op input must be [B, S, H, D], got rank 3}}
+  %0 = tg.rope %x : tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_odd(%x: tensor<2x8x4x5xf32>) {
+  // expected-error@+1 {{'tg.rope' op head dimension must be even, got 5}}
+  %0 = tg.rope %x : tensor<2x8x4x5xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_theta(%x: tensor<2x8x4x4xf32>) {
+  // expected-error@+1 {{'tg.rope' op theta must be positive}}
+  %0 = tg.rope %x {theta = -1.0 : f64} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op query must be [B, S, H, D], got rank 3}}
+  %0 = tg.attention %q, %k, %k : tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_groups(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x3x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op key/value heads (3) must divide query heads (4)}}
+  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_head_dim(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op query head dim 4 differs from key head dim 8}}
+  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32> -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_batch(%q: tensor<2x8x4x4xf32>, %k: tensor<3x8x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op batch sizes differ: query 2, key 3, value 3}}
+  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<3x8x4x4xf32>, tensor<3x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_kv(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x4xf32>, %v: tensor<2x6x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op key [2, 8, 4, 4] and value [2, 6, 4, 4] must agree on sequence length and heads}}
+  %0 = tg.attention %q, %k, %v : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x6x4x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_causal(%q: tensor<2x4x4x4xf32>, %k: tensor<2x8x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op causal attention needs equal query and key lengths, got 4 and 8}}
+  %0 = tg.attention %q, %k, %k {causal} : tensor<2x4x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_failure_targets(%l: tensor<2x8x32xf32>, %t: tensor<2x7xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.cross_entropy' op targets [2, 7] must match the logits' leading dimensions [2, 8]}}
+  %0 = tg.cross_entropy %l, %t : tensor<2x8x32xf32>, tensor<2x7xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_failure_result(%l: tensor<2x8x32xf32>, %t: tensor<2x8xi32>) {
+  // expected-error@+1 {{'tg.cross_entropy' op result #0 must be 0D tensor}}
+  %0 = tg.cross_entropy %l, %t : tensor<2x8x32xf32>, tensor<2x8xi32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'tg.param' on argument #0 must be a non-empty string}}
+func.func @param_failure_name(%w: tensor<4xf32> {tg.param = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{parameter 'embed' (argument #0) must have a floating-point element type, got 'i32'}}
+func.func @param_failure_type(%w: tensor<4xi32> {tg.param = "embed"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown tg argument attribute 'tg.weight'}}
+func.func @arg_attr_failure_unknown(%w: tensor<4xf32> {tg.weight = "w"}) {
+  return
+}
+
+// -----
+
+func.func @constant_failure_type() {
+  // expected-error@+1 {{'tg.constant' op result #0 must be statically shaped tensor}}
+  %0 = tg.constant dense<true> : tensor<2xi1>
+  return
+}

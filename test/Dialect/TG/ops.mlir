@@ -1,0 +1,88 @@
+// Round trip of every tg op: parse, print, parse again; and once more through
+// the generic form.
+// RUN: tgc-opt %s | tgc-opt | FileCheck %s
+// RUN: tgc-opt %s --mlir-print-op-generic | tgc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @structure
+// CHECK-SAME: {tg.param = "model.embed_tokens.weight"}
+// CHECK-SAME: {tg.input = "input_ids"}
+func.func @structure(%w: tensor<16x8xf32> {tg.param = "model.embed_tokens.weight"},
+                     %ids: tensor<2x4xi32> {tg.input = "input_ids"},
+                     %x: tensor<2x4x8xf32>, %b: tensor<8xf32>) {
+  // CHECK: tg.constant dense<[0, 1, 2, 3]> : tensor<4xi32>
+  %c = tg.constant dense<[0, 1, 2, 3]> : tensor<4xi32>
+  // CHECK: tg.reshape %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %r = tg.reshape %x : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  // CHECK: tg.transpose %{{.*}} [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %t = tg.transpose %r [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  // CHECK: tg.broadcast %{{.*}} : tensor<8xf32> -> tensor<2x4x8xf32>
+  %bb = tg.broadcast %b : tensor<8xf32> -> tensor<2x4x8xf32>
+  // CHECK: tg.reduce_sum %{{.*}} [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
+  %s = tg.reduce_sum %x [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
+  // CHECK: tg.reduce_sum %{{.*}} [2] {keep_dims} : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %sk = tg.reduce_sum %x [2] {keep_dims} : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  // CHECK: tg.slice %{{.*}} axis 2 start 4 size 4 : tensor<2x4x8xf32> -> tensor<2x4x4xf32>
+  %sl = tg.slice %x axis 2 start 4 size 4 : tensor<2x4x8xf32> -> tensor<2x4x4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @math
+func.func @math(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>,
+                %m: tensor<8x3xf32>, %h: tensor<2x4x8xbf16>, %d: tensor<3x5xf64>) {
+  // CHECK: tg.matmul %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<8x3xf32> -> tensor<2x4x3xf32>
+  %mm = tg.matmul %x, %m : tensor<2x4x8xf32>, tensor<8x3xf32> -> tensor<2x4x3xf32>
+  // CHECK: tg.matmul %{{.*}}, %{{.*}} {transpose_rhs} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x4xf32>
+  %qk = tg.matmul %x, %x {transpose_rhs} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x4xf32>
+  // CHECK: tg.matmul %{{.*}}, %{{.*}} {transpose_lhs} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %tl = tg.matmul %x, %x {transpose_lhs} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  // CHECK: tg.linear %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<6x8xf32> -> tensor<2x4x6xf32>
+  %l = tg.linear %x, %w : tensor<2x4x8xf32>, tensor<6x8xf32> -> tensor<2x4x6xf32>
+  // CHECK: tg.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+  %lb = tg.linear %x, %w, %b : tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+  // CHECK: tg.add %{{.*}}, %{{.*}} : tensor<2x4x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+  %a = tg.add %l, %b : tensor<2x4x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+  // CHECK: tg.sub %{{.*}}, %{{.*}} : tensor<2x4x6xf32>, tensor<2x4x6xf32> -> tensor<2x4x6xf32>
+  %sb = tg.sub %a, %l : tensor<2x4x6xf32>, tensor<2x4x6xf32> -> tensor<2x4x6xf32>
+  // CHECK: tg.mul %{{.*}}, %{{.*}} : tensor<2x4x6xf32>, tensor<2x1x6xf32> -> tensor<2x4x6xf32>
+  %one = tg.constant dense<2.0> : tensor<2x1x6xf32>
+  %mu = tg.mul %sb, %one : tensor<2x4x6xf32>, tensor<2x1x6xf32> -> tensor<2x4x6xf32>
+  // CHECK: tg.scale %{{.*}} {factor = 5.000000e-01 : f64} : tensor<2x4x6xf32>
+  %sc = tg.scale %mu {factor = 0.5 : f64} : tensor<2x4x6xf32>
+  // CHECK: tg.relu %{{.*}} : tensor<2x4x6xf32>
+  %re = tg.relu %sc : tensor<2x4x6xf32>
+  // CHECK: tg.gelu %{{.*}} : tensor<2x4x6xf32>
+  %ge = tg.gelu %re : tensor<2x4x6xf32>
+  // CHECK: tg.gelu %{{.*}} {approximate = "tanh"} : tensor<2x4x8xbf16>
+  %gt = tg.gelu %h {approximate = "tanh"} : tensor<2x4x8xbf16>
+  // CHECK: tg.silu %{{.*}} : tensor<3x5xf64>
+  %si = tg.silu %d : tensor<3x5xf64>
+  // CHECK: tg.softmax %{{.*}} axis -1 : tensor<2x4x4xf32>
+  %sm = tg.softmax %qk axis -1 : tensor<2x4x4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @transformer
+func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
+                       %g: tensor<16xf32>, %beta: tensor<16xf32>,
+                       %q: tensor<2x8x4x4xf32>, %kv: tensor<2x8x2x4xf32>,
+                       %logits: tensor<2x8x32xf32>, %targets: tensor<2x8xi64>) -> tensor<f32> {
+  // CHECK: tg.embedding %{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
+  %e = tg.embedding %table, %ids : tensor<32x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
+  // CHECK: tg.rms_norm %{{.*}}, %{{.*}} {eps = 1.000000e-05 : f64} : tensor<2x8x16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  %n = tg.rms_norm %e, %g {eps = 1.0e-5 : f64} : tensor<2x8x16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  // CHECK: tg.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  %ln = tg.layer_norm %e, %g, %beta : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  // CHECK: tg.layer_norm %{{.*}}, %{{.*}} {eps = 1.250000e-01 : f64} : tensor<2x8x16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  %ln2 = tg.layer_norm %e, %g {eps = 0.125 : f64} : tensor<2x8x16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  // CHECK: tg.rope %{{.*}} {theta = 5.000000e+05 : f64} : tensor<2x8x4x4xf32>
+  %r = tg.rope %q {theta = 500000.0 : f64} : tensor<2x8x4x4xf32>
+  // CHECK: tg.rope %{{.*}} : tensor<2x8x2x4xf32>
+  %rk = tg.rope %kv : tensor<2x8x2x4xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
+  %a = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  %a2 = tg.attention %q, %q, %q {scale = 0.125 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  // CHECK: tg.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
+  %l = tg.cross_entropy %logits, %targets {ignore_index = -100 : i64} : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}

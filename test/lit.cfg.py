@@ -1,0 +1,25 @@
+# lit configuration for the tgc test suite.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TGC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unittests"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
+# Debian's python3 has torch; the default python3 on PATH may not.
+config.substitutions.append(("%torch_python", "/usr/bin/python3"))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
+tools = ["tgc-opt", ToolSubst("tgc", unresolved="ignore")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,0 +1,103 @@
+//===- ModelConfig.h - model description files ------------------*- C++ -*-===//
+//
+// A model description file (JSON) read into a typed configuration: a Hugging
+// Face config.json for llama/mistral or gpt2, or a tgc MLP description, plus
+// an optional "training" object. See docs/model-format.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_FRONTEND_MODELCONFIG_H
+#define TGC_FRONTEND_MODELCONFIG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+enum class ModelFamily { Llama, GPT2, MLP };
+
+/// Activation functions, spelled as in HF configs / torch.
+enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
+
+llvm::StringRef stringifyActivation(Activation act);
+
+enum class OptimizerKind { SGD, AdamW };
+
+enum class DType { F32, BF16, F16 };
+
+/// Size in bytes of one element of `dtype`.
+unsigned dtypeBytes(DType dtype);
+llvm::StringRef stringifyDType(DType dtype);
+
+/// Settings of the training step. Every field has a default; the "training"
+/// object of the model file and then the command line override them.
+struct TrainingConfig {
+  int64_t batchSize = 8;
+  /// Sequence length; 0 means "the model's maximum position count".
+  int64_t seqLen = 0;
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+  double momentum = 0.0;
+  /// Global-norm gradient clipping threshold; nullopt disables clipping.
+  std::optional<double> gradClip;
+  DType dtype = DType::F32;
+  uint64_t seed = 0;
+  int64_t steps = 100;
+};
+
+struct ModelConfig {
+  std::string path;          // the file it came from, for messages
+  std::string modelType;     // as written: "llama", "mistral", "gpt2", "mlp"
+  ModelFamily family = ModelFamily::Llama;
+
+  // Transformers (llama and gpt2).
+  int64_t vocabSize = 0;
+  int64_t hiddenSize = 0;
+  int64_t intermediateSize = 0;
+  int64_t numLayers = 0;
+  int64_t numHeads = 0;
+  int64_t numKVHeads = 0;
+  int64_t headDim = 0;
+  int64_t maxPositions = 0;
+  double normEps = 1e-6;
+  double ropeTheta = 10000.0;
+  bool tieWordEmbeddings = false;
+  bool attentionBias = false; // llama's attention_bias
+  bool mlpBias = false;       // llama's mlp_bias
+  Activation activation = Activation::SiLU;
+
+  // MLP.
+  std::vector<int64_t> layerSizes;
+  bool bias = true;
+
+  TrainingConfig training;
+
+  /// Sequence length actually used (training.seqLen or maxPositions).
+  int64_t seqLen() const {
+    return training.seqLen ? training.seqLen : maxPositions;
+  }
+};
+
+/// Reads and validates a model description. Errors name the file, the key
+/// and the problem (with line:col for JSON syntax errors).
+llvm::Expected<ModelConfig> loadModelConfig(llvm::StringRef path);
+
+/// Same, from text already in memory; `path` is only used in messages.
+llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
+                                             llvm::StringRef path);
+
+/// Re-validates `config` after command-line overrides (e.g. a sequence
+/// length beyond the model's positions).
+llvm::Error validateModelConfig(const ModelConfig &config);
+
+} // namespace tgc
+
+#endif // TGC_FRONTEND_MODELCONFIG_H

@@ -1,0 +1,370 @@
+//===- MLIRGen.cpp - model configuration → tg forward graph ---------------===//
+//
+// One builder per model family, each following the reference implementation
+// in transformers (LlamaForCausalLM, GPT2LMHeadModel) op for op, so that
+// parameter names, shapes and numerics match a PyTorch run of the same model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Frontend/MLIRGen.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace tgc;
+
+namespace {
+
+class ForwardBuilder {
+public:
+  ForwardBuilder(MLIRContext &context, const ModelConfig &config)
+      : config(config), b(&context), fileLoc(FileLineColLoc::get(
+                                         &context, config.path, 1, 1)) {
+    switch (config.training.dtype) {
+    case DType::F32:
+      floatType = b.getF32Type();
+      break;
+    case DType::BF16:
+      floatType = b.getBF16Type();
+      break;
+    case DType::F16:
+      floatType = b.getF16Type();
+      break;
+    }
+    idType = b.getI32Type();
+  }
+
+  OwningOpRef<ModuleOp> build() {
+    module = ModuleOp::create(fileLoc);
+    switch (config.family) {
+    case ModelFamily::Llama:
+      declareLlamaParams();
+      declareInputs({"input_ids", "targets"}, {B(), S()});
+      break;
+    case ModelFamily::GPT2:
+      declareGPT2Params();
+      declareInputs({"input_ids", "targets"}, {B(), S()});
+      break;
+    case ModelFamily::MLP:
+      declareMLPParams();
+      argTypes.push_back(tensor({B(), config.layerSizes.front()}));
+      argAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr("features"))));
+      argTypes.push_back(RankedTensorType::get({B()}, idType));
+      argAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr("labels"))));
+      break;
+    }
+
+    b.setInsertionPointToEnd(module->getBody());
+    auto lossType = RankedTensorType::get({}, floatType);
+    auto func = func::FuncOp::create(
+        b, fileLoc, kForwardFuncName, b.getFunctionType(argTypes, {lossType}));
+    func.setAllArgAttrs(argAttrs);
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    for (auto [name, index] : paramIndex)
+      params[name] = entry->getArgument(index);
+    size_t numParams = paramIndex.size();
+    inputs.assign(entry->args_begin() + numParams, entry->args_end());
+
+    Value loss;
+    switch (config.family) {
+    case ModelFamily::Llama:
+      loss = buildLlama();
+      break;
+    case ModelFamily::GPT2:
+      loss = buildGPT2();
+      break;
+    case ModelFamily::MLP:
+      loss = buildMLP();
+      break;
+    }
+    func::ReturnOp::create(b, loc("loss"), loss);
+    return std::move(module);
+  }
+
+private:
+  int64_t B() const { return config.training.batchSize; }
+  int64_t S() const { return config.seqLen(); }
+
+  RankedTensorType tensor(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, floatType);
+  }
+
+  /// A name location for ops of one HF module, fused with the model file.
+  Location loc(StringRef name) {
+    return NameLoc::get(b.getStringAttr(name), fileLoc);
+  }
+
+  void declareParam(const std::string &name, ArrayRef<int64_t> shape) {
+    paramIndex.emplace_back(name, argTypes.size());
+    argTypes.push_back(tensor(shape));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(TGDialect::kParamAttrName, b.getStringAttr(name))));
+  }
+
+  void declareInputs(ArrayRef<StringRef> names, ArrayRef<int64_t> shape) {
+    for (StringRef name : names) {
+      argTypes.push_back(RankedTensorType::get(shape, idType));
+      argAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr(name))));
+    }
+  }
+
+  Value param(const std::string &name) {
+    auto it = params.find(name);
+    assert(it != params.end() && "parameter declared before use");
+    return it->second;
+  }
+  Value optionalParam(const std::string &name) {
+    auto it = params.find(name);
+    return it == params.end() ? Value() : it->second;
+  }
+
+  Value activation(Value x, Location l) {
+    switch (config.activation) {
+    case Activation::ReLU:
+      return ReluOp::create(b, l, x);
+    case Activation::GeluErf:
+      return GeluOp::create(b, l, x, b.getStringAttr("none"));
+    case Activation::GeluTanh:
+      return GeluOp::create(b, l, x, b.getStringAttr("tanh"));
+    case Activation::SiLU:
+      return SiluOp::create(b, l, x);
+    }
+    llvm_unreachable("unknown activation");
+  }
+
+  Value reshape(Value x, ArrayRef<int64_t> shape, Location l) {
+    auto type = llvm::cast<RankedTensorType>(x.getType());
+    return ReshapeOp::create(b, l, type.clone(shape), x);
+  }
+
+  Value add(Value x, Value y, Location l) { return AddOp::create(b, l, x, y); }
+
+  Value linear(Value x, const std::string &prefix, bool bias) {
+    return LinearOp::create(b, loc(prefix), x, param(prefix + ".weight"),
+                            bias ? param(prefix + ".bias") : Value());
+  }
+
+  Value crossEntropy(Value logits, Value targets, std::optional<int64_t> ignore) {
+    return CrossEntropyOp::create(
+        b, loc("loss"), logits, targets,
+        ignore ? b.getI64IntegerAttr(*ignore) : IntegerAttr());
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Llama / Mistral (LlamaForCausalLM)
+  //===--------------------------------------------------------------------===//
+
+  void declareLlamaParams() {
+    int64_t d = config.hiddenSize, ff = config.intermediateSize;
+    int64_t qDim = config.numHeads * config.headDim;
+    int64_t kvDim = config.numKVHeads * config.headDim;
+    declareParam("model.embed_tokens.weight", {config.vocabSize, d});
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "model.layers." + std::to_string(i) + ".";
+      auto proj = [&](const std::string &name, int64_t out, int64_t in,
+                      bool bias) {
+        declareParam(p + name + ".weight", {out, in});
+        if (bias)
+          declareParam(p + name + ".bias", {out});
+      };
+      proj("self_attn.q_proj", qDim, d, config.attentionBias);
+      proj("self_attn.k_proj", kvDim, d, config.attentionBias);
+      proj("self_attn.v_proj", kvDim, d, config.attentionBias);
+      proj("self_attn.o_proj", d, qDim, config.attentionBias);
+      proj("mlp.gate_proj", ff, d, config.mlpBias);
+      proj("mlp.up_proj", ff, d, config.mlpBias);
+      proj("mlp.down_proj", d, ff, config.mlpBias);
+      declareParam(p + "input_layernorm.weight", {d});
+      declareParam(p + "post_attention_layernorm.weight", {d});
+    }
+    declareParam("model.norm.weight", {d});
+    if (!config.tieWordEmbeddings)
+      declareParam("lm_head.weight", {config.vocabSize, d});
+  }
+
+  Value rmsNorm(Value x, const std::string &prefix) {
+    return RMSNormOp::create(b, loc(prefix), x, param(prefix + ".weight"),
+                             b.getF64FloatAttr(config.normEps));
+  }
+
+  Value llamaAttention(Value x, const std::string &p) {
+    int64_t hq = config.numHeads, hkv = config.numKVHeads,
+            dh = config.headDim;
+    bool bias = config.attentionBias;
+    Value q = linear(x, p + "q_proj", bias);
+    Value k = linear(x, p + "k_proj", bias);
+    Value v = linear(x, p + "v_proj", bias);
+    Location l = loc(p.substr(0, p.size() - 1));
+    q = reshape(q, {B(), S(), hq, dh}, loc(p + "q_proj"));
+    k = reshape(k, {B(), S(), hkv, dh}, loc(p + "k_proj"));
+    v = reshape(v, {B(), S(), hkv, dh}, loc(p + "v_proj"));
+    FloatAttr theta = b.getF64FloatAttr(config.ropeTheta);
+    q = RopeOp::create(b, loc(p + "rotary_emb"), q, theta);
+    k = RopeOp::create(b, loc(p + "rotary_emb"), k, theta);
+    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
+                                  /*scale=*/FloatAttr());
+    a = reshape(a, {B(), S(), hq * dh}, l);
+    return linear(a, p + "o_proj", bias);
+  }
+
+  Value llamaMLP(Value x, const std::string &p) {
+    Value gate = linear(x, p + "gate_proj", config.mlpBias);
+    Value up = linear(x, p + "up_proj", config.mlpBias);
+    Value act = activation(gate, loc(p + "act_fn"));
+    Value prod = MulOp::create(b, loc(p + "act_fn"), act, up);
+    return linear(prod, p + "down_proj", config.mlpBias);
+  }
+
+  Value buildLlama() {
+    Value ids = inputs[0], targets = inputs[1];
+    Value h = EmbeddingOp::create(b, loc("model.embed_tokens"),
+                                  param("model.embed_tokens.weight"), ids);
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "model.layers." + std::to_string(i) + ".";
+      Value n = rmsNorm(h, p + "input_layernorm");
+      h = add(h, llamaAttention(n, p + "self_attn."), loc(p + "residual"));
+      n = rmsNorm(h, p + "post_attention_layernorm");
+      h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
+    }
+    h = rmsNorm(h, "model.norm");
+    Value head = config.tieWordEmbeddings ? param("model.embed_tokens.weight")
+                                          : param("lm_head.weight");
+    Value logits = LinearOp::create(b, loc("lm_head"), h, head, Value());
+    return crossEntropy(logits, targets, /*ignore=*/-100);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // GPT-2 (GPT2LMHeadModel). Conv1D weights are [in, out]: x @ W + b.
+  //===--------------------------------------------------------------------===//
+
+  void declareGPT2Params() {
+    int64_t d = config.hiddenSize, ff = config.intermediateSize;
+    declareParam("transformer.wte.weight", {config.vocabSize, d});
+    declareParam("transformer.wpe.weight", {config.maxPositions, d});
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "transformer.h." + std::to_string(i) + ".";
+      auto conv1d = [&](const std::string &name, int64_t in, int64_t out) {
+        declareParam(p + name + ".weight", {in, out});
+        declareParam(p + name + ".bias", {out});
+      };
+      declareParam(p + "ln_1.weight", {d});
+      declareParam(p + "ln_1.bias", {d});
+      conv1d("attn.c_attn", d, 3 * d);
+      conv1d("attn.c_proj", d, d);
+      declareParam(p + "ln_2.weight", {d});
+      declareParam(p + "ln_2.bias", {d});
+      conv1d("mlp.c_fc", d, ff);
+      conv1d("mlp.c_proj", ff, d);
+    }
+    declareParam("transformer.ln_f.weight", {d});
+    declareParam("transformer.ln_f.bias", {d});
+  }
+
+  Value conv1d(Value x, const std::string &prefix) {
+    Location l = loc(prefix);
+    Value y = MatmulOp::create(b, l, x, param(prefix + ".weight"));
+    return add(y, param(prefix + ".bias"), l);
+  }
+
+  Value layerNorm(Value x, const std::string &prefix) {
+    return LayerNormOp::create(b, loc(prefix), x, param(prefix + ".weight"),
+                               param(prefix + ".bias"),
+                               b.getF64FloatAttr(config.normEps));
+  }
+
+  Value gpt2Attention(Value x, const std::string &p) {
+    int64_t d = config.hiddenSize, h = config.numHeads, dh = config.headDim;
+    Value qkv = conv1d(x, p + "c_attn");
+    Location l = loc(p.substr(0, p.size() - 1));
+    auto part = [&](int64_t index) {
+      Value s = SliceOp::create(b, l, qkv, /*axis=*/2, index * d, d);
+      return reshape(s, {B(), S(), h, dh}, l);
+    };
+    Value q = part(0), k = part(1), v = part(2);
+    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true, FloatAttr());
+    a = reshape(a, {B(), S(), d}, l);
+    return conv1d(a, p + "c_proj");
+  }
+
+  Value buildGPT2() {
+    Value ids = inputs[0], targets = inputs[1];
+    std::vector<int32_t> positions(S());
+    std::iota(positions.begin(), positions.end(), 0);
+    auto posType = RankedTensorType::get({S()}, idType);
+    Value pos = ConstantOp::create(
+        b, loc("transformer.wpe"),
+        DenseElementsAttr::get(posType, ArrayRef<int32_t>(positions)));
+    Value tok = EmbeddingOp::create(b, loc("transformer.wte"),
+                                    param("transformer.wte.weight"), ids);
+    Value pe = EmbeddingOp::create(b, loc("transformer.wpe"),
+                                   param("transformer.wpe.weight"), pos);
+    Value h = add(tok, pe, loc("transformer.wpe"));
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "transformer.h." + std::to_string(i) + ".";
+      Value n = layerNorm(h, p + "ln_1");
+      h = add(h, gpt2Attention(n, p + "attn."), loc(p + "residual"));
+      n = layerNorm(h, p + "ln_2");
+      Value f = conv1d(n, p + "mlp.c_fc");
+      f = activation(f, loc(p + "mlp.act"));
+      h = add(h, conv1d(f, p + "mlp.c_proj"), loc(p + "residual"));
+    }
+    h = layerNorm(h, "transformer.ln_f");
+    Value logits = LinearOp::create(b, loc("lm_head"), h,
+                                    param("transformer.wte.weight"), Value());
+    return crossEntropy(logits, targets, /*ignore=*/-100);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // MLP classifier
+  //===--------------------------------------------------------------------===//
+
+  void declareMLPParams() {
+    const auto &sizes = config.layerSizes;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      std::string p = "layers." + std::to_string(i);
+      declareParam(p + ".weight", {sizes[i + 1], sizes[i]});
+      if (config.bias)
+        declareParam(p + ".bias", {sizes[i + 1]});
+    }
+  }
+
+  Value buildMLP() {
+    Value x = inputs[0], labels = inputs[1];
+    size_t numLayers = config.layerSizes.size() - 1;
+    for (size_t i = 0; i < numLayers; ++i) {
+      std::string p = "layers." + std::to_string(i);
+      x = linear(x, p, config.bias);
+      if (i + 1 < numLayers)
+        x = activation(x, loc(p + ".act"));
+    }
+    return crossEntropy(x, labels, std::nullopt);
+  }
+
+  const ModelConfig &config;
+  OpBuilder b;
+  Location fileLoc;
+  Type floatType, idType;
+  OwningOpRef<ModuleOp> module;
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  std::vector<std::pair<std::string, unsigned>> paramIndex;
+  llvm::StringMap<Value> params;
+  SmallVector<Value> inputs;
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> tgc::buildForwardModule(MLIRContext &context,
+                                              const ModelConfig &config) {
+  context.loadDialect<TGDialect, func::FuncDialect>();
+  return ForwardBuilder(context, config).build();
+}

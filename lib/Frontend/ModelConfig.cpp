@@ -1,0 +1,435 @@
+//===- ModelConfig.cpp - reading model description files ------------------===//
+//
+// Every error names the file and the key; unknown keys are ignored because
+// Hugging Face configs carry many that do not change the graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Frontend/ModelConfig.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
+
+#include <cmath>
+
+using namespace tgc;
+using llvm::json::Object;
+using llvm::json::Value;
+
+llvm::StringRef tgc::stringifyActivation(Activation act) {
+  switch (act) {
+  case Activation::ReLU:
+    return "relu";
+  case Activation::GeluErf:
+    return "gelu";
+  case Activation::GeluTanh:
+    return "gelu_tanh";
+  case Activation::SiLU:
+    return "silu";
+  }
+  llvm_unreachable("unknown activation");
+}
+
+unsigned tgc::dtypeBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+llvm::StringRef tgc::stringifyDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+namespace {
+
+/// Describes a JSON value for messages: `string "abc"`, `number 3.5`.
+std::string describe(const Value &v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  switch (v.kind()) {
+  case Value::Null:
+    return "null";
+  case Value::Boolean:
+    return *v.getAsBoolean() ? "true" : "false";
+  case Value::Number:
+    os << "number " << v;
+    return s;
+  case Value::String:
+    os << "string " << v;
+    return s;
+  case Value::Array:
+    return "an array";
+  case Value::Object:
+    return "an object";
+  }
+  return "a value";
+}
+
+/// Typed access to the keys of one JSON object. The first error wins and is
+/// reported with the file name and the key's full path ("training.lr").
+class ConfigReader {
+public:
+  ConfigReader(llvm::StringRef path, const Object &object,
+               std::string prefix = "")
+      : path(path), object(object), prefix(std::move(prefix)) {}
+
+  bool has(llvm::StringRef key) const {
+    const Value *v = object.get(key);
+    return v && v->kind() != Value::Null;
+  }
+
+  std::optional<int64_t> integer(llvm::StringRef key, bool required,
+                                 int64_t min = 1) {
+    const Value *v = lookup(key, required);
+    if (!v)
+      return std::nullopt;
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i) {
+      // 768.0 is still an integer; 7.5 is not.
+      if (std::optional<double> d = v->getAsNumber();
+          d && std::floor(*d) == *d && std::fabs(*d) < 9e15)
+        i = static_cast<int64_t>(*d);
+    }
+    if (!i)
+      return error(key, "expected an integer, got " + describe(*v));
+    if (*i < min)
+      return error(key, llvm::formatv("must be >= {0}, got {1}", min, *i));
+    return i;
+  }
+
+  std::optional<double> number(llvm::StringRef key, bool required,
+                               bool positive = true) {
+    const Value *v = lookup(key, required);
+    if (!v)
+      return std::nullopt;
+    std::optional<double> d = v->getAsNumber();
+    if (!d)
+      return error(key, "expected a number, got " + describe(*v));
+    if (!std::isfinite(*d) || (positive && *d <= 0) || *d < 0)
+      return error(key, llvm::formatv("must be {0}, got {1}",
+                                      positive ? "positive" : "non-negative",
+                                      *d));
+    return d;
+  }
+
+  std::optional<bool> boolean(llvm::StringRef key) {
+    const Value *v = lookup(key, false);
+    if (!v)
+      return std::nullopt;
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return error(key, "expected true or false, got " + describe(*v));
+    return b;
+  }
+
+  std::optional<std::string> string(llvm::StringRef key, bool required) {
+    const Value *v = lookup(key, required);
+    if (!v)
+      return std::nullopt;
+    std::optional<llvm::StringRef> s = v->getAsString();
+    if (!s)
+      return error(key, "expected a string, got " + describe(*v));
+    return s->str();
+  }
+
+  const Value *value(llvm::StringRef key, bool required) {
+    return lookup(key, required);
+  }
+
+  /// Records an error about `key` (if none was recorded yet).
+  std::nullopt_t error(llvm::StringRef key, const llvm::Twine &message) {
+    if (!firstError)
+      firstError = llvm::formatv("{0}: key '{1}{2}': {3}", path, prefix, key,
+                                 message.str())
+                       .str();
+    return std::nullopt;
+  }
+
+  /// Records an error not tied to one key.
+  void fail(const llvm::Twine &message) {
+    if (!firstError)
+      firstError = (path + ": " + message).str();
+  }
+
+  bool failed() const { return firstError.has_value(); }
+  const std::optional<std::string> &getError() const { return firstError; }
+  void adoptError(const ConfigReader &other) {
+    if (!firstError && other.firstError)
+      firstError = other.firstError;
+  }
+
+private:
+  const Value *lookup(llvm::StringRef key, bool required) {
+    const Value *v = object.get(key);
+    if (v && v->kind() == Value::Null)
+      v = nullptr;
+    if (!v && required && !firstError)
+      firstError = llvm::formatv("{0}: missing required key '{1}{2}'", path,
+                                 prefix, key)
+                       .str();
+    return v;
+  }
+
+  std::string path;
+  const Object &object;
+  std::string prefix;
+  std::optional<std::string> firstError;
+};
+
+std::optional<Activation> parseActivation(ConfigReader &reader,
+                                          llvm::StringRef key,
+                                          llvm::StringRef name) {
+  auto act = llvm::StringSwitch<std::optional<Activation>>(name)
+                 .Case("relu", Activation::ReLU)
+                 .Cases({"gelu", "gelu_python"}, Activation::GeluErf)
+                 .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_tanh"},
+                        Activation::GeluTanh)
+                 .Cases({"silu", "swish"}, Activation::SiLU)
+                 .Default(std::nullopt);
+  if (!act)
+    reader.error(key, "unsupported activation \"" + name +
+                          "\" (expected relu, gelu, gelu_new, "
+                          "gelu_pytorch_tanh or silu)");
+  return act;
+}
+
+void readLlama(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::Llama;
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
+  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
+  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
+  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  c.numKVHeads = r.integer("num_key_value_heads", false).value_or(c.numHeads);
+  c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
+  c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
+  c.ropeTheta = r.number("rope_theta", false).value_or(10000.0);
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(false);
+  c.attentionBias = r.boolean("attention_bias").value_or(false);
+  c.mlpBias = r.boolean("mlp_bias").value_or(false);
+  if (auto act = r.string("hidden_act", false))
+    c.activation = parseActivation(r, "hidden_act", *act).value_or(c.activation);
+  if (r.failed())
+    return;
+  if (c.hiddenSize % c.numHeads != 0 && !r.has("head_dim"))
+    r.error("num_attention_heads",
+            llvm::formatv("{0} heads do not divide hidden_size {1}",
+                          c.numHeads, c.hiddenSize));
+  c.headDim = r.integer("head_dim", false)
+                  .value_or(c.numHeads ? c.hiddenSize / c.numHeads : 0);
+  if (c.headDim % 2 != 0)
+    r.error("head_dim",
+            llvm::formatv("RoPE needs an even head dimension, got {0}",
+                          c.headDim));
+  if (c.numHeads % c.numKVHeads != 0)
+    r.error("num_key_value_heads",
+            llvm::formatv("{0} key/value heads do not divide {1} attention "
+                          "heads",
+                          c.numKVHeads, c.numHeads));
+  // Scaled RoPE variants change the positions' angles; not supported yet.
+  if (const Value *scaling = r.value("rope_scaling", false))
+    r.error("rope_scaling", "RoPE scaling is not supported (got " +
+                                describe(*scaling) + "); remove it or set null");
+}
+
+void readGPT2(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::GPT2;
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("n_embd", true).value_or(0);
+  c.numLayers = r.integer("n_layer", true).value_or(0);
+  c.numHeads = r.integer("n_head", true).value_or(0);
+  c.maxPositions = r.integer("n_positions", true).value_or(0);
+  c.intermediateSize =
+      r.integer("n_inner", false).value_or(4 * c.hiddenSize);
+  c.normEps = r.number("layer_norm_epsilon", false).value_or(1e-5);
+  c.activation = Activation::GeluTanh;
+  if (auto act = r.string("activation_function", false))
+    c.activation =
+        parseActivation(r, "activation_function", *act).value_or(c.activation);
+  // GPT2LMHeadModel always ties lm_head to wte.
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(true);
+  if (!c.tieWordEmbeddings)
+    r.error("tie_word_embeddings", "GPT-2 ties lm_head to wte; false is not "
+                                   "supported");
+  if (r.failed())
+    return;
+  if (c.hiddenSize % c.numHeads != 0)
+    r.error("n_head", llvm::formatv("{0} heads do not divide n_embd {1}",
+                                    c.numHeads, c.hiddenSize));
+  c.numKVHeads = c.numHeads;
+  c.headDim = c.hiddenSize / c.numHeads;
+  c.attentionBias = c.mlpBias = true;
+}
+
+void readMLP(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::MLP;
+  const Value *layers = r.value("layers", true);
+  if (!layers)
+    return;
+  const llvm::json::Array *sizes = layers->getAsArray();
+  if (!sizes) {
+    r.error("layers", "expected an array of layer sizes, got " +
+                          describe(*layers));
+    return;
+  }
+  if (sizes->size() < 2) {
+    r.error("layers", llvm::formatv("needs at least an input and an output "
+                                    "size, got {0} entries",
+                                    sizes->size()));
+    return;
+  }
+  for (size_t i = 0; i < sizes->size(); ++i) {
+    std::optional<int64_t> n = (*sizes)[i].getAsInteger();
+    if (!n || *n < 1) {
+      r.error("layers", llvm::formatv("entry {0} must be a positive integer, "
+                                      "got {1}",
+                                      i, describe((*sizes)[i])));
+      return;
+    }
+    c.layerSizes.push_back(*n);
+  }
+  c.activation = Activation::ReLU;
+  if (auto act = r.string("activation", false))
+    c.activation = parseActivation(r, "activation", *act).value_or(c.activation);
+  c.bias = r.boolean("bias").value_or(true);
+  c.vocabSize = c.layerSizes.back(); // classes
+}
+
+void readTraining(ConfigReader &r, TrainingConfig &t) {
+  if (auto v = r.integer("batch_size", false))
+    t.batchSize = *v;
+  if (auto v = r.integer("seq_len", false))
+    t.seqLen = *v;
+  if (auto name = r.string("optimizer", false)) {
+    if (*name == "sgd")
+      t.optimizer = OptimizerKind::SGD;
+    else if (*name == "adamw")
+      t.optimizer = OptimizerKind::AdamW;
+    else
+      r.error("optimizer", "expected \"sgd\" or \"adamw\", got \"" + *name +
+                               "\"");
+  }
+  if (auto v = r.number("lr", false))
+    t.lr = *v;
+  if (const llvm::json::Value *betas = r.value("betas", false)) {
+    const llvm::json::Array *a = betas->getAsArray();
+    std::optional<double> b1, b2;
+    if (a && a->size() == 2) {
+      b1 = (*a)[0].getAsNumber();
+      b2 = (*a)[1].getAsNumber();
+    }
+    if (!b1 || !b2 || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+      r.error("betas", "expected [beta1, beta2] with each in [0, 1), got " +
+                           describe(*betas));
+    else {
+      t.beta1 = *b1;
+      t.beta2 = *b2;
+    }
+  }
+  if (auto v = r.number("eps", false))
+    t.eps = *v;
+  if (auto v = r.number("weight_decay", false, /*positive=*/false))
+    t.weightDecay = *v;
+  if (auto v = r.number("momentum", false, /*positive=*/false))
+    t.momentum = *v;
+  if (auto v = r.number("grad_clip", false))
+    t.gradClip = *v;
+  if (auto name = r.string("dtype", false)) {
+    if (*name == "f32" || *name == "float32")
+      t.dtype = DType::F32;
+    else if (*name == "bf16" || *name == "bfloat16")
+      t.dtype = DType::BF16;
+    else if (*name == "f16" || *name == "float16")
+      t.dtype = DType::F16;
+    else
+      r.error("dtype", "expected \"f32\", \"bf16\" or \"f16\", got \"" +
+                           *name + "\"");
+  }
+  if (auto v = r.integer("seed", false, 0))
+    t.seed = static_cast<uint64_t>(*v);
+  if (auto v = r.integer("steps", false, 0))
+    t.steps = *v;
+}
+
+/// Turns llvm::json's "[line:col, byte=N]: message" into "file:line:col: ...".
+std::string formatParseError(llvm::StringRef path, llvm::Error error) {
+  std::string raw = llvm::toString(std::move(error));
+  llvm::SmallVector<llvm::StringRef, 4> m;
+  llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+  if (re.match(raw, &m))
+    return llvm::formatv("{0}:{1}:{2}: invalid JSON: {3}", path, m[1], m[2],
+                         m[3])
+        .str();
+  return (path + ": invalid JSON: " + raw).str();
+}
+
+} // namespace
+
+llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
+  if (c.family != ModelFamily::MLP && c.training.seqLen > c.maxPositions)
+    return llvm::createStringError(llvm::formatv(
+        "{0}: seq_len {1} exceeds the model's {2} positions ({3})", c.path,
+        c.training.seqLen, c.maxPositions,
+        c.family == ModelFamily::GPT2 ? "n_positions"
+                                      : "max_position_embeddings"));
+  return llvm::Error::success();
+}
+
+llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
+                                                  llvm::StringRef path) {
+  llvm::Expected<Value> json = llvm::json::parse(text);
+  if (!json)
+    return llvm::createStringError(formatParseError(path, json.takeError()));
+  const Object *root = json->getAsObject();
+  if (!root)
+    return llvm::createStringError(
+        llvm::formatv("{0}: expected a JSON object at the top level, got {1}",
+                      path, describe(*json)));
+
+  ModelConfig config;
+  config.path = path.str();
+  ConfigReader reader(path, *root);
+  std::optional<std::string> type = reader.string("model_type", true);
+  if (type) {
+    config.modelType = *type;
+    if (*type == "llama" || *type == "mistral")
+      readLlama(reader, config);
+    else if (*type == "gpt2")
+      readGPT2(reader, config);
+    else if (*type == "mlp")
+      readMLP(reader, config);
+    else
+      reader.error("model_type", "unknown model type \"" + *type +
+                                     "\" (expected llama, mistral, gpt2 or "
+                                     "mlp)");
+  }
+  if (const Value *training = reader.value("training", false)) {
+    if (const Object *obj = training->getAsObject()) {
+      ConfigReader sub(path, *obj, "training.");
+      readTraining(sub, config.training);
+      reader.adoptError(sub);
+    } else {
+      reader.error("training", "expected an object, got " + describe(*training));
+    }
+  }
+  if (reader.failed())
+    return llvm::createStringError(*reader.getError());
+  if (llvm::Error err = validateModelConfig(config))
+    return std::move(err);
+  return config;
+}
+
+llvm::Expected<ModelConfig> tgc::loadModelConfig(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(llvm::formatv(
+        "{0}: cannot read model file: {1}", path, buffer.getError().message()));
+  return parseModelConfig((*buffer)->getBuffer(), path);
+}

@@ -1,0 +1,109 @@
+//===- TrainingFlags.cpp - command-line overrides of "training" -----------===//
+//
+// Each flag mirrors a key of the model file's "training" object; a flag that
+// is given wins. Flags belong to every subcommand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainingFlags.h"
+
+#include "llvm/Support/CommandLine.h"
+
+using namespace tgc;
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory trainingCategory("Training flags (override the model file's "
+                                    "\"training\" object)");
+
+template <typename T>
+struct Flag : cl::opt<T> {
+  Flag(llvm::StringRef name, llvm::StringRef desc, llvm::StringRef valueDesc)
+      : cl::opt<T>(name, cl::desc(desc), cl::value_desc(valueDesc),
+                   cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll())) {}
+  bool given() const { return this->getNumOccurrences() > 0; }
+};
+
+Flag<int64_t> batchSize("batch-size", "Sequences (or samples) per step", "n");
+Flag<int64_t> seqLen("seq-len", "Tokens per sequence", "n");
+cl::opt<OptimizerKind> optimizer(
+    "optimizer", cl::desc("Optimizer"), cl::cat(trainingCategory),
+    cl::sub(cl::SubCommand::getAll()),
+    cl::values(clEnumValN(OptimizerKind::SGD, "sgd", "stochastic gradient descent"),
+               clEnumValN(OptimizerKind::AdamW, "adamw",
+                          "Adam with decoupled weight decay")));
+Flag<double> lr("lr", "Learning rate", "x");
+Flag<double> beta1("beta1", "AdamW beta1", "x");
+Flag<double> beta2("beta2", "AdamW beta2", "x");
+Flag<double> eps("eps", "AdamW epsilon", "x");
+Flag<double> weightDecay("weight-decay", "Decoupled weight decay (AdamW)", "x");
+Flag<double> momentum("momentum", "SGD momentum", "x");
+Flag<double> gradClip("grad-clip", "Clip gradients to this global L2 norm", "x");
+cl::opt<DType> dtype(
+    "dtype", cl::desc("Element type of weights and activations"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
+    cl::values(clEnumValN(DType::F32, "f32", "32-bit float"),
+               clEnumValN(DType::BF16, "bf16", "bfloat16"),
+               clEnumValN(DType::F16, "f16", "16-bit float")));
+Flag<uint64_t> seed("seed", "Random seed for weight init and data order", "n");
+Flag<int64_t> steps("steps", "Training steps", "n");
+
+/// Checks a flag that must be positive, if it was given.
+llvm::Error checkPositive(const cl::Option &flag, double value) {
+  if (!flag.getNumOccurrences() || value > 0)
+    return llvm::Error::success();
+  return llvm::createStringError("--" + flag.ArgStr.str() +
+                                 " must be positive, got " +
+                                 std::to_string(value));
+}
+} // namespace
+
+void tgc::applyTrainingFlags(TrainingConfig &t) {
+  if (batchSize.given())
+    t.batchSize = batchSize;
+  if (seqLen.given())
+    t.seqLen = seqLen;
+  if (optimizer.getNumOccurrences())
+    t.optimizer = optimizer;
+  if (lr.given())
+    t.lr = lr;
+  if (beta1.given())
+    t.beta1 = beta1;
+  if (beta2.given())
+    t.beta2 = beta2;
+  if (eps.given())
+    t.eps = eps;
+  if (weightDecay.given())
+    t.weightDecay = weightDecay;
+  if (momentum.given())
+    t.momentum = momentum;
+  if (gradClip.given())
+    t.gradClip = gradClip;
+  if (dtype.getNumOccurrences())
+    t.dtype = dtype;
+  if (seed.given())
+    t.seed = seed;
+  if (steps.given())
+    t.steps = steps;
+}
+
+llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
+  using Check = std::pair<const cl::Option *, double>;
+  for (auto [flag, value] :
+       {Check(&batchSize, double(batchSize)), Check(&seqLen, double(seqLen)),
+        Check(&lr, lr), Check(&eps, eps), Check(&gradClip, gradClip)})
+    if (llvm::Error err = checkPositive(*flag, value))
+      return err;
+  for (Flag<double> *flag : {&beta1, &beta2})
+    if (flag->given() && (*flag < 0 || *flag >= 1))
+      return llvm::createStringError("--" + flag->ArgStr.str() +
+                                     " must be in [0, 1), got " +
+                                     std::to_string(double(*flag)));
+  for (Flag<double> *flag : {&weightDecay, &momentum})
+    if (flag->given() && *flag < 0)
+      return llvm::createStringError("--" + flag->ArgStr.str() +
+                                     " must be non-negative, got " +
+                                     std::to_string(double(*flag)));
+  applyTrainingFlags(config.training);
+  return validateModelConfig(config);
+}

@@ -1,0 +1,18 @@
+//===- TrainingFlags.h - command-line overrides of "training" ---*- C++ -*-===//
+#ifndef TGC_TOOLS_TGC_TRAININGFLAGS_H
+#define TGC_TOOLS_TGC_TRAININGFLAGS_H
+
+#include "tgc/Frontend/ModelConfig.h"
+
+namespace tgc {
+
+/// Applies the training flags given on the command line (they win over the
+/// model file's "training" object) and re-validates the configuration.
+llvm::Error applyTrainingFlags(ModelConfig &config);
+
+/// Same, for inputs that carry no model file (tg IR).
+void applyTrainingFlags(TrainingConfig &training);
+
+} // namespace tgc
+
+#endif // TGC_TOOLS_TGC_TRAININGFLAGS_H

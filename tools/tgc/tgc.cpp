@@ -1,0 +1,148 @@
+//===- tgc.cpp - the tgc compiler driver ----------------------------------===//
+//
+//   tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]
+//   tgc stats MODEL [--json] [training flags]
+//
+// MODEL is a model description (.json, see docs/model-format.md) or tg IR
+// (.mlir). Each --emit level is a longer prefix of one pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainingFlags.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Frontend/MLIRGen.h"
+#include "tgc/Frontend/ModelConfig.h"
+#include "tgc/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace tgc;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::SubCommand statsCommand("stats",
+                            "Print parameter, FLOP and memory statistics of "
+                            "one training step");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.json|model.mlir>"),
+                               cl::Required, cl::sub(cl::SubCommand::getTopLevel()),
+                               cl::sub(statsCommand));
+
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
+                                cl::value_desc("file"), cl::init("-"));
+
+enum class EmitLevel { TG };
+cl::opt<EmitLevel> emitLevel(
+    "emit", cl::desc("What to produce"), cl::init(EmitLevel::TG),
+    cl::values(clEnumValN(EmitLevel::TG, "tg",
+                          "the forward graph in the tg dialect")));
+
+enum class Target { CPU };
+cl::opt<Target> target("target", cl::desc("Code generation target"),
+                       cl::init(Target::CPU),
+                       cl::values(clEnumValN(Target::CPU, "cpu",
+                                             "the host CPU (default)")));
+
+cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
+                        cl::sub(statsCommand));
+
+/// Reports `message` as tgc's error and returns the exit code for it.
+int reportError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "tgc") << message << "\n";
+  return 1;
+}
+
+/// Loads the input as a module holding @forward: model files through the
+/// front end, .mlir files through the parser (diagnostics at file:line:col).
+OwningOpRef<ModuleOp> loadInput(MLIRContext &context, std::string &error) {
+  StringRef path = inputFile;
+  if (path.ends_with(".mlir")) {
+    std::string openError;
+    auto file = openInputFile(path, &openError);
+    if (!file) {
+      error = (path + ": cannot read: " + openError).str();
+      return nullptr;
+    }
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module) {
+      error = (path + ": invalid tg IR (see the diagnostics above)").str();
+      return nullptr;
+    }
+    return module;
+  }
+
+  llvm::Expected<ModelConfig> config = loadModelConfig(path);
+  if (!config) {
+    error = llvm::toString(config.takeError());
+    return nullptr;
+  }
+  if (llvm::Error err = applyTrainingFlags(*config)) {
+    error = llvm::toString(std::move(err));
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
+  if (failed(verify(*module))) {
+    error = (path + ": internal error: the generated forward graph does not "
+                    "verify")
+                .str();
+    return nullptr;
+  }
+  return module;
+}
+
+int emit(ModuleOp module) {
+  std::string error;
+  auto output = openOutputFile(outputFile, &error);
+  if (!output)
+    return reportError(outputFile + ": cannot write: " + error);
+  module.print(output->os());
+  output->keep();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tgc: compiles transformer model descriptions into training steps\n\n"
+      "  tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]\n"
+      "  tgc stats MODEL [--json] [training flags]\n\n"
+      "MODEL is a model description (.json: a Hugging Face config.json for\n"
+      "llama/mistral/gpt2, or a tgc MLP description) or tg IR (.mlir).\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+
+  std::string error;
+  OwningOpRef<ModuleOp> module = loadInput(context, error);
+  if (!module)
+    return reportError(error);
+
+  if (statsCommand)
+    return reportError("'tgc stats' needs the reverse graph (not built yet)");
+  return emit(*module);
+}

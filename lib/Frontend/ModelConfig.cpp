@@ -363,9 +363,10 @@ std::string formatParseError(llvm::StringRef path, llvm::Error error) {
   std::string raw = llvm::toString(std::move(error));
   llvm::SmallVector<llvm::StringRef, 4> m;
   llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-  if (re.match(raw, &m))
-    return llvm::formatv("{0}:{1}:{2}: invalid JSON: {3}", path, m[1], m[2],
-                         m[3])
+  unsigned column = 0;
+  if (re.match(raw, &m) && !m[2].getAsInteger(10, column))
+    return llvm::formatv("{0}:{1}:{2}: invalid JSON: {3}", path, m[1],
+                         std::max(column, 1u), m[3])
         .str();
   return (path + ": invalid JSON: " + raw).str();
 }

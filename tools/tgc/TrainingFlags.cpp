@@ -58,6 +58,8 @@ llvm::Error checkPositive(const cl::Option &flag, double value) {
 }
 } // namespace
 
+llvm::cl::OptionCategory &tgc::trainingFlagsCategory() { return trainingCategory; }
+
 void tgc::applyTrainingFlags(TrainingConfig &t) {
   if (batchSize.given())
     t.batchSize = batchSize;

@@ -4,7 +4,12 @@
 
 #include "tgc/Frontend/ModelConfig.h"
 
+#include "llvm/Support/CommandLine.h"
+
 namespace tgc {
+
+/// The --help category of the training flags.
+llvm::cl::OptionCategory &trainingFlagsCategory();
 
 /// Applies the training flags given on the command line (they win over the
 /// model file's "training" object) and re-validates the configuration.

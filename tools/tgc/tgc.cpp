@@ -35,6 +35,8 @@ namespace cl = llvm::cl;
 
 namespace {
 
+cl::OptionCategory tgcCategory("tgc options");
+
 cl::SubCommand statsCommand("stats",
                             "Print parameter, FLOP and memory statistics of "
                             "one training step");
@@ -44,22 +46,24 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.json|model.mlir>
                                cl::sub(statsCommand));
 
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                cl::value_desc("file"), cl::init("-"));
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(tgcCategory));
 
 enum class EmitLevel { TG };
 cl::opt<EmitLevel> emitLevel(
     "emit", cl::desc("What to produce"), cl::init(EmitLevel::TG),
+    cl::cat(tgcCategory),
     cl::values(clEnumValN(EmitLevel::TG, "tg",
                           "the forward graph in the tg dialect")));
 
 enum class Target { CPU };
 cl::opt<Target> target("target", cl::desc("Code generation target"),
-                       cl::init(Target::CPU),
+                       cl::init(Target::CPU), cl::cat(tgcCategory),
                        cl::values(clEnumValN(Target::CPU, "cpu",
                                              "the host CPU (default)")));
 
 cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
-                        cl::sub(statsCommand));
+                        cl::sub(statsCommand), cl::cat(tgcCategory));
 
 /// Reports `message` as tgc's error and returns the exit code for it.
 int reportError(const llvm::Twine &message) {
@@ -125,13 +129,17 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions({&tgcCategory, &trainingFlagsCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compiles transformer model descriptions into training steps\n\n"
       "  tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]\n"
       "  tgc stats MODEL [--json] [training flags]\n\n"
       "MODEL is a model description (.json: a Hugging Face config.json for\n"
-      "llama/mistral/gpt2, or a tgc MLP description) or tg IR (.mlir).\n");
+      "llama/mistral/gpt2, or a tgc MLP description) or tg IR (.mlir).\n\n"
+      "MLIR debugging flags also work (see --help-hidden), e.g.\n"
+      "  --mlir-print-ir-after-all, --mlir-print-ir-after=<pass>,\n"
+      "  --mlir-print-ir-tree-dir=<dir>, --mlir-timing.\n");
 
   DialectRegistry registry;
   registerAllDialects(registry);

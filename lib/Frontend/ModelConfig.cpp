@@ -76,6 +76,8 @@ std::string describe(const Value &v) {
 /// reported with the file name and the key's full path ("training.lr").
 class ConfigReader {
 public:
+  static constexpr int64_t kMaxSize = int64_t(1) << 31;
+
   ConfigReader(llvm::StringRef path, const Object &object,
                std::string prefix = "")
       : path(path), object(object), prefix(std::move(prefix)) {}
@@ -101,6 +103,10 @@ public:
       return error(key, "expected an integer, got " + describe(*v));
     if (*i < min)
       return error(key, llvm::formatv("must be >= {0}, got {1}", min, *i));
+    // Sizes multiply into element counts; keep every one well inside int64.
+    if (*i > kMaxSize)
+      return error(key, llvm::formatv("{0} is too large (at most {1})", *i,
+                                      kMaxSize));
     return i;
   }
 

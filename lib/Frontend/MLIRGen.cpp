@@ -208,8 +208,8 @@ private:
     k = reshape(k, {B(), S(), hkv, dh}, loc(p + "k_proj"));
     v = reshape(v, {B(), S(), hkv, dh}, loc(p + "v_proj"));
     FloatAttr theta = b.getF64FloatAttr(config.ropeTheta);
-    q = RopeOp::create(b, loc(p + "rotary_emb"), q, theta);
-    k = RopeOp::create(b, loc(p + "rotary_emb"), k, theta);
+    q = RopeOp::create(b, loc(p + "rotary_emb"), q, theta, UnitAttr());
+    k = RopeOp::create(b, loc(p + "rotary_emb"), k, theta, UnitAttr());
     Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
                                   /*scale=*/FloatAttr());
     a = reshape(a, {B(), S(), hq * dh}, l);

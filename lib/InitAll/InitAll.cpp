@@ -2,6 +2,7 @@
 
 #include "tgc/InitAll.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -13,4 +14,7 @@ void tgc::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
 }
 
-void tgc::registerAllPasses() { mlir::registerAllPasses(); }
+void tgc::registerAllPasses() {
+  mlir::registerAllPasses();
+  mlir::tg::registerTGPasses();
+}

@@ -363,7 +363,7 @@ func.func @param_failure_name(%w: tensor<4xf32> {tg.param = 3 : i64}) {
 
 // -----
 
-// expected-error@+1 {{parameter 'embed' (argument #0) must have a floating-point element type, got 'i32'}}
+// expected-error@+1 {{'tg.param' value 'embed' (argument #0) must have a floating-point element type, got 'i32'}}
 func.func @param_failure_type(%w: tensor<4xi32> {tg.param = "embed"}) {
   return
 }

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -27,31 +28,66 @@ Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return ConstantOp::create(builder, loc, elements);
 }
 
-/// `tg.param` and `tg.input` name function arguments; the name must be a
-/// non-empty string and the argument a ranked tensor.
+namespace {
+/// Checks a naming attribute on argument or result `index` of a function:
+/// the name must be a non-empty string and the value a ranked tensor
+/// (parameters and their state floating point).
+LogicalResult verifyNameAttribute(Operation *op, StringRef what,
+                                  unsigned index, NamedAttribute attribute,
+                                  Type type) {
+  StringRef name = attribute.getName().strref();
+  auto str = llvm::dyn_cast<StringAttr>(attribute.getValue());
+  if (!str || str.getValue().empty())
+    return op->emitError() << "'" << name << "' on " << what << " #" << index
+                           << " must be a non-empty string";
+  if (!type)
+    return success();
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return op->emitError() << what << " #" << index << " marked '" << name
+                           << "' must be a ranked tensor, got " << type;
+  bool mustBeFloat = name == TGDialect::kParamAttrName ||
+                     name == TGDialect::kStateAttrName ||
+                     name == TGDialect::kGradAttrName;
+  if (mustBeFloat && !llvm::isa<FloatType>(tensor.getElementType()))
+    return op->emitError() << "'" << name << "' value '" << str.getValue()
+                           << "' (" << what << " #" << index
+                           << ") must have a floating-point element type, got "
+                           << tensor.getElementType();
+  return success();
+}
+} // namespace
+
+/// `tg.param`, `tg.input` and `tg.state` name function arguments.
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
-  if (name != kParamAttrName && name != kInputAttrName)
+  if (name != kParamAttrName && name != kInputAttrName &&
+      name != kStateAttrName)
     return op->emitError() << "unknown tg argument attribute '" << name << "'";
-  auto str = llvm::dyn_cast<StringAttr>(attribute.getValue());
-  if (!str || str.getValue().empty())
-    return op->emitError() << "'" << name << "' on argument #" << argIndex
-                           << " must be a non-empty string";
   Region &region = op->getRegion(regionIndex);
-  if (region.empty() || argIndex >= region.getNumArguments())
-    return success(); // declarations carry no block arguments to check
-  Type type = region.getArgument(argIndex).getType();
-  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return op->emitError() << "argument #" << argIndex << " marked '" << name
-                           << "' must be a ranked tensor, got " << type;
-  if (name == kParamAttrName && !llvm::isa<FloatType>(tensor.getElementType()))
-    return op->emitError() << "parameter '" << str.getValue()
-                           << "' (argument #" << argIndex
-                           << ") must have a floating-point element type, got "
-                           << tensor.getElementType();
-  return success();
+  Type type = !region.empty() && argIndex < region.getNumArguments()
+                  ? region.getArgument(argIndex).getType()
+                  : Type();
+  return verifyNameAttribute(op, "argument", argIndex, attribute, type);
 }
+
+/// `tg.output`, `tg.grad`, `tg.param` and `tg.state` name function results.
+LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  if (name != kOutputAttrName && name != kGradAttrName &&
+      name != kParamAttrName && name != kStateAttrName)
+    return op->emitError() << "unknown tg result attribute '" << name << "'";
+  Type type;
+  if (auto func = llvm::dyn_cast<FunctionOpInterface>(op))
+    if (resultIndex < func.getNumResults())
+      type = func.getResultTypes()[resultIndex];
+  return verifyNameAttribute(op, "result", resultIndex, attribute, type);
+}
+
+#include "tgc/Dialect/TG/IR/TGInterfaces.cpp.inc"

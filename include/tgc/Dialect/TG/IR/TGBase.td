@@ -27,7 +27,13 @@ def TG_Dialect : Dialect {
     * `tg.param = "model.layers.0.self_attn.q_proj.weight"` marks a trainable
       weight and gives its Hugging Face state-dict name;
     * `tg.input = "input_ids"` marks a data input (token ids, targets,
-      features, labels), never differentiated.
+      features, labels, and the optimizer's `lr` and `step`), never
+      differentiated;
+    * `tg.state = "exp_avg.<param>"` marks optimizer state.
+
+    Results of generated functions are named the same way: `tg.output`
+    (`"loss"`, `"grad_norm"`), `tg.grad = "<param>"` (a parameter's
+    gradient), `tg.param` (an updated parameter) and `tg.state`.
 
     Layout conventions: attention-shaped tensors are `[B, S, H, D]`
     (batch, sequence, heads, head dim), exactly what reshaping a projection's
@@ -37,11 +43,18 @@ def TG_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a trainable parameter.
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
     /// Argument attribute naming a data input.
     static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
+    /// Argument/result attribute naming optimizer state.
+    static constexpr ::llvm::StringLiteral kStateAttrName = "tg.state";
+    /// Result attribute naming an output such as the loss.
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "tg.output";
+    /// Result attribute naming the parameter a gradient belongs to.
+    static constexpr ::llvm::StringLiteral kGradAttrName = "tg.grad";
   }];
 }
 
@@ -54,5 +67,9 @@ def TG_FloatTensor : StaticShapeTensorOf<[F64, F32, BF16, F16]>;
 def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def TG_AnyTensor : StaticShapeTensorOf<[F64, F32, BF16, F16, I32, I64]>;
 def TG_ScalarFloatTensor : 0DTensorOf<[F64, F32, BF16, F16]>;
+// Optimizer scalars (learning rate, step) are always f32.
+def TG_F32Scalar : Type<And<[TensorOf<[F32]>.predicate, HasAnyRankOfPred<[0]>]>,
+                        "0-d tensor of f32", "::mlir::TensorType">,
+                   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
 #endif // TGC_DIALECT_TG_IR_TGBASE_TD

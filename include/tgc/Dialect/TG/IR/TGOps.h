@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.h.inc"

@@ -14,9 +14,13 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "tgc/Dialect/TG/IR/TGInterfaces.td"
 
 class TG_Op<string mnemonic, list<Trait> traits = []>
     : Op<TG_Dialect, mnemonic, !listconcat([Pure], traits)>;
+
+// Ops with a vector-Jacobian rule (see GradientRules.cpp).
+defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
 
 // Ops whose result type follows from operands and properties.
 class TG_InferredOp<string mnemonic, list<Trait> traits = []>
@@ -43,7 +47,7 @@ def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
-def TG_ReshapeOp : TG_Op<"reshape"> {
+def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable]> {
   let summary = "Reinterprets a tensor with a new shape of the same size";
   let description = [{
     Row-major reshape: the result has the operand's elements in the same
@@ -61,7 +65,7 @@ def TG_ReshapeOp : TG_Op<"reshape"> {
   let hasFolder = 1;
 }
 
-def TG_TransposeOp : TG_InferredOp<"transpose"> {
+def TG_TransposeOp : TG_InferredOp<"transpose", [TG_Differentiable]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     `result.shape[i] == input.shape[permutation[i]]`.
@@ -78,7 +82,7 @@ def TG_TransposeOp : TG_InferredOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def TG_BroadcastOp : TG_Op<"broadcast"> {
+def TG_BroadcastOp : TG_Op<"broadcast", [TG_Differentiable]> {
   let summary = "Broadcasts a tensor to a larger shape (NumPy rules)";
   let description = [{
     Dimensions are aligned from the right; each operand dimension must equal
@@ -97,7 +101,7 @@ def TG_BroadcastOp : TG_Op<"broadcast"> {
   let hasFolder = 1;
 }
 
-def TG_ReduceSumOp : TG_InferredOp<"reduce_sum"> {
+def TG_ReduceSumOp : TG_InferredOp<"reduce_sum", [TG_Differentiable]> {
   let summary = "Sums a tensor over some dimensions";
   let description = [{
     Sums over the listed dimensions (sorted, unique, in range). With
@@ -118,7 +122,7 @@ def TG_ReduceSumOp : TG_InferredOp<"reduce_sum"> {
   let hasFolder = 1;
 }
 
-def TG_SliceOp : TG_InferredOp<"slice"> {
+def TG_SliceOp : TG_InferredOp<"slice", [TG_Differentiable]> {
   let summary = "Takes a contiguous range along one dimension";
   let description = [{
     `result = input[..., start : start + size, ...]` along `axis`. Used to
@@ -143,7 +147,7 @@ def TG_SliceOp : TG_InferredOp<"slice"> {
 // Math
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferredOp<"matmul"> {
+def TG_MatmulOp : TG_InferredOp<"matmul", [TG_Differentiable]> {
   let summary = "Batched matrix product with optional operand transposes";
   let description = [{
     `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`),
@@ -165,7 +169,7 @@ def TG_MatmulOp : TG_InferredOp<"matmul"> {
   }];
 }
 
-def TG_LinearOp : TG_InferredOp<"linear"> {
+def TG_LinearOp : TG_InferredOp<"linear", [TG_Differentiable]> {
   let summary = "Affine map x·Wᵀ + b with the Hugging Face weight layout";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]` (as `torch.nn.Linear`
@@ -197,7 +201,7 @@ class TG_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
   let hasFolder = 1;
 }
 
-def TG_AddOp : TG_BroadcastBinaryOp<"add", [Commutative]> {
+def TG_AddOp : TG_BroadcastBinaryOp<"add", [Commutative, TG_Differentiable]> {
   let summary = "Elementwise sum with broadcasting";
   let description = [{
     Residual adds and bias adds. Shapes broadcast as in NumPy (aligned from
@@ -210,7 +214,7 @@ def TG_AddOp : TG_BroadcastBinaryOp<"add", [Commutative]> {
   }];
 }
 
-def TG_SubOp : TG_BroadcastBinaryOp<"sub"> {
+def TG_SubOp : TG_BroadcastBinaryOp<"sub", [TG_Differentiable]> {
   let summary = "Elementwise difference with broadcasting";
   let description = [{
     `lhs - rhs`, broadcast as for `tg.add`.
@@ -222,7 +226,7 @@ def TG_SubOp : TG_BroadcastBinaryOp<"sub"> {
   }];
 }
 
-def TG_MulOp : TG_BroadcastBinaryOp<"mul", [Commutative]> {
+def TG_MulOp : TG_BroadcastBinaryOp<"mul", [Commutative, TG_Differentiable]> {
   let summary = "Elementwise product with broadcasting";
   let description = [{
     The gate of SwiGLU and scaling by norm weights, broadcast as for `tg.add`.
@@ -243,7 +247,7 @@ class TG_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def TG_ScaleOp : TG_UnaryElementwiseOp<"scale"> {
+def TG_ScaleOp : TG_UnaryElementwiseOp<"scale", [TG_Differentiable]> {
   let summary = "Multiplies every element by a constant";
   let description = [{
     `result = factor * input`, e.g. the 1/sqrt(d) of attention or a mean's
@@ -258,7 +262,7 @@ def TG_ScaleOp : TG_UnaryElementwiseOp<"scale"> {
   let hasFolder = 1;
 }
 
-def TG_ReluOp : TG_UnaryElementwiseOp<"relu"> {
+def TG_ReluOp : TG_UnaryElementwiseOp<"relu", [TG_Differentiable]> {
   let summary = "Rectified linear unit, max(x, 0)";
   let description = [{
     Example:
@@ -268,7 +272,7 @@ def TG_ReluOp : TG_UnaryElementwiseOp<"relu"> {
   }];
 }
 
-def TG_GeluOp : TG_UnaryElementwiseOp<"gelu"> {
+def TG_GeluOp : TG_UnaryElementwiseOp<"gelu", [TG_Differentiable]> {
   let summary = "Gaussian error linear unit (erf or tanh form)";
   let description = [{
     `approximate = "none"` (default) computes `x * Φ(x)` with erf;
@@ -286,7 +290,7 @@ def TG_GeluOp : TG_UnaryElementwiseOp<"gelu"> {
   let hasVerifier = 1;
 }
 
-def TG_SiluOp : TG_UnaryElementwiseOp<"silu"> {
+def TG_SiluOp : TG_UnaryElementwiseOp<"silu", [TG_Differentiable]> {
   let summary = "Sigmoid linear unit, x·σ(x)";
   let description = [{
     The activation of SwiGLU MLPs.
@@ -298,7 +302,7 @@ def TG_SiluOp : TG_UnaryElementwiseOp<"silu"> {
   }];
 }
 
-def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType]> {
+def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType, TG_Differentiable]> {
   let summary = "Softmax along one axis";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `axis`; a negative axis counts
@@ -319,7 +323,7 @@ def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType]> {
 // Transformer
 //===----------------------------------------------------------------------===//
 
-def TG_EmbeddingOp : TG_InferredOp<"embedding"> {
+def TG_EmbeddingOp : TG_InferredOp<"embedding", [TG_Differentiable]> {
   let summary = "Looks up rows of a table by integer ids";
   let description = [{
     `table` is `[V, D]`, `indices` any shape of i32/i64 ids; the result is
@@ -338,7 +342,7 @@ def TG_EmbeddingOp : TG_InferredOp<"embedding"> {
   }];
 }
 
-def TG_RMSNormOp : TG_InferredOp<"rms_norm"> {
+def TG_RMSNormOp : TG_InferredOp<"rms_norm", [TG_Differentiable]> {
   let summary = "Root-mean-square normalisation over the last dimension";
   let description = [{
     `x / sqrt(mean(x², -1) + eps) * weight`, as Llama's `LlamaRMSNorm`
@@ -358,7 +362,7 @@ def TG_RMSNormOp : TG_InferredOp<"rms_norm"> {
   }];
 }
 
-def TG_LayerNormOp : TG_InferredOp<"layer_norm"> {
+def TG_LayerNormOp : TG_InferredOp<"layer_norm", [TG_Differentiable]> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias` over the last dimension
@@ -380,14 +384,16 @@ def TG_LayerNormOp : TG_InferredOp<"layer_norm"> {
   }];
 }
 
-def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType]> {
+def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
   let summary = "Rotary position embedding (Hugging Face Llama convention)";
   let description = [{
     `input` is `[B, S, H, D]` with even `D`. Position `s` (0-based) and pair
     index `i < D/2` use angle `s · theta^(-2i/D)`; the result is
     `x·cos + rotate_half(x)·sin`, where `rotate_half` swaps the two halves of
     the head dimension and negates the new first half — exactly
-    `apply_rotary_pos_emb` of `transformers`' Llama.
+    `apply_rotary_pos_emb` of `transformers`' Llama. With `inverse` the
+    rotation runs backwards (angle `-s · theta^(-2i/D)`): RoPE is orthogonal,
+    so this is its gradient.
 
     Example:
     ```mlir
@@ -395,13 +401,14 @@ def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType]> {
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input,
-                       DefaultValuedAttr<F64Attr, "10000.0">:$theta);
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       UnitAttr:$inverse);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
-def TG_AttentionOp : TG_InferredOp<"attention"> {
+def TG_AttentionOp : TG_InferredOp<"attention", [TG_Differentiable]> {
   let summary = "Scaled dot-product attention, multi-head or grouped-query";
   let description = [{
     Inputs are already projected, in `[B, S, H, D]` layout: `query` is
@@ -431,7 +438,7 @@ def TG_AttentionOp : TG_InferredOp<"attention"> {
   }];
 }
 
-def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy"> {
+def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
   let summary = "Mean softmax cross-entropy of logits against integer targets";
   let description = [{
     `logits` is `[N..., V]`, `targets` is `[N...]` (i32/i64 class ids). The
@@ -451,6 +458,346 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy"> {
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->`
     type($result)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reverse graph: gradient ops that tg-autodiff emits
+//===----------------------------------------------------------------------===//
+
+def TG_PadOp : TG_Op<"pad"> {
+  let summary = "Pads a tensor with zeros along one dimension";
+  let description = [{
+    `low` zeros before and `high` zeros after the operand along `axis`; the
+    gradient of `tg.slice`.
+
+    Example:
+    ```mlir
+    %g = tg.pad %dk axis 2 low 64 high 64 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Prop:$axis, I64Prop:$low,
+                       I64Prop:$high);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis `low` $low `high` $high attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
+  let summary = "Scatter-adds row gradients into a table gradient";
+  let description = [{
+    `result[indices[p], :] += grad[p, :]` for every position `p`, starting
+    from zeros; the result is the `[V, D]` gradient of the table (the number
+    of rows comes from the result type). Ids out of `[0, V)` are clamped as
+    in the forward lookup.
+
+    Example:
+    ```mlir
+    %dwte = tg.embedding_grad %dh, %ids : tensor<2x8x64xf32>, tensor<2x8xi32> -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_IndexTensor:$indices);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+// Gradients of elementwise activations: `result = grad * f'(...)`.
+class TG_ActivationGradOp<string mnemonic, string readsName>
+    : TG_Op<mnemonic, [Elementwise, SameOperandsAndResultType]> {
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$saved);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $saved attr-dict `:` type($result)";
+}
+
+def TG_ReluGradOp : TG_ActivationGradOp<"relu_grad", "output"> {
+  let summary = "Gradient of relu from its output";
+  let description = [{
+    `result = grad * (saved > 0)` where `saved` is relu's output, so the
+    backward pass keeps only the output.
+
+    Example:
+    ```mlir
+    %dx = tg.relu_grad %dy, %y : tensor<4x512xf32>
+    ```
+  }];
+}
+
+def TG_GeluGradOp : TG_ActivationGradOp<"gelu_grad", "input"> {
+  let summary = "Gradient of gelu from its input";
+  let description = [{
+    `result = grad * gelu'(saved)` for the erf (`approximate = "none"`) or the
+    tanh form; `saved` is gelu's input.
+
+    Example:
+    ```mlir
+    %dx = tg.gelu_grad %dy, %x {approximate = "tanh"} : tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$saved,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let hasVerifier = 1;
+}
+
+def TG_SiluGradOp : TG_ActivationGradOp<"silu_grad", "input"> {
+  let summary = "Gradient of silu from its input";
+  let description = [{
+    `result = grad * σ(x) (1 + x (1 - σ(x)))` with `x = saved`, silu's input.
+
+    Example:
+    ```mlir
+    %dg = tg.silu_grad %ds, %g : tensor<2x8x172xf32>
+    ```
+  }];
+}
+
+def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of softmax from its output";
+  let description = [{
+    `result = y * (grad - sum(grad * y, axis))` with `y` softmax's output.
+
+    Example:
+    ```mlir
+    %ds = tg.softmax_grad %dp, %p axis -1 : tensor<4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$output,
+                       I64Prop:$axis);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $output `axis` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_RMSNormGradOp : TG_Op<"rms_norm_grad", [
+    AllTypesMatch<["input", "input_grad", "grad"]>,
+    AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Gradients of rms_norm with respect to its input and weight";
+  let description = [{
+    From the output gradient, the forward input and the weight (the inverse
+    RMS is recomputed, not stored):
+    `r = rsqrt(mean(x²) + eps)`, `n = x·r`,
+    `input_grad = r · (grad·w − n · mean(grad·w·n))`,
+    `weight_grad = sum over rows of grad·n`.
+
+    Example:
+    ```mlir
+    %dx, %dw = tg.rms_norm_grad %dy, %x, %w {eps = 1.0e-05 : f64} : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [
+    AllTypesMatch<["input", "input_grad", "grad"]>,
+    AllTypesMatch<["weight", "weight_grad", "bias_grad"]>]> {
+  let summary = "Gradients of layer_norm with respect to input, weight and bias";
+  let description = [{
+    From the output gradient, the forward input and the weight (mean and
+    inverse standard deviation are recomputed):
+    `n = (x − mean)·r`, `g = grad·w`,
+    `input_grad = r · (g − mean(g) − n · mean(g·n))`,
+    `weight_grad = sum over rows of grad·n`, `bias_grad = sum over rows of grad`.
+
+    Example:
+    ```mlir
+    %dx, %dw, %db = tg.layer_norm_grad %dy, %x, %w : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AttentionGradOp : TG_Op<"attention_grad", [
+    AllTypesMatch<["query", "query_grad", "grad", "output"]>,
+    AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "Gradients of attention with respect to query, key and value";
+  let description = [{
+    From the output gradient, the forward inputs and output, recomputing the
+    probabilities `P = softmax(scale·QKᵀ + mask)` (never stored):
+    `dV = Pᵀ dO`, `dP = dO Vᵀ`, `dS = P ∘ (dP − rowsum(dO ∘ O))`,
+    `dQ = scale · dS K`, `dK = scale · dSᵀ Q`. With grouped-query attention
+    the gradients of a shared key/value head are summed over its query group.
+    `causal` and `scale` are those of the forward op. The value head size
+    equals the query/key head size.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = tg.attention_grad %do, %q, %k, %v, %o {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$query,
+                       TG_FloatTensor:$key, TG_FloatTensor:$value,
+                       TG_FloatTensor:$output, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
+                      TG_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $output attr-dict `:`
+    type($query) `,` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D).
+    double getScaleOrDefault();
+  }];
+}
+
+def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Gradient of mean cross-entropy with respect to the logits";
+  let description = [{
+    `result = grad · (softmax(logits) − onehot(targets)) / count`, where
+    `count` is the number of positions whose target is not `ignore_index`;
+    ignored positions get zero. The probabilities are recomputed from the
+    logits. `grad` is the 0-d gradient of the loss.
+
+    Example:
+    ```mlir
+    %dl = tg.cross_entropy_grad %one, %logits, %targets : tensor<f32>, tensor<2x8x256xf32>, tensor<2x8xi32>
+    ```
+  }];
+  let arguments = (ins TG_ScalarFloatTensor:$grad, TG_FloatTensor:$logits,
+                       TG_IndexTensor:$targets,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $targets attr-dict `:` type($grad) `,` type($logits)
+    `,` type($targets)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer: ops that tg-optimizer appends to train_step
+//===----------------------------------------------------------------------===//
+
+def TG_GlobalNormOp : TG_Op<"global_norm"> {
+  let summary = "L2 norm of all elements of several tensors";
+  let description = [{
+    `sqrt(Σ_t Σ_i t_i²)` over every operand, accumulated in the result's
+    element type (f32): the global gradient norm used for clipping and logged
+    by the runtime.
+
+    Example:
+    ```mlir
+    %n = tg.global_norm %g0, %g1 : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+}
+
+def TG_ClipFactorOp : TG_Op<"clip_factor", [SameOperandsAndResultType]> {
+  let summary = "Scale factor of global-norm gradient clipping";
+  let description = [{
+    `min(1, max_norm / (norm + 1e-6))`, as `torch.nn.utils.clip_grad_norm_`:
+    multiplying every gradient by it clips their global norm to `max_norm`.
+
+    Example:
+    ```mlir
+    %c = tg.clip_factor %n {max_norm = 1.0 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$norm, F64Attr:$max_norm);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$norm attr-dict `:` type($result)";
+}
+
+def TG_SGDUpdateOp : TG_Op<"sgd_update", [
+    AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "One SGD step of one parameter";
+  let description = [{
+    `param' = param − lr · (grad + weight_decay · param)`, as
+    `torch.optim.SGD` without momentum. `lr` is a 0-d f32 tensor so the
+    runtime can change it between steps.
+
+    Example:
+    ```mlir
+    %p1 = tg.sgd_update %p, %g, %lr : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_F32Scalar:$lr,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs TG_FloatTensor:$new_param);
+  let assemblyFormat = "$param `,` $grad `,` $lr attr-dict `:` type($param)";
+}
+
+def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["momentum_buffer", "new_momentum_buffer"]>]> {
+  let summary = "One SGD step of one parameter with momentum";
+  let description = [{
+    `d = grad + weight_decay · param`, `buf' = momentum · buf + d` (`buf' = d`
+    on the first step, `step == 1`), `param' = param − lr · buf'`, as
+    `torch.optim.SGD` (no dampening, no Nesterov).
+
+    Example:
+    ```mlir
+    %p1, %b1 = tg.sgd_momentum_update %p, %g, %buf, %lr, %t {momentum = 0.9 : f64} : tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_FloatTensor:$momentum_buffer, TG_F32Scalar:$lr,
+                       TG_F32Scalar:$step, F64Attr:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs TG_FloatTensor:$new_param,
+                      TG_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step attr-dict `:`
+    type($param) `,` type($momentum_buffer)
+  }];
+}
+
+def TG_AdamWUpdateOp : TG_Op<"adamw_update", [
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["exp_avg", "exp_avg_sq", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step of one parameter";
+  let description = [{
+    As `torch.optim.AdamW`: with `t = step` (1-based, a 0-d f32 tensor),
+    `param ← param · (1 − lr·weight_decay)`,
+    `m' = β1·m + (1−β1)·g`, `v' = β2·v + (1−β2)·g²`,
+    `param' = param − lr · (m'/(1−β1ᵗ)) / (sqrt(v'/(1−β2ᵗ)) + eps)`.
+    Moments are f32.
+
+    Example:
+    ```mlir
+    %p1, %m1, %v1 = tg.adamw_update %p, %g, %m, %v, %lr, %t {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64} : tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
+                       TG_F32Scalar:$lr, TG_F32Scalar:$step,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs TG_FloatTensor:$new_param, TG_FloatTensor:$new_exp_avg,
+                      TG_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
+    `:` type($param) `,` type($exp_avg)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TGC_DIALECT_TG_IR_TGOPS_TD

@@ -1,0 +1,86 @@
+//===- Passes.td - tg dialect passes -----------------------*- tablegen -*-===//
+
+#ifndef TGC_DIALECT_TG_TRANSFORMS_PASSES_TD
+#define TGC_DIALECT_TG_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Generates the reverse graph: @forward → @train_step";
+  let description = [{
+    Adds `@train_step` beside the forward function (`@forward` by default):
+    same arguments, results `(loss, dL/dp for every tg.param p)` in parameter
+    order. The forward ops are copied, then the pass seeds dL/dloss = 1 and
+    walks them in reverse, asking each op for its vector-Jacobian product
+    through `GradientOpInterface`; it never looks at op kinds. Gradients of
+    values used more than once (residual streams, tied embeddings, Q/K/V
+    reading one normalised input) are summed with `tg.add`.
+
+    Activity analysis: only values that depend on a parameter get
+    gradients, so nothing is computed for token ids, labels or input
+    features, and the backward sweep stops where no parameter lies below
+    (an MLP's first layer computes dW but no input gradient). A parameter
+    the loss does not depend on gets a zero gradient.
+
+    Before (`tgc-opt --tg-autodiff`):
+    ```mlir
+    func.func @forward(%w: tensor<4x8xf32> {tg.param = "w"},
+                       %x: tensor<2x8xf32> {tg.input = "x"}, ...) -> tensor<f32>
+    ```
+    After, in addition:
+    ```mlir
+    func.func @train_step(%w: ..., %x: ..., ...) -> (tensor<f32>, tensor<4x8xf32>)
+      // forward ops, then e.g.
+      %dy = tg.cross_entropy_grad %one, %y, %labels ...
+      %dw = tg.matmul %dy, %x {transpose_lhs} ...
+      return %loss, %dw
+    ```
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Name of the forward function to differentiate">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the generated function">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
+def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Appends the optimizer update to @train_step";
+  let description = [{
+    Turns `@train_step(params..., inputs...) -> (loss, grads...)` into
+    `@train_step(params..., state..., inputs..., lr, step)
+        -> (loss, grad_norm, new_params..., new_state...)`
+    where `lr` and `step` (1-based) are 0-d f32 tensors supplied by the
+    runtime each step. With `grad-clip` > 0 the gradients are first scaled by
+    `min(1, grad-clip / (‖g‖ + 1e-6))`, ‖g‖ the global L2 norm over all
+    gradients (as `torch.nn.utils.clip_grad_norm_`); `grad_norm` is the norm
+    before clipping either way.
+
+    * `sgd`: `p ← p − lr (g + weight_decay p)`; with `momentum` > 0 one
+      momentum buffer per parameter (`tg.state = "momentum_buffer.<name>"`).
+    * `adamw`: bias-corrected Adam with decoupled weight decay, two f32
+      moments per parameter (`tg.state = "exp_avg.<name>"` and
+      `"exp_avg_sq.<name>"`), as `torch.optim.AdamW`.
+
+    New parameters and state are returned in argument order, so the runtime
+    (and, once bufferized, the compiled code) updates them in place.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd or adamw">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to extend">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW β1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW β2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW ε">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Decoupled weight decay (AdamW) or L2 weight decay (SGD)">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"gradClip", "grad-clip", "double", "0.0",
+           "Clip gradients to this global L2 norm (0: off)">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
+#endif // TGC_DIALECT_TG_TRANSFORMS_PASSES_TD

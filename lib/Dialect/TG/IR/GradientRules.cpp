@@ -1,0 +1,355 @@
+//===- GradientRules.cpp - vector-Jacobian rules of tg ops ----------------===//
+//
+// Each differentiable op's implementation of GradientOpInterface. A rule
+// builds gradients only for operands whose `needsGrad` entry is set, reads
+// forward values directly (so the backward's memory is visible in the IR),
+// and returns gradients with the operand's exact type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// Sums `grad` over the dimensions that broadcasting added to reach its shape
+/// from `target`'s (leading dimensions, and dimensions of size 1 in target).
+Value sumToShape(OpBuilder &b, Location loc, Value grad,
+                 RankedTensorType target) {
+  RankedTensorType type = tensorType(grad);
+  if (type == target)
+    return grad;
+  ArrayRef<int64_t> g = type.getShape(), t = target.getShape();
+  int64_t lead = g.size() - t.size();
+  SmallVector<int64_t> dims;
+  for (int64_t i = 0; i < static_cast<int64_t>(g.size()); ++i)
+    if (i < lead || (t[i - lead] == 1 && g[i] != 1))
+      dims.push_back(i);
+  Value sum = grad;
+  if (!dims.empty())
+    sum = ReduceSumOp::create(b, loc, grad, dims, /*keep_dims=*/false);
+  if (tensorType(sum) != target)
+    sum = ReshapeOp::create(b, loc, target, sum);
+  return sum;
+}
+
+/// Reshapes `[..., n]` to the matrix `[prod(...), n]`.
+Value flattenToMatrix(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType type = tensorType(v);
+  int64_t cols = type.getRank() ? type.getShape().back() : 1;
+  int64_t rows = type.getNumElements() / std::max<int64_t>(cols, 1);
+  RankedTensorType matrix = type.clone({rows, cols});
+  if (matrix == type)
+    return v;
+  return ReshapeOp::create(b, loc, matrix, v);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+  return tensorType(v) == type ? v : ReshapeOp::create(b, loc, type, v);
+}
+
+/// Pushes `grad` for operand `index` when it needs one, else a null Value.
+void push(SmallVectorImpl<Value> &grads, ArrayRef<bool> needsGrad,
+          unsigned index, function_ref<Value()> build) {
+  grads.push_back(needsGrad[index] ? build() : Value());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needsGrad,
+                                       SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return ReshapeOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
+  });
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    ArrayRef<int64_t> perm = getPermutation();
+    SmallVector<int64_t> inverse(perm.size());
+    for (auto [i, p] : llvm::enumerate(perm))
+      inverse[p] = i;
+    return TransposeOp::create(b, getLoc(), resultGrads[0], inverse);
+  });
+  return success();
+}
+
+LogicalResult BroadcastOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&] {
+    return sumToShape(b, getLoc(), resultGrads[0], getInput().getType());
+  });
+  return success();
+}
+
+LogicalResult ReduceSumOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    RankedTensorType input = getInput().getType();
+    SmallVector<int64_t> kept(input.getShape());
+    for (int64_t d : getDims())
+      kept[d] = 1;
+    Value g = reshapeTo(b, getLoc(), resultGrads[0], input.clone(kept));
+    return BroadcastOp::create(b, getLoc(), input, g);
+  });
+  return success();
+}
+
+LogicalResult SliceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     ArrayRef<bool> needsGrad,
+                                     SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    int64_t dim = getInput().getType().getDimSize(getAxis());
+    return PadOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                         getAxis(), getStart(), dim - getStart() - getSize());
+  });
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      ArrayRef<bool> needsGrad,
+                                      SmallVectorImpl<Value> &grads) {
+  // With a = op(A), b = op(B): da = dC·bᵀ, db = aᵀ·dC, and dA / dB are
+  // da / db transposed back when the forward transposed them.
+  Location loc = getLoc();
+  Value dC = resultGrads[0], A = getLhs(), B = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  RankedTensorType aType = getLhs().getType(), bType = getRhs().getType();
+  bool batched = getType().getRank() > 2;
+
+  push(grads, needsGrad, 0, [&]() -> Value {
+    Value dA = ta ? MatmulOp::create(b, loc, B, dC, /*transpose_lhs=*/tb,
+                                     /*transpose_rhs=*/true)
+                  : MatmulOp::create(b, loc, dC, B, /*transpose_lhs=*/false,
+                                     /*transpose_rhs=*/!tb);
+    return sumToShape(b, loc, dA, aType);
+  });
+  push(grads, needsGrad, 1, [&]() -> Value {
+    // A shared weight matrix of a batched product (x @ W): fold the batch
+    // into the rows so one matrix product yields the summed gradient.
+    if (batched && bType.getRank() == 2 && !ta) {
+      Value aFlat = flattenToMatrix(b, loc, A);
+      Value dCFlat = flattenToMatrix(b, loc, dC);
+      return tb ? MatmulOp::create(b, loc, dCFlat, aFlat, true, false)
+                : MatmulOp::create(b, loc, aFlat, dCFlat, true, false);
+    }
+    Value dB = tb ? MatmulOp::create(b, loc, dC, A, /*transpose_lhs=*/true,
+                                     /*transpose_rhs=*/ta)
+                  : MatmulOp::create(b, loc, A, dC, /*transpose_lhs=*/!ta,
+                                     /*transpose_rhs=*/false);
+    return sumToShape(b, loc, dB, bType);
+  });
+  return success();
+}
+
+LogicalResult LinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                      ArrayRef<bool> needsGrad,
+                                      SmallVectorImpl<Value> &grads) {
+  // y = x·Wᵀ + b on rows: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
+  Location loc = getLoc();
+  Value dy = flattenToMatrix(b, loc, resultGrads[0]);
+  push(grads, needsGrad, 0, [&]() -> Value {
+    Value dx = MatmulOp::create(b, loc, dy, getWeight(), false, false);
+    return reshapeTo(b, loc, dx, getInput().getType());
+  });
+  push(grads, needsGrad, 1, [&]() -> Value {
+    Value x = flattenToMatrix(b, loc, getInput());
+    return MatmulOp::create(b, loc, dy, x, /*transpose_lhs=*/true, false);
+  });
+  if (getBias())
+    push(grads, needsGrad, 2, [&]() -> Value {
+      return ReduceSumOp::create(b, loc, dy, ArrayRef<int64_t>{0}, false);
+    });
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needsGrad,
+                                   SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&] {
+    return sumToShape(b, getLoc(), resultGrads[0], getLhs().getType());
+  });
+  push(grads, needsGrad, 1, [&] {
+    return sumToShape(b, getLoc(), resultGrads[0], getRhs().getType());
+  });
+  return success();
+}
+
+LogicalResult SubOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needsGrad,
+                                   SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&] {
+    return sumToShape(b, getLoc(), resultGrads[0], getLhs().getType());
+  });
+  push(grads, needsGrad, 1, [&] {
+    Value neg = ScaleOp::create(b, getLoc(), resultGrads[0],
+                                b.getF64FloatAttr(-1.0));
+    return sumToShape(b, getLoc(), neg, getRhs().getType());
+  });
+  return success();
+}
+
+LogicalResult MulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needsGrad,
+                                   SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&] {
+    Value g = MulOp::create(b, getLoc(), resultGrads[0], getRhs());
+    return sumToShape(b, getLoc(), g, getLhs().getType());
+  });
+  push(grads, needsGrad, 1, [&] {
+    Value g = MulOp::create(b, getLoc(), resultGrads[0], getLhs());
+    return sumToShape(b, getLoc(), g, getRhs().getType());
+  });
+  return success();
+}
+
+LogicalResult ScaleOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     ArrayRef<bool> needsGrad,
+                                     SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return ScaleOp::create(b, getLoc(), resultGrads[0], getFactorAttr());
+  });
+  return success();
+}
+
+LogicalResult ReluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  // The mask comes from the output, so only the output stays alive.
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return ReluGradOp::create(b, getLoc(), resultGrads[0], getResult());
+  });
+  return success();
+}
+
+LogicalResult GeluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return GeluGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                              getApproximateAttr());
+  });
+  return success();
+}
+
+LogicalResult SiluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return SiluGradOp::create(b, getLoc(), resultGrads[0], getInput());
+  });
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needsGrad,
+                                       SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return SoftmaxGradOp::create(b, getLoc(), resultGrads[0], getResult(),
+                                 getAxis());
+  });
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
+                                   resultGrads[0], getIndices());
+  });
+  grads.push_back(Value()); // integer ids
+  return success();
+}
+
+LogicalResult RMSNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needsGrad,
+                                       SmallVectorImpl<Value> &grads) {
+  auto grad = RMSNormGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                                    getWeight(), getEpsAttr());
+  grads.push_back(needsGrad[0] ? grad.getInputGrad() : Value());
+  grads.push_back(needsGrad[1] ? grad.getWeightGrad() : Value());
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  auto grad = LayerNormGradOp::create(b, getLoc(), resultGrads[0], getInput(),
+                                      getWeight(), getEpsAttr());
+  grads.push_back(needsGrad[0] ? grad.getInputGrad() : Value());
+  grads.push_back(needsGrad[1] ? grad.getWeightGrad() : Value());
+  if (getBias())
+    grads.push_back(needsGrad[2] ? grad.getBiasGrad() : Value());
+  return success();
+}
+
+LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  // RoPE is a rotation: its transpose rotates by the opposite angle.
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return RopeOp::create(b, getLoc(), resultGrads[0], getThetaAttr(),
+                          getInverse() ? UnitAttr() : b.getUnitAttr());
+  });
+  return success();
+}
+
+LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                         ArrayRef<bool> needsGrad,
+                                         SmallVectorImpl<Value> &grads) {
+  if (getValue().getType().getDimSize(3) != getQuery().getType().getDimSize(3))
+    return emitOpError("gradient needs the value head size to equal the "
+                       "query/key head size");
+  auto grad = AttentionGradOp::create(b, getLoc(), resultGrads[0], getQuery(),
+                                      getKey(), getValue(), getResult(),
+                                      getCausal(), getScaleAttr());
+  grads.push_back(needsGrad[0] ? grad.getQueryGrad() : Value());
+  grads.push_back(needsGrad[1] ? grad.getKeyGrad() : Value());
+  grads.push_back(needsGrad[2] ? grad.getValueGrad() : Value());
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b,
+                                            ValueRange resultGrads,
+                                            ArrayRef<bool> needsGrad,
+                                            SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return CrossEntropyGradOp::create(b, getLoc(), resultGrads[0], getLogits(),
+                                      getTargets(), getIgnoreIndexAttr());
+  });
+  grads.push_back(Value()); // integer targets
+  return success();
+}

@@ -1,0 +1,179 @@
+//===- Optimizer.cpp - the optimizer update inside @train_step ------------===//
+//
+// Appends gradient clipping and an SGD or AdamW update to the train step so
+// that one compiled call performs a whole training step. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGOPTIMIZERPASS
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(trainStepName);
+    if (!step) {
+      module.emitError() << "tg-optimizer: no function @" << trainStepName
+                         << " (run tg-autodiff first)";
+      return signalPassFailure();
+    }
+    if (optimizer != "sgd" && optimizer != "adamw") {
+      module.emitError() << "tg-optimizer: unknown optimizer '" << optimizer
+                         << "' (expected sgd or adamw)";
+      return signalPassFailure();
+    }
+    if (failed(appendUpdate(step)))
+      return signalPassFailure();
+  }
+
+  LogicalResult appendUpdate(func::FuncOp step) {
+    MLIRContext *ctx = step.getContext();
+    OpBuilder b(ctx);
+    Block &body = step.getBody().front();
+    auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
+
+    // Parameters (arguments) and their gradients (results), matched by name.
+    SmallVector<unsigned> paramArgs;
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+      if (step.getArgAttr(i, TGDialect::kParamAttrName))
+        paramArgs.push_back(i);
+    llvm::StringMap<unsigned> gradResult;
+    for (unsigned i = 0, e = step.getNumResults(); i < e; ++i)
+      if (auto name = step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttrName))
+        gradResult[name.getValue()] = i;
+    if (step.getNumResults() != paramArgs.size() + 1 ||
+        gradResult.size() != paramArgs.size())
+      return step.emitError("tg-optimizer: @")
+             << step.getName()
+             << " must return (loss, one tg.grad per tg.param); run "
+                "tg-autodiff first and tg-optimizer once";
+
+    auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+    bool adamw = optimizer == "adamw";
+    bool withMomentum = !adamw && momentum > 0.0;
+    unsigned statesPerParam = adamw ? 2 : (withMomentum ? 1 : 0);
+
+    // State arguments go right after the parameters, grouped by kind.
+    unsigned insertAt = paramArgs.empty() ? 0 : paramArgs.back() + 1;
+    SmallVector<std::pair<StringRef, unsigned>> stateKinds;
+    if (adamw)
+      stateKinds = {{"exp_avg", 0}, {"exp_avg_sq", 1}};
+    else if (withMomentum)
+      stateKinds = {{"momentum_buffer", 0}};
+    SmallVector<SmallVector<BlockArgument>> states(stateKinds.size());
+    Location loc = step.getLoc();
+    unsigned next = insertAt;
+    for (auto [kindIndex, kind] : llvm::enumerate(stateKinds)) {
+      for (unsigned p : paramArgs) {
+        auto paramType = llvm::cast<RankedTensorType>(step.getArgument(p).getType());
+        Type stateType = adamw ? paramType.clone(b.getF32Type()) : paramType;
+        auto paramName = step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
+        auto attrs = b.getDictionaryAttr(b.getNamedAttr(
+            TGDialect::kStateAttrName,
+            b.getStringAttr(kind.first + "." + paramName.getValue())));
+        if (failed(step.insertArgument(next, stateType, attrs, loc)))
+          return failure();
+        states[kindIndex].push_back(step.getArgument(next));
+        ++next;
+      }
+    }
+    auto inputAttr = [&](StringRef name) {
+      return b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr(name)));
+    };
+    unsigned numArgs = step.getNumArguments();
+    if (failed(step.insertArgument(numArgs, f32Scalar, inputAttr("lr"), loc)) ||
+        failed(step.insertArgument(numArgs + 1, f32Scalar, inputAttr("step"), loc)))
+      return failure();
+    Value lr = step.getArgument(numArgs), stepCount = step.getArgument(numArgs + 1);
+
+    // Global norm (always reported) and clipping.
+    b.setInsertionPoint(ret);
+    SmallVector<Value> grads;
+    for (unsigned p : paramArgs) {
+      auto name = step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
+      grads.push_back(ret.getOperand(gradResult.lookup(name.getValue())));
+    }
+    Value norm = GlobalNormOp::create(b, loc, grads);
+    if (gradClip > 0.0) {
+      Value factor = ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));
+      for (Value &g : grads) {
+        if (!llvm::cast<RankedTensorType>(g.getType()).getElementType().isF32())
+          return step.emitError("tg-optimizer: gradient clipping needs f32 "
+                                "gradients, got ")
+                 << g.getType();
+        g = MulOp::create(b, loc, g, factor);
+      }
+    }
+
+    // One update per parameter.
+    SmallVector<Value> newParams, newStates[2];
+    SmallVector<DictionaryAttr> paramAttrs, stateAttrs[2];
+    for (auto [i, p] : llvm::enumerate(paramArgs)) {
+      Value param = step.getArgument(p), grad = grads[i];
+      Location l = grad.getLoc();
+      if (adamw) {
+        auto update = AdamWUpdateOp::create(
+            b, l, param, grad, states[0][i], states[1][i], lr, stepCount,
+            b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            b.getF64FloatAttr(eps), b.getF64FloatAttr(weightDecay));
+        newParams.push_back(update.getNewParam());
+        newStates[0].push_back(update.getNewExpAvg());
+        newStates[1].push_back(update.getNewExpAvgSq());
+      } else if (withMomentum) {
+        auto update = SGDMomentumUpdateOp::create(
+            b, l, param, grad, states[0][i], lr, stepCount,
+            b.getF64FloatAttr(momentum), b.getF64FloatAttr(weightDecay));
+        newParams.push_back(update.getNewParam());
+        newStates[0].push_back(update.getNewMomentumBuffer());
+      } else {
+        newParams.push_back(SGDUpdateOp::create(b, l, param, grad, lr,
+                                                b.getF64FloatAttr(weightDecay)));
+      }
+      paramAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TGDialect::kParamAttrName,
+          step.getArgAttr(p, TGDialect::kParamAttrName))));
+      for (unsigned k = 0; k < statesPerParam; ++k)
+        stateAttrs[k].push_back(b.getDictionaryAttr(b.getNamedAttr(
+            TGDialect::kStateAttrName,
+            step.getArgAttr(states[k][i].getArgNumber(),
+                            TGDialect::kStateAttrName))));
+    }
+
+    auto output = [&](StringRef name) {
+      return b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kOutputAttrName, b.getStringAttr(name)));
+    };
+    SmallVector<Value> results{ret.getOperand(0), norm};
+    SmallVector<DictionaryAttr> resultAttrs{output("loss"), output("grad_norm")};
+    llvm::append_range(results, newParams);
+    llvm::append_range(resultAttrs, paramAttrs);
+    for (unsigned k = 0; k < statesPerParam; ++k) {
+      llvm::append_range(results, newStates[k]);
+      llvm::append_range(resultAttrs, stateAttrs[k]);
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    step.setFunctionType(FunctionType::get(
+        ctx, step.getArgumentTypes(), ValueRange(results).getTypes()));
+    step.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

@@ -3,6 +3,7 @@
 #include "tgc/InitAll.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Pipelines/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -17,4 +18,5 @@ void tgc::registerAllDialects(mlir::DialectRegistry &registry) {
 void tgc::registerAllPasses() {
   mlir::registerAllPasses();
   mlir::tg::registerTGPasses();
+  tgc::registerPipelines();
 }

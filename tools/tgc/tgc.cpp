@@ -14,6 +14,7 @@
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Frontend/ModelConfig.h"
 #include "tgc/InitAll.h"
+#include "tgc/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -49,12 +50,16 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(tgcCategory));
 
-enum class EmitLevel { TG };
+/// Output levels, in pipeline order: each is a longer prefix of one pipeline.
+enum class EmitLevel { TG, Grad };
 cl::opt<EmitLevel> emitLevel(
     "emit", cl::desc("What to produce"), cl::init(EmitLevel::TG),
     cl::cat(tgcCategory),
     cl::values(clEnumValN(EmitLevel::TG, "tg",
-                          "the forward graph in the tg dialect")));
+                          "the forward graph in the tg dialect"),
+               clEnumValN(EmitLevel::Grad, "grad",
+                          "@train_step: the reverse graph and the optimizer "
+                          "update, in the tg dialect")));
 
 enum class Target { CPU };
 cl::opt<Target> target("target", cl::desc("Code generation target"),
@@ -73,7 +78,9 @@ int reportError(const llvm::Twine &message) {
 
 /// Loads the input as a module holding @forward: model files through the
 /// front end, .mlir files through the parser (diagnostics at file:line:col).
-OwningOpRef<ModuleOp> loadInput(MLIRContext &context, std::string &error) {
+/// `training` receives the file's training settings with the flags applied.
+OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
+                                std::string &error) {
   StringRef path = inputFile;
   if (path.ends_with(".mlir")) {
     std::string openError;
@@ -90,6 +97,7 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, std::string &error) {
       error = (path + ": invalid tg IR (see the diagnostics above)").str();
       return nullptr;
     }
+    applyTrainingFlags(training);
     return module;
   }
 
@@ -102,6 +110,7 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, std::string &error) {
     error = llvm::toString(std::move(err));
     return nullptr;
   }
+  training = config->training;
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   if (failed(verify(*module))) {
     error = (path + ": internal error: the generated forward graph does not "
@@ -110,6 +119,31 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, std::string &error) {
     return nullptr;
   }
   return module;
+}
+
+void setTrainingGraphOptions(TrainingGraphOptions &options,
+                             const TrainingConfig &t) {
+  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  options.beta1 = t.beta1;
+  options.beta2 = t.beta2;
+  options.eps = t.eps;
+  options.weightDecay = t.weightDecay;
+  options.momentum = t.momentum;
+  options.gradClip = t.gradClip.value_or(0.0);
+}
+
+/// Runs the pipeline up to `level` on `module`.
+LogicalResult lower(ModuleOp module, EmitLevel level,
+                    const TrainingConfig &training) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  if (level >= EmitLevel::Grad) {
+    TrainingGraphOptions options;
+    setTrainingGraphOptions(options, training);
+    buildTrainingGraphPipeline(pm, options);
+  }
+  return pm.run(module);
 }
 
 int emit(ModuleOp module) {
@@ -146,11 +180,15 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
 
   std::string error;
-  OwningOpRef<ModuleOp> module = loadInput(context, error);
+  TrainingConfig training;
+  OwningOpRef<ModuleOp> module = loadInput(context, training, error);
   if (!module)
     return reportError(error);
 
   if (statsCommand)
     return reportError("'tgc stats' needs the reverse graph (not built yet)");
+  if (failed(lower(*module, emitLevel, training)))
+    return reportError(inputFile + ": compilation failed (see the diagnostics "
+                                   "above)");
   return emit(*module);
 }

@@ -1,0 +1,51 @@
+//===- Pipelines.h - pass pipelines shared by tgc and tgc-opt ---*- C++ -*-===//
+//
+// Each pipeline has an options struct and one build function, used both by
+// the driver and, through its registration, by `tgc-opt`, so a lit test of
+// `tgc-opt --tgc-training-graph` runs exactly what `tgc --emit=grad` runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_PIPELINES_PIPELINES_H
+#define TGC_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace tgc {
+
+/// @forward → @train_step with the optimizer update (autodiff, cleanup,
+/// optimizer).
+struct TrainingGraphOptions
+    : public mlir::PassPipelineOptions<TrainingGraphOptions> {
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd or adamw"),
+                                llvm::cl::init("adamw")};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW β1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW β2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW ε"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> gradClip{*this, "grad-clip",
+                          llvm::cl::desc("Global-norm clipping (0: off)"),
+                          llvm::cl::init(0.0)};
+  Option<bool> withOptimizer{
+      *this, "with-optimizer",
+      llvm::cl::desc("Append the optimizer update (off: gradients only)"),
+      llvm::cl::init(true)};
+};
+
+void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
+                                const TrainingGraphOptions &options);
+
+/// Registers every tgc pipeline with the global registry.
+void registerPipelines();
+
+} // namespace tgc
+
+#endif // TGC_PIPELINES_PIPELINES_H

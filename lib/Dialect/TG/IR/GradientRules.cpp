@@ -126,6 +126,16 @@ LogicalResult SliceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult PadOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                   ArrayRef<bool> needsGrad,
+                                   SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return SliceOp::create(b, getLoc(), resultGrads[0], getAxis(), getLow(),
+                           getInput().getType().getDimSize(getAxis()));
+  });
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products
 //===----------------------------------------------------------------------===//

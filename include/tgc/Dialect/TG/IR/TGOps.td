@@ -464,7 +464,7 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
 // Reverse graph: gradient ops that tg-autodiff emits
 //===----------------------------------------------------------------------===//
 
-def TG_PadOp : TG_Op<"pad"> {
+def TG_PadOp : TG_Op<"pad", [TG_Differentiable]> {
   let summary = "Pads a tensor with zeros along one dimension";
   let description = [{
     `low` zeros before and `high` zeros after the operand along `axis`; the

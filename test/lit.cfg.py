@@ -21,5 +21,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
-tools = ["tgc-opt", ToolSubst("tgc", unresolved="ignore")]
+tools = ["tgc-opt", "tgc", "tgc-ref"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

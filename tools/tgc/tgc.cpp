@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainingFlags.h"
+#include "tgc/Driver/TrainingFlags.h"
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Frontend/MLIRGen.h"

@@ -1,6 +1,6 @@
 //===- TrainingFlags.h - command-line overrides of "training" ---*- C++ -*-===//
-#ifndef TGC_TOOLS_TGC_TRAININGFLAGS_H
-#define TGC_TOOLS_TGC_TRAININGFLAGS_H
+#ifndef TGC_DRIVER_TRAININGFLAGS_H
+#define TGC_DRIVER_TRAININGFLAGS_H
 
 #include "tgc/Frontend/ModelConfig.h"
 
@@ -20,4 +20,4 @@ void applyTrainingFlags(TrainingConfig &training);
 
 } // namespace tgc
 
-#endif // TGC_TOOLS_TGC_TRAININGFLAGS_H
+#endif // TGC_DRIVER_TRAININGFLAGS_H

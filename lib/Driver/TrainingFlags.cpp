@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainingFlags.h"
+#include "tgc/Driver/TrainingFlags.h"
 
 #include "llvm/Support/CommandLine.h"
 

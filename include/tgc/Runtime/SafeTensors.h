@@ -1,0 +1,63 @@
+//===- SafeTensors.h - reading and writing .safetensors files ---*- C++ -*-===//
+//
+// The safetensors format: an 8-byte little-endian header length, a JSON
+// header mapping tensor names to {dtype, shape, data_offsets}, then the raw
+// little-endian data. Plain C++17 with no LLVM dependency: it is linked into
+// every training executable. Every malformed file is reported as an error
+// naming the file and the problem; nothing is trusted before it is checked.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_SAFETENSORS_H
+#define TGC_RUNTIME_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tgc::rt {
+
+enum class DType { F64, F32, F16, BF16, I64, I32, U16, U8 };
+
+/// Bytes per element; the dtype's name as safetensors spells it ("F32").
+size_t dtypeSize(DType dtype);
+const char *dtypeName(DType dtype);
+bool parseDType(const std::string &name, DType &dtype);
+
+struct TensorData {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  int64_t numElements() const;
+  /// Element `i` converted to double (any dtype).
+  double get(int64_t i) const;
+};
+
+struct SafeTensorsFile {
+  /// Tensors by name, in name order.
+  std::map<std::string, TensorData> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Reads `path`. Returns false and sets `error` ("FILE: problem") on any
+/// malformed input: truncation, a header that lies about sizes or offsets,
+/// overlapping or out-of-range data, unknown dtypes, bad JSON.
+bool readSafeTensors(const std::string &path, SafeTensorsFile &file,
+                     std::string &error);
+
+/// Same, from bytes in memory (`path` is used in messages only).
+bool parseSafeTensors(const std::string &path, const std::vector<uint8_t> &data,
+                      SafeTensorsFile &file, std::string &error);
+
+/// Writes `file` atomically: to a temporary file beside `path`, then renamed.
+bool writeSafeTensors(const std::string &path, const SafeTensorsFile &file,
+                      std::string &error);
+
+/// Builds an F32 tensor (F64 with `f64`) from doubles.
+TensorData makeTensor(const std::vector<int64_t> &shape,
+                      const std::vector<double> &values, DType dtype);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_SAFETENSORS_H

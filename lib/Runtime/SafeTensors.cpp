@@ -1,0 +1,540 @@
+//===- SafeTensors.cpp - reading and writing .safetensors files -----------===//
+//
+// A small strict JSON reader for the header (objects, arrays, strings,
+// integers) and the checks the format needs. No LLVM: this file is part of
+// the runtime linked into training executables.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Runtime/SafeTensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+using namespace tgc::rt;
+
+size_t tgc::rt::dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+  case DType::U16:
+    return 2;
+  case DType::U8:
+    return 1;
+  }
+  return 0;
+}
+
+const char *tgc::rt::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return "F64";
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::I64:
+    return "I64";
+  case DType::I32:
+    return "I32";
+  case DType::U16:
+    return "U16";
+  case DType::U8:
+    return "U8";
+  }
+  return "?";
+}
+
+bool tgc::rt::parseDType(const std::string &name, DType &dtype) {
+  static const std::pair<const char *, DType> names[] = {
+      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16},
+      {"BF16", DType::BF16}, {"I64", DType::I64}, {"I32", DType::I32},
+      {"U16", DType::U16}, {"U8", DType::U8}};
+  for (auto &[n, d] : names)
+    if (name == n) {
+      dtype = d;
+      return true;
+    }
+  return false;
+}
+
+int64_t TensorData::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+namespace {
+
+double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(mant, -24);
+  else if (exp == 31)
+    v = mant ? std::numeric_limits<double>::quiet_NaN()
+             : std::numeric_limits<double>::infinity();
+  else
+    v = std::ldexp(mant + 1024, exp - 25);
+  return sign ? -v : v;
+}
+
+template <typename T>
+T load(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+} // namespace
+
+double TensorData::get(int64_t i) const {
+  const uint8_t *p = bytes.data() + i * dtypeSize(dtype);
+  switch (dtype) {
+  case DType::F64:
+    return load<double>(p);
+  case DType::F32:
+    return load<float>(p);
+  case DType::F16:
+    return halfToDouble(load<uint16_t>(p));
+  case DType::BF16: {
+    uint32_t bits = uint32_t(load<uint16_t>(p)) << 16;
+    return load<float>(reinterpret_cast<const uint8_t *>(&bits));
+  }
+  case DType::I64:
+    return static_cast<double>(load<int64_t>(p));
+  case DType::I32:
+    return load<int32_t>(p);
+  case DType::U16:
+    return load<uint16_t>(p);
+  case DType::U8:
+    return *p;
+  }
+  return 0;
+}
+
+TensorData tgc::rt::makeTensor(const std::vector<int64_t> &shape,
+                               const std::vector<double> &values, DType dtype) {
+  TensorData t;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.bytes.resize(values.size() * dtypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint8_t *p = t.bytes.data() + i * dtypeSize(dtype);
+    switch (dtype) {
+    case DType::F64: {
+      double v = values[i];
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case DType::I64: {
+      int64_t v = static_cast<int64_t>(values[i]);
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case DType::I32: {
+      int32_t v = static_cast<int32_t>(values[i]);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    default: {
+      float v = static_cast<float>(values[i]);
+      std::memcpy(p, &v, 4);
+      t.dtype = DType::F32;
+      break;
+    }
+    }
+  }
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// Header JSON
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Json {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool boolean = false;
+  bool isInteger = false;
+  int64_t integer = 0;
+  std::string str;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+};
+
+class JsonParser {
+public:
+  JsonParser(const char *begin, const char *end) : p(begin), end(end), begin(begin) {}
+
+  bool parse(Json &out, std::string &error) {
+    if (!value(out, 0) || (skipSpace(), p != end)) {
+      if (message.empty())
+        message = "trailing characters";
+      error = "invalid header JSON at byte " + std::to_string(p - begin) + ": " + message;
+      return false;
+    }
+    return true;
+  }
+
+private:
+  void skipSpace() {
+    while (p != end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+      ++p;
+  }
+  bool fail(const char *m) {
+    message = m;
+    return false;
+  }
+  bool value(Json &out, int depth) {
+    if (depth > 16)
+      return fail("nesting too deep");
+    skipSpace();
+    if (p == end)
+      return fail("unexpected end");
+    char c = *p;
+    if (c == '{')
+      return object(out, depth);
+    if (c == '[')
+      return array(out, depth);
+    if (c == '"') {
+      out.kind = Json::String;
+      return string(out.str);
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return number(out);
+    if (end - p >= 4 && !std::strncmp(p, "null", 4)) {
+      p += 4;
+      out.kind = Json::Null;
+      return true;
+    }
+    if (end - p >= 4 && !std::strncmp(p, "true", 4)) {
+      p += 4;
+      out.kind = Json::Bool;
+      out.boolean = true;
+      return true;
+    }
+    if (end - p >= 5 && !std::strncmp(p, "false", 5)) {
+      p += 5;
+      out.kind = Json::Bool;
+      return true;
+    }
+    return fail("unexpected character");
+  }
+  bool string(std::string &out) {
+    ++p; // opening quote
+    while (p != end && *p != '"') {
+      if (*p == '\\') {
+        if (++p == end)
+          return fail("unterminated escape");
+        switch (*p) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          if (end - p < 5)
+            return fail("bad \\u escape");
+          unsigned code = 0;
+          for (int i = 1; i <= 4; ++i) {
+            char h = p[i];
+            code = code * 16 + (h >= '0' && h <= '9'   ? h - '0'
+                                : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                       : 99);
+            if (code >= 99u << (4 * (4 - i)))
+              return fail("bad \\u escape");
+          }
+          p += 4;
+          if (code < 0x80) {
+            out += char(code);
+          } else if (code < 0x800) {
+            out += char(0xC0 | (code >> 6));
+            out += char(0x80 | (code & 0x3F));
+          } else {
+            out += char(0xE0 | (code >> 12));
+            out += char(0x80 | ((code >> 6) & 0x3F));
+            out += char(0x80 | (code & 0x3F));
+          }
+          break;
+        }
+        default: out += *p;
+        }
+        ++p;
+        continue;
+      }
+      out += *p++;
+    }
+    if (p == end)
+      return fail("unterminated string");
+    ++p;
+    return true;
+  }
+  bool number(Json &out) {
+    const char *start = p;
+    if (*p == '-')
+      ++p;
+    while (p != end && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+                        *p == 'E' || *p == '+' || *p == '-'))
+      ++p;
+    std::string text(start, p);
+    out.kind = Json::Number;
+    errno = 0;
+    char *stop = nullptr;
+    long long v = std::strtoll(text.c_str(), &stop, 10);
+    out.isInteger = stop && *stop == '\0' && errno == 0;
+    out.integer = v;
+    return text != "-" && !text.empty() ? true : fail("bad number");
+  }
+  bool array(Json &out, int depth) {
+    out.kind = Json::Array;
+    ++p;
+    skipSpace();
+    if (p != end && *p == ']') {
+      ++p;
+      return true;
+    }
+    while (true) {
+      out.items.emplace_back();
+      if (!value(out.items.back(), depth + 1))
+        return false;
+      skipSpace();
+      if (p != end && *p == ',') {
+        ++p;
+        continue;
+      }
+      if (p != end && *p == ']') {
+        ++p;
+        return true;
+      }
+      return fail("expected , or ] in array");
+    }
+  }
+  bool object(Json &out, int depth) {
+    out.kind = Json::Object;
+    ++p;
+    skipSpace();
+    if (p != end && *p == '}') {
+      ++p;
+      return true;
+    }
+    while (true) {
+      skipSpace();
+      if (p == end || *p != '"')
+        return fail("expected a string key");
+      std::string key;
+      if (!string(key))
+        return false;
+      skipSpace();
+      if (p == end || *p != ':')
+        return fail("expected : after key");
+      ++p;
+      out.members.emplace_back(std::move(key), Json());
+      if (!value(out.members.back().second, depth + 1))
+        return false;
+      skipSpace();
+      if (p != end && *p == ',') {
+        ++p;
+        continue;
+      }
+      if (p != end && *p == '}') {
+        ++p;
+        return true;
+      }
+      return fail("expected , or } in object");
+    }
+  }
+
+  const char *p, *end, *begin;
+  std::string message;
+};
+
+const Json *member(const Json &obj, const char *key) {
+  for (auto &[k, v] : obj.members)
+    if (k == key)
+      return &v;
+  return nullptr;
+}
+
+} // namespace
+
+bool tgc::rt::parseSafeTensors(const std::string &path,
+                               const std::vector<uint8_t> &data,
+                               SafeTensorsFile &file, std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = path + ": " + message;
+    return false;
+  };
+  if (data.size() < 8)
+    return fail("not a safetensors file (shorter than its 8-byte header length)");
+  uint64_t headerSize = load<uint64_t>(data.data());
+  if (headerSize > data.size() - 8)
+    return fail("header length " + std::to_string(headerSize) +
+                " exceeds the file size (" + std::to_string(data.size()) +
+                " bytes): truncated or not a safetensors file");
+  const char *header = reinterpret_cast<const char *>(data.data() + 8);
+  Json root;
+  std::string jsonError;
+  if (!JsonParser(header, header + headerSize).parse(root, jsonError))
+    return fail(jsonError);
+  if (root.kind != Json::Object)
+    return fail("header must be a JSON object");
+  uint64_t dataSize = data.size() - 8 - headerSize;
+  const uint8_t *base = data.data() + 8 + headerSize;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto &[name, entry] : root.members) {
+    if (name == "__metadata__") {
+      if (entry.kind != Json::Object)
+        return fail("__metadata__ must be an object of strings");
+      for (auto &[k, v] : entry.members) {
+        if (v.kind != Json::String)
+          return fail("__metadata__ value '" + k + "' must be a string");
+        file.metadata[k] = v.str;
+      }
+      continue;
+    }
+    std::string where = "tensor '" + name + "': ";
+    if (entry.kind != Json::Object)
+      return fail(where + "entry must be an object");
+    const Json *dtype = member(entry, "dtype"), *shape = member(entry, "shape"),
+               *offsets = member(entry, "data_offsets");
+    if (!dtype || dtype->kind != Json::String)
+      return fail(where + "missing or non-string 'dtype'");
+    TensorData t;
+    if (!parseDType(dtype->str, t.dtype))
+      return fail(where + "unsupported dtype '" + dtype->str + "'");
+    if (!shape || shape->kind != Json::Array)
+      return fail(where + "missing or non-array 'shape'");
+    uint64_t numel = 1;
+    for (const Json &d : shape->items) {
+      if (d.kind != Json::Number || !d.isInteger || d.integer < 0 ||
+          d.integer > (int64_t(1) << 40))
+        return fail(where + "shape entries must be non-negative integers");
+      t.shape.push_back(d.integer);
+      if (d.integer && numel > (uint64_t(1) << 50) / uint64_t(d.integer))
+        return fail(where + "shape is too large");
+      numel *= d.integer;
+    }
+    if (!offsets || offsets->kind != Json::Array || offsets->items.size() != 2 ||
+        offsets->items[0].kind != Json::Number || !offsets->items[0].isInteger ||
+        offsets->items[1].kind != Json::Number || !offsets->items[1].isInteger)
+      return fail(where + "'data_offsets' must be [begin, end]");
+    int64_t b = offsets->items[0].integer, e = offsets->items[1].integer;
+    if (b < 0 || e < b || uint64_t(e) > dataSize)
+      return fail(where + "data_offsets [" + std::to_string(b) + ", " +
+                  std::to_string(e) + ") lie outside the " +
+                  std::to_string(dataSize) + "-byte data section");
+    if (uint64_t(e - b) != numel * dtypeSize(t.dtype))
+      return fail(where + "data_offsets cover " + std::to_string(e - b) +
+                  " bytes but shape and dtype need " +
+                  std::to_string(numel * dtypeSize(t.dtype)));
+    ranges.emplace_back(b, e);
+    t.bytes.assign(base + b, base + e);
+    if (!file.tensors.emplace(name, std::move(t)).second)
+      return fail(where + "appears twice");
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return fail("tensor data ranges overlap");
+  return true;
+}
+
+bool tgc::rt::readSafeTensors(const std::string &path, SafeTensorsFile &file,
+                              std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+  return parseSafeTensors(path, data, file, error);
+}
+
+namespace {
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+} // namespace
+
+bool tgc::rt::writeSafeTensors(const std::string &path,
+                               const SafeTensorsFile &file, std::string &error) {
+  std::ostringstream header;
+  header << "{";
+  bool first = true;
+  if (!file.metadata.empty()) {
+    header << "\"__metadata__\":{";
+    bool f = true;
+    for (auto &[k, v] : file.metadata) {
+      header << (f ? "" : ",") << jsonString(k) << ":" << jsonString(v);
+      f = false;
+    }
+    header << "}";
+    first = false;
+  }
+  uint64_t offset = 0;
+  for (auto &[name, t] : file.tensors) {
+    header << (first ? "" : ",") << jsonString(name) << ":{\"dtype\":\""
+           << dtypeName(t.dtype) << "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      header << (i ? "," : "") << t.shape[i];
+    header << "],\"data_offsets\":[" << offset << "," << offset + t.bytes.size()
+           << "]}";
+    offset += t.bytes.size();
+    first = false;
+  }
+  header << "}";
+  std::string h = header.str();
+  while (h.size() % 8)
+    h += ' ';
+  std::string tmp = path + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    return false;
+  }
+  uint64_t n = h.size();
+  bool ok = std::fwrite(&n, 8, 1, f) == 1 &&
+            std::fwrite(h.data(), 1, h.size(), f) == h.size();
+  for (auto &[name, t] : file.tensors)
+    ok = ok && (t.bytes.empty() ||
+                std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Compares tgc's train step with PyTorch on the same weights and batch.
+
+  grads mode: loss and every weight gradient of one step;
+  train mode: N optimizer steps (with the model file's optimizer and
+              clipping) on one batch: the loss curve and final weights.
+
+tgc's side is run by a tgc tool that takes --init/--batch/-o (the reference
+interpreter `tgc-ref`, or a compiled executable's wrapper). Prints the worst
+errors and 'PASS'/'FAIL' per tensor class; exits 1 on any failure."""
+import argparse
+import os
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io as st  # noqa: E402
+import torch_models as tm  # noqa: E402
+
+
+def make_batch(c, batch, seq, seed):
+    g = torch.Generator().manual_seed(seed + 1)
+    if c["model_type"] == "mlp":
+        features = torch.randn(batch, c["layers"][0], generator=g)
+        labels = torch.randint(0, c["layers"][-1], (batch,), generator=g, dtype=torch.int32)
+        return {"features": features, "labels": labels}
+    v = c["vocab_size"]
+    ids = torch.randint(0, v, (batch, seq), generator=g, dtype=torch.int32)
+    targets = torch.randint(0, v, (batch, seq), generator=g, dtype=torch.int32)
+    targets[0, 0] = -100  # ignored position, as HF's loss
+    return {"input_ids": ids, "targets": targets}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--batch-size", type=int, default=2)
+    ap.add_argument("--seq-len", type=int, default=8)
+    ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
+    ap.add_argument("--train-steps", type=int, default=0)
+    ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--atol", type=float, default=1e-6)
+    ap.add_argument("--weights-rtol", type=float, default=None,
+                    help="train mode: also bound the final weights' error")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+
+    torch.manual_seed(args.seed)
+    dtype = torch.float64 if args.dtype == "f64" else torch.float32
+    c = tm.load_config(args.model)
+    t = c.get("training", {})
+    shapes, loss_fn = tm.family(c)
+    P = tm.init_params(shapes(c), args.seed, dtype)
+    batch = make_batch(c, args.batch_size, args.seq_len, args.seed)
+    inputs = [batch[k].to(dtype) if batch[k].is_floating_point() else batch[k] for k in batch]
+
+    os.makedirs(args.workdir, exist_ok=True)
+    wpath = os.path.join(args.workdir, "weights.safetensors")
+    bpath = os.path.join(args.workdir, "batch.safetensors")
+    opath = os.path.join(args.workdir, "out.safetensors")
+    st.save(wpath, P)
+    st.save(bpath, {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in batch.items()})
+    cmd = [args.tool, args.model, "--init", wpath, "--batch", bpath, "-o", opath,
+           f"--batch-size={args.batch_size}", f"--train-steps={args.train_steps}"]
+    if c["model_type"] != "mlp":
+        cmd.append(f"--seq-len={args.seq_len}")
+    subprocess.run(cmd, check=True)
+    ours = st.load(opath)
+
+    failures = 0
+
+    def check(label, name, mine, ref, rtol=None):
+        nonlocal failures
+        rtol = args.rtol if rtol is None else rtol
+        mine = mine.to(torch.float64)
+        ref = ref.detach().to(torch.float64)
+        if mine.shape != ref.shape:
+            print(f"FAIL {label} {name}: shape {tuple(mine.shape)} vs {tuple(ref.shape)}")
+            failures += 1
+            return 0.0
+        err = (mine - ref).abs()
+        bound = args.atol + rtol * ref.abs()
+        rel = (err / ref.abs().clamp_min(args.atol / rtol)).max().item()
+        if (err > bound).any():
+            failures += 1
+            print(f"FAIL {label} {name}: max abs err {err.max().item():.3e}, "
+                  f"worst relative {rel:.3e}")
+        return rel
+
+    if args.train_steps == 0:
+        loss = loss_fn(c, P, *inputs)
+        loss.backward()
+        worst = check("loss", "loss", ours["loss"], loss)
+        print(f"loss tgc={ours['loss'].item():.8f} torch={loss.item():.8f}")
+        worst_grad = 0.0
+        for name, p in P.items():
+            worst_grad = max(worst_grad, check("grad", name, ours[name], p.grad))
+        print(f"{len(P)} gradients, worst relative error {worst_grad:.3e} (loss {worst:.3e})")
+    else:
+        opt_name = t.get("optimizer", "adamw")
+        lr = t.get("lr", 1e-3)
+        if opt_name == "adamw":
+            betas = tuple(t.get("betas", [0.9, 0.999]))
+            opt = torch.optim.AdamW(P.values(), lr=lr, betas=betas, eps=t.get("eps", 1e-8),
+                                    weight_decay=t.get("weight_decay", 0.0))
+        else:
+            opt = torch.optim.SGD(P.values(), lr=lr, momentum=t.get("momentum", 0.0),
+                                  weight_decay=t.get("weight_decay", 0.0))
+        losses, norms = [], []
+        for _ in range(args.train_steps):
+            opt.zero_grad()
+            loss = loss_fn(c, P, *inputs)
+            loss.backward()
+            clip = t.get("grad_clip")
+            norm = torch.nn.utils.clip_grad_norm_(P.values(), clip if clip else float("inf"))
+            opt.step()
+            losses.append(loss.item())
+            norms.append(norm.item())
+        rel_loss = check("losses", "losses", ours["losses"], torch.tensor(losses))
+        check("grad_norms", "grad_norms", ours["grad_norms"], torch.tensor(norms))
+        # Weights after many Adam steps amplify rounding noise in near-zero
+        # gradients (e.g. key biases), so they are bounded only on request.
+        worst_w = 0.0
+        for name, p in P.items():
+            if args.weights_rtol is not None:
+                worst_w = max(worst_w, check("weight", name, ours[name], p, args.weights_rtol))
+            else:
+                ref_w = p.detach().to(torch.float64)
+                err = (ours[name].to(torch.float64) - ref_w).abs()
+                worst_w = max(worst_w, (err / ref_w.abs().clamp_min(1e-3)).max().item())
+        print(f"{args.train_steps} steps: loss {losses[0]:.5f} -> {losses[-1]:.5f}; "
+              f"worst relative loss error {rel_loss:.3e}, weights {worst_w:.3e}")
+    print("PASS" if failures == 0 else f"FAIL ({failures} tensors)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""PyTorch reference implementations with Hugging Face parameter names and
+semantics (LlamaForCausalLM, GPT2LMHeadModel), plus the tgc MLP. Written out
+here because transformers is not packaged for this machine; each follows the
+transformers code path op for op (pre-norm, rotate_half RoPE, GQA by
+repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new)."""
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def load_config(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def init_params(names_shapes, seed, dtype):
+    """Random weights (normal 0.02, norms around 1) in state-dict order."""
+    g = torch.Generator().manual_seed(seed)
+    params = {}
+    for name, shape in names_shapes:
+        if name.endswith("norm.weight") or ".ln_" in name and name.endswith(".weight") \
+                or name.startswith("transformer.ln_f.weight"):
+            t = 1.0 + 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
+        elif name.endswith(".bias"):
+            t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
+        else:
+            t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
+        params[name] = t.to(dtype).requires_grad_(True)
+    return params
+
+
+# ----------------------------------------------------------------------------
+# Llama / Mistral
+# ----------------------------------------------------------------------------
+
+def llama_shapes(c):
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or d // h
+    out = [("model.embed_tokens.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out += [(p + "self_attn.q_proj.weight", (h * hd, d)),
+                (p + "self_attn.k_proj.weight", (kvh * hd, d)),
+                (p + "self_attn.v_proj.weight", (kvh * hd, d)),
+                (p + "self_attn.o_proj.weight", (d, h * hd)),
+                (p + "mlp.gate_proj.weight", (ff, d)),
+                (p + "mlp.up_proj.weight", (ff, d)),
+                (p + "mlp.down_proj.weight", (d, ff)),
+                (p + "input_layernorm.weight", (d,)),
+                (p + "post_attention_layernorm.weight", (d,))]
+    out.append(("model.norm.weight", (d,)))
+    if not c.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (v, d)))
+    return out
+
+
+def rms_norm(x, w, eps):
+    var = x.pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(var + eps))
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope_cos_sin(seq, dim, theta, dtype):
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    t = torch.arange(seq, dtype=torch.float64)
+    freqs = torch.outer(t, inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def causal_attention(q, k, v, scale=None):
+    """q [B,H,S,D], k/v [B,Hkv,S,D] (repeated to H heads), causal."""
+    groups = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(groups, dim=1)
+    v = v.repeat_interleave(groups, dim=1)
+    scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    seq = q.shape[2]
+    mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    s = s.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def llama_loss(c, P, ids, targets):
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or d // h
+    eps = c.get("rms_norm_eps", 1e-6)
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    cos, sin = rope_cos_sin(S, hd, c.get("rope_theta", 10000.0), x.dtype)
+    act = {"silu": F.silu, "gelu": F.gelu,
+           "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+           "relu": F.relu}[c.get("hidden_act", "silu")]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
+        q = F.linear(n, P[p + "self_attn.q_proj.weight"]).view(B, S, h, hd).transpose(1, 2)
+        k = F.linear(n, P[p + "self_attn.k_proj.weight"]).view(B, S, kvh, hd).transpose(1, 2)
+        v = F.linear(n, P[p + "self_attn.v_proj.weight"]).view(B, S, kvh, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + F.linear(a, P[p + "self_attn.o_proj.weight"])
+        n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
+        m = act(F.linear(n, P[p + "mlp.gate_proj.weight"])) * F.linear(n, P[p + "mlp.up_proj.weight"])
+        x = x + F.linear(m, P[p + "mlp.down_proj.weight"])
+    x = rms_norm(x, P["model.norm.weight"], eps)
+    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
+# ----------------------------------------------------------------------------
+# GPT-2
+# ----------------------------------------------------------------------------
+
+def gpt2_shapes(c):
+    d, v = c["n_embd"], c["vocab_size"]
+    ff = c.get("n_inner") or 4 * d
+    out = [("transformer.wte.weight", (v, d)), ("transformer.wpe.weight", (c["n_positions"], d))]
+    for i in range(c["n_layer"]):
+        p = f"transformer.h.{i}."
+        out += [(p + "ln_1.weight", (d,)), (p + "ln_1.bias", (d,)),
+                (p + "attn.c_attn.weight", (d, 3 * d)), (p + "attn.c_attn.bias", (3 * d,)),
+                (p + "attn.c_proj.weight", (d, d)), (p + "attn.c_proj.bias", (d,)),
+                (p + "ln_2.weight", (d,)), (p + "ln_2.bias", (d,)),
+                (p + "mlp.c_fc.weight", (d, ff)), (p + "mlp.c_fc.bias", (ff,)),
+                (p + "mlp.c_proj.weight", (ff, d)), (p + "mlp.c_proj.bias", (d,))]
+    out += [("transformer.ln_f.weight", (d,)), ("transformer.ln_f.bias", (d,))]
+    return out
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def gpt2_loss(c, P, ids, targets):
+    d, h = c["n_embd"], c["n_head"]
+    hd = d // h
+    eps = c.get("layer_norm_epsilon", 1e-5)
+    B, S = ids.shape
+    act = {"gelu_new": gelu_new, "gelu": F.gelu, "relu": F.relu}[c.get("activation_function", "gelu_new")]
+    x = F.embedding(ids.long(), P["transformer.wte.weight"]) + P["transformer.wpe.weight"][:S]
+    for i in range(c["n_layer"]):
+        p = f"transformer.h.{i}."
+        n = F.layer_norm(x, (d,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], eps)
+        qkv = n @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
+        q, k, v = qkv.split(d, dim=2)
+        q, k, v = (t.view(B, S, h, hd).transpose(1, 2) for t in (q, k, v))
+        a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, d)
+        x = x + a @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
+        n = F.layer_norm(x, (d,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], eps)
+        f = act(n @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"])
+        x = x + f @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
+    x = F.layer_norm(x, (d,), P["transformer.ln_f.weight"], P["transformer.ln_f.bias"], eps)
+    logits = F.linear(x, P["transformer.wte.weight"])
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
+# ----------------------------------------------------------------------------
+# MLP
+# ----------------------------------------------------------------------------
+
+def mlp_shapes(c):
+    sizes, bias = c["layers"], c.get("bias", True)
+    out = []
+    for i in range(len(sizes) - 1):
+        out.append((f"layers.{i}.weight", (sizes[i + 1], sizes[i])))
+        if bias:
+            out.append((f"layers.{i}.bias", (sizes[i + 1],)))
+    return out
+
+
+def mlp_loss(c, P, features, labels):
+    act = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}[c.get("activation", "relu")]
+    x = features
+    n = len(c["layers"]) - 1
+    for i in range(n):
+        x = F.linear(x, P[f"layers.{i}.weight"], P.get(f"layers.{i}.bias"))
+        if i + 1 < n:
+            x = act(x)
+    return F.cross_entropy(x, labels.long())
+
+
+def family(c):
+    t = c["model_type"]
+    if t in ("llama", "mistral"):
+        return llama_shapes, llama_loss
+    if t == "gpt2":
+        return gpt2_shapes, gpt2_loss
+    if t == "mlp":
+        return mlp_shapes, mlp_loss
+    raise ValueError(t)

@@ -1,0 +1,111 @@
+//===- SafeTensorsTest.cpp - the runtime's safetensors reader/writer ------===//
+
+#include "tgc/Runtime/SafeTensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+using namespace tgc::rt;
+
+namespace {
+
+std::vector<uint8_t> fileWithHeader(const std::string &header, size_t dataBytes,
+                                    uint64_t declaredLength = UINT64_MAX) {
+  std::vector<uint8_t> out(8);
+  uint64_t n = declaredLength == UINT64_MAX ? header.size() : declaredLength;
+  std::memcpy(out.data(), &n, 8);
+  out.insert(out.end(), header.begin(), header.end());
+  out.resize(out.size() + dataBytes, 0);
+  return out;
+}
+
+std::string parseError(const std::vector<uint8_t> &bytes) {
+  SafeTensorsFile file;
+  std::string error;
+  EXPECT_FALSE(parseSafeTensors("w.safetensors", bytes, file, error));
+  return error;
+}
+
+TEST(SafeTensors, RoundTrip) {
+  SafeTensorsFile file;
+  file.tensors["a.weight"] = makeTensor({2, 3}, {1, 2, 3, 4, 5, 6}, DType::F32);
+  file.tensors["ids"] = makeTensor({3}, {7, 8, 9}, DType::I32);
+  file.metadata["format"] = "pt";
+  std::string path = ::testing::TempDir() + "/roundtrip.safetensors", error;
+  ASSERT_TRUE(writeSafeTensors(path, file, error)) << error;
+  SafeTensorsFile back;
+  ASSERT_TRUE(readSafeTensors(path, back, error)) << error;
+  ASSERT_EQ(back.tensors.size(), 2u);
+  EXPECT_EQ(back.tensors["a.weight"].shape, std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(back.tensors["a.weight"].get(5), 6.0);
+  EXPECT_EQ(back.tensors["ids"].dtype, DType::I32);
+  EXPECT_EQ(back.tensors["ids"].get(2), 9.0);
+  EXPECT_EQ(back.metadata["format"], "pt");
+  std::remove(path.c_str());
+}
+
+TEST(SafeTensors, HalfAndBFloat) {
+  SafeTensorsFile file;
+  std::string header =
+      R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[4,6]}})";
+  auto bytes = fileWithHeader(header, 6);
+  uint16_t values[3] = {0x3C00, 0xC000, 0x3F80}; // 1.0, -2.0 (f16); 1.0 (bf16)
+  std::memcpy(bytes.data() + 8 + header.size(), values, 6);
+  std::string error;
+  ASSERT_TRUE(parseSafeTensors("x", bytes, file, error)) << error;
+  EXPECT_EQ(file.tensors["h"].get(0), 1.0);
+  EXPECT_EQ(file.tensors["h"].get(1), -2.0);
+  EXPECT_EQ(file.tensors["b"].get(0), 1.0);
+}
+
+TEST(SafeTensors, Truncated) {
+  EXPECT_NE(parseError({1, 2, 3}).find("shorter than its 8-byte header length"),
+            std::string::npos);
+  auto bytes = fileWithHeader(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  EXPECT_NE(parseError(bytes).find("lie outside the 8-byte data section"), std::string::npos);
+}
+
+TEST(SafeTensors, HeaderLengthLies) {
+  auto bytes = fileWithHeader("{}", 0, 1000);
+  EXPECT_NE(parseError(bytes).find("header length 1000 exceeds the file size"),
+            std::string::npos);
+}
+
+TEST(SafeTensors, SizeMismatch) {
+  auto bytes = fileWithHeader(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8);
+  EXPECT_NE(parseError(bytes).find("cover 8 bytes but shape and dtype need 12"),
+            std::string::npos);
+}
+
+TEST(SafeTensors, UnknownDType) {
+  auto bytes = fileWithHeader(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1);
+  EXPECT_NE(parseError(bytes).find("tensor 'a': unsupported dtype 'Q4'"), std::string::npos);
+}
+
+TEST(SafeTensors, Overlap) {
+  auto bytes = fileWithHeader(
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      12);
+  EXPECT_NE(parseError(bytes).find("overlap"), std::string::npos);
+}
+
+TEST(SafeTensors, BadJson) {
+  EXPECT_NE(parseError(fileWithHeader(R"({"a": [1, 2)", 0)).find("invalid header JSON"),
+            std::string::npos);
+  EXPECT_NE(parseError(fileWithHeader(R"([1])", 0)).find("header must be a JSON object"),
+            std::string::npos);
+  EXPECT_NE(parseError(fileWithHeader(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0))
+                .find("shape entries must be non-negative integers"),
+            std::string::npos);
+}
+
+TEST(SafeTensors, MissingFile) {
+  SafeTensorsFile file;
+  std::string error;
+  EXPECT_FALSE(readSafeTensors("/nonexistent/w.safetensors", file, error));
+  EXPECT_NE(error.find("/nonexistent/w.safetensors: cannot open"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,168 @@
+//===- tgc-ref.cpp - run a model's train step in the reference interpreter ===//
+//
+//   tgc-ref MODEL --init W.safetensors --batch B.safetensors -o OUT.safetensors
+//           [--train-steps N] [training flags]
+//
+// Builds the model's @train_step exactly as tgc does and runs it in the f64
+// reference interpreter: the numeric oracle that the test suite compares
+// with PyTorch and with compiled code. With --train-steps 0 (the default) it
+// writes the loss ("loss") and every gradient (by parameter name); with N > 0
+// it runs N optimizer steps on the same batch and writes "losses",
+// "grad_norms" and the final parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Driver/TrainingFlags.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Frontend/MLIRGen.h"
+#include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Reference/Interpreter.h"
+#include "tgc/Runtime/SafeTensors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace tgc;
+namespace cl = llvm::cl;
+
+namespace {
+cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.json>"), cl::Required);
+cl::opt<std::string> initFile("init", cl::desc("Weights by HF name (.safetensors)"),
+                              cl::Required);
+cl::opt<std::string> batchFile("batch", cl::desc("Inputs by name (.safetensors)"),
+                               cl::Required);
+cl::opt<std::string> outputFile("o", cl::desc("Output .safetensors"), cl::Required);
+cl::opt<int> trainSteps("train-steps",
+                        cl::desc("Optimizer steps to run (0: gradients only)"),
+                        cl::init(0));
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "tgc-ref") << message << "\n";
+  return 1;
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return {t.getShape().begin(), t.getShape().end()};
+}
+
+ref::Tensor toTensor(const rt::TensorData &data) {
+  ref::Tensor t(data.shape);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t[i] = data.get(i);
+  return t;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "tgc reference interpreter\n");
+
+  llvm::Expected<ModelConfig> config = loadModelConfig(modelFile);
+  if (!config)
+    return fail(llvm::toString(config.takeError()));
+  if (llvm::Error err = applyTrainingFlags(*config))
+    return fail(llvm::toString(std::move(err)));
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
+  PassManager pm(&context);
+  TrainingGraphOptions options;
+  const TrainingConfig &t = config->training;
+  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  options.beta1 = t.beta1;
+  options.beta2 = t.beta2;
+  options.eps = t.eps;
+  options.weightDecay = t.weightDecay;
+  options.momentum = t.momentum;
+  options.gradClip = t.gradClip.value_or(0.0);
+  options.withOptimizer = trainSteps > 0;
+  buildTrainingGraphPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return fail("building the train step failed");
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+
+  rt::SafeTensorsFile weights, batch;
+  std::string error;
+  if (!rt::readSafeTensors(initFile, weights, error) ||
+      !rt::readSafeTensors(batchFile, batch, error))
+    return fail(error);
+
+  // Arguments by role and name.
+  std::vector<ref::Tensor> args;
+  std::vector<std::string> paramNames;
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    std::vector<int64_t> shape = shapeOf(arg.getType());
+    if (auto p = step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttrName)) {
+      auto it = weights.tensors.find(p.str());
+      if (it == weights.tensors.end())
+        return fail(initFile + ": missing tensor '" + p.str() + "'");
+      if (it->second.shape != shape)
+        return fail(initFile + ": tensor '" + p.str() + "' has the wrong shape");
+      args.push_back(toTensor(it->second));
+      paramNames.push_back(p.str());
+    } else if (step.getArgAttr(i, tg::TGDialect::kStateAttrName)) {
+      args.push_back(ref::Tensor(shape));
+    } else {
+      auto name = step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kInputAttrName);
+      if (name && name.getValue() == "lr") {
+        args.push_back(ref::Tensor({}, t.lr));
+      } else if (name && name.getValue() == "step") {
+        args.push_back(ref::Tensor({}, 1.0));
+      } else {
+        auto it = batch.tensors.find(name ? name.str() : "");
+        if (it == batch.tensors.end())
+          return fail(batchFile + ": missing input '" + (name ? name.str() : "?") + "'");
+        if (it->second.shape != shape)
+          return fail(batchFile + ": input '" + name.str() + "' has the wrong shape");
+        args.push_back(toTensor(it->second));
+      }
+    }
+  }
+
+  rt::SafeTensorsFile out;
+  if (trainSteps == 0) {
+    auto results = ref::interpret(step, args);
+    if (!results)
+      return fail(llvm::toString(results.takeError()));
+    out.tensors["loss"] = rt::makeTensor({}, (*results)[0].data, rt::DType::F64);
+    for (size_t i = 0; i < paramNames.size(); ++i)
+      out.tensors[paramNames[i]] =
+          rt::makeTensor((*results)[i + 1].shape, (*results)[i + 1].data, rt::DType::F64);
+  } else {
+    // Results: loss, grad_norm, new params, new state; fed back each step.
+    std::vector<double> losses, norms;
+    std::vector<unsigned> carried;
+    for (BlockArgument arg : step.getArguments())
+      if (step.getArgAttr(arg.getArgNumber(), tg::TGDialect::kParamAttrName) ||
+          step.getArgAttr(arg.getArgNumber(), tg::TGDialect::kStateAttrName))
+        carried.push_back(arg.getArgNumber());
+    unsigned stepArg = step.getNumArguments() - 1;
+    for (int s = 1; s <= trainSteps; ++s) {
+      args[stepArg] = ref::Tensor({}, static_cast<double>(s));
+      auto results = ref::interpret(step, args);
+      if (!results)
+        return fail(llvm::toString(results.takeError()));
+      losses.push_back((*results)[0][0]);
+      norms.push_back((*results)[1][0]);
+      for (size_t k = 0; k < carried.size(); ++k)
+        args[carried[k]] = (*results)[k + 2];
+    }
+    out.tensors["losses"] = rt::makeTensor({trainSteps}, losses, rt::DType::F64);
+    out.tensors["grad_norms"] = rt::makeTensor({trainSteps}, norms, rt::DType::F64);
+    for (size_t i = 0; i < paramNames.size(); ++i)
+      out.tensors[paramNames[i]] =
+          rt::makeTensor(args[carried[i]].shape, args[carried[i]].data, rt::DType::F64);
+  }
+  if (!rt::writeSafeTensors(outputFile, out, error))
+    return fail(error);
+  return 0;
+}

@@ -10,7 +10,9 @@
 
 #include "tgc/Driver/TrainingFlags.h"
 
+#include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Driver/StatsReport.h"
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Frontend/ModelConfig.h"
 #include "tgc/InitAll.h"
@@ -48,7 +50,9 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.json|model.mlir>
 
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
-                                cl::cat(tgcCategory));
+                                cl::cat(tgcCategory),
+                                cl::sub(cl::SubCommand::getTopLevel()),
+                                cl::sub(statsCommand));
 
 /// Output levels, in pipeline order: each is a longer prefix of one pipeline.
 enum class EmitLevel { TG, Grad };
@@ -80,7 +84,8 @@ int reportError(const llvm::Twine &message) {
 /// front end, .mlir files through the parser (diagnostics at file:line:col).
 /// `training` receives the file's training settings with the flags applied.
 OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
-                                std::string &error) {
+                                StatsContext &stats, std::string &error) {
+  stats.input = inputFile;
   StringRef path = inputFile;
   if (path.ends_with(".mlir")) {
     std::string openError;
@@ -111,6 +116,11 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
     return nullptr;
   }
   training = config->training;
+  stats.modelType = config->modelType;
+  stats.batchSize = training.batchSize;
+  stats.seqLen = config->family == ModelFamily::MLP ? 1 : config->seqLen();
+  stats.dtype = stringifyDType(training.dtype).str();
+  stats.optimizer = training.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   if (failed(verify(*module))) {
     error = (path + ": internal error: the generated forward graph does not "
@@ -144,6 +154,26 @@ LogicalResult lower(ModuleOp module, EmitLevel level,
     buildTrainingGraphPipeline(pm, options);
   }
   return pm.run(module);
+}
+
+/// `tgc stats`: figures read off the generated train step.
+int printStats(ModuleOp module, const TrainingConfig &training,
+               const StatsContext &context) {
+  if (failed(lower(module, EmitLevel::Grad, training)))
+    return reportError(inputFile + ": building the train step failed (see "
+                                   "the diagnostics above)");
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  mlir::tg::TrainingStats stats = mlir::tg::computeTrainingStats(step);
+  std::string error;
+  auto output = openOutputFile(outputFile, &error);
+  if (!output)
+    return reportError(outputFile + ": cannot write: " + error);
+  if (statsJson)
+    printStatsJson(output->os(), context, stats);
+  else
+    printStatsTable(output->os(), context, stats);
+  output->keep();
+  return 0;
 }
 
 int emit(ModuleOp module) {
@@ -181,12 +211,14 @@ int main(int argc, char **argv) {
 
   std::string error;
   TrainingConfig training;
-  OwningOpRef<ModuleOp> module = loadInput(context, training, error);
+  StatsContext statsContext;
+  OwningOpRef<ModuleOp> module =
+      loadInput(context, training, statsContext, error);
   if (!module)
     return reportError(error);
 
   if (statsCommand)
-    return reportError("'tgc stats' needs the reverse graph (not built yet)");
+    return printStats(*module, training, statsContext);
   if (failed(lower(*module, emitLevel, training)))
     return reportError(inputFile + ": compilation failed (see the diagnostics "
                                    "above)");

@@ -1,0 +1,49 @@
+//===- TrainingStats.h - counting a training step's work and memory -*- C++ -*-===//
+//
+// Figures read off the IR: the forward graph (@forward) and the reverse graph
+// tg-autodiff generated (@train_step). Nothing is estimated from the model
+// family: a change to a gradient rule changes these numbers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_DIALECT_TG_ANALYSIS_TRAININGSTATS_H
+#define TGC_DIALECT_TG_ANALYSIS_TRAININGSTATS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+
+namespace mlir::tg {
+
+/// Work of executing one op as its semantics are documented.
+struct OpCost {
+  /// Multiplications inside matrix products (as in a hand count of
+  /// backprop); attention's products count every score it computes.
+  int64_t matmulMultiplications = 0;
+  /// Floating-point operations of everything: 2 per multiply-add, and a
+  /// documented per-element count for elementwise, norm and loss ops.
+  int64_t flops = 0;
+};
+
+/// Cost of one op; zero for ops that only move data.
+OpCost getOpCost(Operation *op);
+
+struct TrainingStats {
+  int64_t parameters = 0;
+  int64_t parameterBytes = 0;
+  OpCost forward, backward, optimizer;
+  /// Values the reverse graph reads that the forward graph produced.
+  int64_t savedActivationElements = 0;
+  int64_t savedActivationBytes = 0;
+  int64_t optimizerStateBytes = 0;
+};
+
+/// Computes the statistics of `trainStep` (as tg-autodiff produced it, with
+/// or without the optimizer update). The forward part is the backward slice
+/// of the returned loss; every other op belongs to the reverse graph, except
+/// the optimizer's ops (and the gradient clipping feeding them).
+TrainingStats computeTrainingStats(func::FuncOp trainStep);
+
+} // namespace mlir::tg
+
+#endif // TGC_DIALECT_TG_ANALYSIS_TRAININGSTATS_H

@@ -1,6 +1,7 @@
 //===- InitAll.cpp - registration shared by every tgc tool ----------------===//
 
 #include "tgc/InitAll.h"
+#include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/Pipelines.h"
@@ -18,5 +19,6 @@ void tgc::registerAllDialects(mlir::DialectRegistry &registry) {
 void tgc::registerAllPasses() {
   mlir::registerAllPasses();
   mlir::tg::registerTGPasses();
+  mlir::tg::registerTGConversionPasses();
   tgc::registerPipelines();
 }

@@ -40,32 +40,36 @@ LogicalResult verifyNameAttribute(Operation *op, StringRef what,
   if (!str || str.getValue().empty())
     return op->emitError() << "'" << name << "' on " << what << " #" << index
                            << " must be a non-empty string";
-  if (!type)
+  // After bufferization the values are memrefs, after LLVM lowering
+  // pointers: the names stay, only tensors and memrefs are checked.
+  auto shaped = llvm::dyn_cast_if_present<ShapedType>(type);
+  if (!shaped)
     return success();
-  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
-  if (!tensor)
+  if (!shaped.hasRank())
     return op->emitError() << what << " #" << index << " marked '" << name
-                           << "' must be a ranked tensor, got " << type;
+                           << "' must be ranked, got " << type;
   bool mustBeFloat = name == TGDialect::kParamAttrName ||
                      name == TGDialect::kStateAttrName ||
                      name == TGDialect::kGradAttrName;
-  if (mustBeFloat && !llvm::isa<FloatType>(tensor.getElementType()))
+  if (mustBeFloat && !llvm::isa<FloatType>(shaped.getElementType()))
     return op->emitError() << "'" << name << "' value '" << str.getValue()
                            << "' (" << what << " #" << index
                            << ") must have a floating-point element type, got "
-                           << tensor.getElementType();
+                           << shaped.getElementType();
   return success();
 }
 } // namespace
 
-/// `tg.param`, `tg.input` and `tg.state` name function arguments.
+/// `tg.param`, `tg.input` and `tg.state` name function arguments; once
+/// results become out-parameters (bufferization), result names move to
+/// arguments too.
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
   if (name != kParamAttrName && name != kInputAttrName &&
-      name != kStateAttrName)
+      name != kStateAttrName && name != kOutputAttrName && name != kGradAttrName)
     return op->emitError() << "unknown tg argument attribute '" << name << "'";
   Region &region = op->getRegion(regionIndex);
   Type type = !region.empty() && argIndex < region.getNumArguments()

@@ -1,0 +1,37 @@
+//===- Passes.h - tgc conversion passes -------------------------*- C++ -*-===//
+#ifndef TGC_CONVERSION_PASSES_H
+#define TGC_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+class TypeConverter;
+} // namespace mlir
+
+namespace mlir::tg {
+
+#define GEN_PASS_DECL
+#include "tgc/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "tgc/Conversion/Passes.h.inc"
+
+/// Patterns of each category (lib/Conversion/TGToLinalg/*.cpp).
+void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::tg
+
+#endif // TGC_CONVERSION_PASSES_H

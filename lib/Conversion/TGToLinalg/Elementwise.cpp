@@ -1,0 +1,188 @@
+//===- Elementwise.cpp - tg elementwise ops and RoPE → linalg.generic -----===//
+
+#include "Utils.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::lowering;
+
+namespace {
+
+/// Lowers an op whose result is an elementwise function of its operands
+/// (broadcast under NumPy rules).
+template <typename OpTy>
+struct ElementwiseLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using Fn = std::function<Value(OpTy, OpBuilder &, Location, ValueRange)>;
+  ElementwiseLowering(MLIRContext *ctx, Fn fn)
+      : OpConversionPattern<OpTy>(ctx), fn(std::move(fn)) {}
+
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<Value> inputs;
+    for (Value v : adaptor.getOperands())
+      inputs.push_back(v);
+    Value result = elementwise(rewriter, op.getLoc(), type, inputs,
+                               [&](OpBuilder &b, Location l, ValueRange a) {
+                                 return fn(op, b, l, a);
+                               });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+  Fn fn;
+};
+
+Value cst(OpBuilder &b, Location l, Value like, double v) {
+  return constantFloat(b, l, like.getType(), v);
+}
+
+Value sigmoid(OpBuilder &b, Location l, Value x) {
+  Value negExp = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+  return divF(b, l, cst(b, l, x, 1.0), addF(b, l, cst(b, l, x, 1.0), negExp));
+}
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kGeluCoeff = 0.044715;
+
+Value gelu(OpBuilder &b, Location l, Value x, bool tanhForm) {
+  Value half = cst(b, l, x, 0.5), one = cst(b, l, x, 1.0);
+  Value inner;
+  if (tanhForm) {
+    Value x3 = mulF(b, l, mulF(b, l, x, x), x);
+    Value u = mulF(b, l, cst(b, l, x, kSqrt2OverPi),
+                   addF(b, l, x, mulF(b, l, cst(b, l, x, kGeluCoeff), x3)));
+    inner = math::TanhOp::create(b, l, u);
+  } else {
+    inner = math::ErfOp::create(b, l, mulF(b, l, x, cst(b, l, x, M_SQRT1_2)));
+  }
+  return mulF(b, l, mulF(b, l, half, x), addF(b, l, one, inner));
+}
+
+Value geluDerivative(OpBuilder &b, Location l, Value x, bool tanhForm) {
+  Value half = cst(b, l, x, 0.5), one = cst(b, l, x, 1.0);
+  if (tanhForm) {
+    Value x2 = mulF(b, l, x, x);
+    Value u = mulF(b, l, cst(b, l, x, kSqrt2OverPi),
+                   addF(b, l, x, mulF(b, l, cst(b, l, x, kGeluCoeff), mulF(b, l, x2, x))));
+    Value t = math::TanhOp::create(b, l, u);
+    Value du = mulF(b, l, cst(b, l, x, kSqrt2OverPi),
+                    addF(b, l, one, mulF(b, l, cst(b, l, x, 3 * kGeluCoeff), x2)));
+    Value sech2 = subF(b, l, one, mulF(b, l, t, t));
+    return addF(b, l, mulF(b, l, half, addF(b, l, one, t)),
+                mulF(b, l, mulF(b, l, half, x), mulF(b, l, sech2, du)));
+  }
+  Value cdf = mulF(b, l, half,
+                   addF(b, l, one, math::ErfOp::create(b, l, mulF(b, l, x, cst(b, l, x, M_SQRT1_2)))));
+  Value pdf = mulF(b, l, cst(b, l, x, 1.0 / std::sqrt(2.0 * M_PI)),
+                   math::ExpOp::create(b, l, mulF(b, l, cst(b, l, x, -0.5), mulF(b, l, x, x))));
+  return addF(b, l, cdf, mulF(b, l, x, pdf));
+}
+
+/// Converts a float scalar to `type` (extension or truncation).
+Value castFloat(OpBuilder &b, Location l, Value v, Type type) {
+  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
+  if (from == to)
+    return v;
+  if (from < to)
+    return arith::ExtFOp::create(b, l, type, v);
+  return arith::TruncFOp::create(b, l, type, v);
+}
+
+struct RopeLowering : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos + x[i]·sin
+    // with angle s·theta^(−2i/D), computed in f64 (as the reference does).
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t D = type.getDimSize(3), half = D / 2;
+    double theta = op.getTheta().convertToDouble();
+    double sign = op.getInverse() ? -1.0 : 1.0;
+    Value input = adaptor.getInput();
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
+    Value result = generic(
+        rewriter, loc, input, AffineMap::getMultiDimIdentityMap(4, getContext()), init,
+        AffineMap::getMultiDimIdentityMap(4, getContext()), iterators(4),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value bIdx = linalg::IndexOp::create(b, l, 0);
+          Value sIdx = linalg::IndexOp::create(b, l, 1);
+          Value hIdx = linalg::IndexOp::create(b, l, 2);
+          Value iIdx = linalg::IndexOp::create(b, l, 3);
+          Value halfIdx = arith::ConstantIndexOp::create(b, l, half);
+          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, iIdx, halfIdx);
+          Value pair = arith::RemUIOp::create(b, l, iIdx, halfIdx);
+          Value partnerIdx = arith::SelectOp::create(
+              b, l, first, arith::AddIOp::create(b, l, iIdx, halfIdx), pair);
+          Value partner = tensor::ExtractOp::create(b, l, input,
+                                                    ValueRange{bIdx, sIdx, hIdx, partnerIdx});
+          Type f64 = b.getF64Type();
+          auto toF64 = [&](Value idx) {
+            Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), idx);
+            return arith::SIToFPOp::create(b, l, f64, i64);
+          };
+          // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
+          Value exponent = mulF(b, l, toF64(pair),
+                                constantFloat(b, l, f64, -2.0 * std::log(theta) / D));
+          Value angle = mulF(b, l, mulF(b, l, toF64(sIdx), math::ExpOp::create(b, l, exponent)),
+                             constantFloat(b, l, f64, sign));
+          Type elt = type.getElementType();
+          Value c = castFloat(b, l, math::CosOp::create(b, l, angle), elt);
+          Value s = castFloat(b, l, math::SinOp::create(b, l, angle), elt);
+          Value xc = mulF(b, l, args[0], c), ps = mulF(b, l, partner, s);
+          return arith::SelectOp::create(b, l, first, subF(b, l, xc, ps), addF(b, l, xc, ps));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tg::populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ElementwiseLowering<AddOp>>(ctx, [](AddOp, OpBuilder &b, Location l, ValueRange a) {
+    return addF(b, l, a[0], a[1]);
+  });
+  patterns.add<ElementwiseLowering<SubOp>>(ctx, [](SubOp, OpBuilder &b, Location l, ValueRange a) {
+    return subF(b, l, a[0], a[1]);
+  });
+  patterns.add<ElementwiseLowering<MulOp>>(ctx, [](MulOp, OpBuilder &b, Location l, ValueRange a) {
+    return mulF(b, l, a[0], a[1]);
+  });
+  patterns.add<ElementwiseLowering<ScaleOp>>(ctx, [](ScaleOp op, OpBuilder &b, Location l, ValueRange a) {
+    return mulF(b, l, a[0], cst(b, l, a[0], op.getFactor().convertToDouble()));
+  });
+  patterns.add<ElementwiseLowering<ReluOp>>(ctx, [](ReluOp, OpBuilder &b, Location l, ValueRange a) {
+    return arith::MaximumFOp::create(b, l, a[0], cst(b, l, a[0], 0.0));
+  });
+  patterns.add<ElementwiseLowering<GeluOp>>(ctx, [](GeluOp op, OpBuilder &b, Location l, ValueRange a) {
+    return gelu(b, l, a[0], op.getApproximate() == "tanh");
+  });
+  patterns.add<ElementwiseLowering<SiluOp>>(ctx, [](SiluOp, OpBuilder &b, Location l, ValueRange a) {
+    return mulF(b, l, a[0], sigmoid(b, l, a[0]));
+  });
+  patterns.add<ElementwiseLowering<ReluGradOp>>(ctx, [](ReluGradOp, OpBuilder &b, Location l, ValueRange a) {
+    Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, a[1], cst(b, l, a[1], 0.0));
+    return arith::SelectOp::create(b, l, positive, a[0], cst(b, l, a[0], 0.0));
+  });
+  patterns.add<ElementwiseLowering<GeluGradOp>>(ctx, [](GeluGradOp op, OpBuilder &b, Location l, ValueRange a) {
+    return mulF(b, l, a[0], geluDerivative(b, l, a[1], op.getApproximate() == "tanh"));
+  });
+  patterns.add<ElementwiseLowering<SiluGradOp>>(ctx, [](SiluGradOp, OpBuilder &b, Location l, ValueRange a) {
+    Value s = sigmoid(b, l, a[1]), one = cst(b, l, a[1], 1.0);
+    Value d = mulF(b, l, s, addF(b, l, one, mulF(b, l, a[1], subF(b, l, one, s))));
+    return mulF(b, l, a[0], d);
+  });
+  patterns.add<RopeLowering>(ctx);
+}

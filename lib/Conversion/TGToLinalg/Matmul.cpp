@@ -1,0 +1,83 @@
+//===- Matmul.cpp - tg.matmul and tg.linear → linalg contractions ---------===//
+
+#include "Utils.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::lowering;
+
+namespace {
+
+Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
+  return addF(b, l, args[2], mulF(b, l, args[0], args[1]));
+}
+
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    // Loops: (batch..., m, n, k).
+    RankedTensorType out = op.getType();
+    int64_t nb = out.getRank() - 2, rank = nb + 3;
+    int64_t m = nb, n = nb + 1, k = nb + 2;
+    auto operandMap = [&](Value v, bool transposed, int64_t row, int64_t col) {
+      SmallVector<int64_t> dims;
+      if (tensorType(v).getRank() > 2)
+        for (int64_t i = 0; i < nb; ++i)
+          dims.push_back(i);
+      dims.push_back(transposed ? col : row);
+      dims.push_back(transposed ? row : col);
+      return dimsMap(getContext(), rank, dims);
+    };
+    SmallVector<int64_t> outDims;
+    for (int64_t i = 0; i < nb + 2; ++i)
+      outDims.push_back(i);
+    Value init = filled(rewriter, op.getLoc(), out, 0.0);
+    Value result = generic(
+        rewriter, op.getLoc(), {adaptor.getLhs(), adaptor.getRhs()},
+        {operandMap(adaptor.getLhs(), op.getTransposeLhs(), m, k),
+         operandMap(adaptor.getRhs(), op.getTransposeRhs(), k, n)},
+        init, dimsMap(getContext(), rank, outDims), iterators(rank, {k}),
+        multiplyAccumulate);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LinearLowering : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    // Rows flattened to one dimension: y[r, o] = Σ_k x[r, k] W[o, k] (+ b[o]).
+    Location loc = op.getLoc();
+    RankedTensorType out = op.getType();
+    int64_t in = op.getWeight().getType().getDimSize(1);
+    int64_t outDim = out.getShape().back();
+    int64_t rows = out.getNumElements() / outDim;
+    Type elt = out.getElementType();
+    Value x = reshape(rewriter, loc, adaptor.getInput(), RankedTensorType::get({rows, in}, elt));
+    auto flatType = RankedTensorType::get({rows, outDim}, elt);
+    Value init = adaptor.getBias()
+                     ? elementwise(rewriter, loc, flatType, adaptor.getBias(),
+                                   [](OpBuilder &, Location, ValueRange a) { return a[0]; })
+                     : filled(rewriter, loc, flatType, 0.0);
+    MLIRContext *ctx = getContext();
+    Value y = generic(rewriter, loc, {x, adaptor.getWeight()},
+                      {dimsMap(ctx, 3, {0, 2}), dimsMap(ctx, 3, {1, 2})}, init,
+                      dimsMap(ctx, 3, {0, 1}), iterators(3, {2}), multiplyAccumulate);
+    rewriter.replaceOp(op, reshape(rewriter, loc, y, out));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tg::populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulLowering, LinearLowering>(patterns.getContext());
+}

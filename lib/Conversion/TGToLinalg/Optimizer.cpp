@@ -1,0 +1,166 @@
+//===- Optimizer.cpp - global norm, clipping and updates → linalg ---------===//
+
+#include "Utils.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::lowering;
+
+namespace {
+
+/// Casts a float scalar to `type`.
+Value toType(OpBuilder &b, Location l, Value v, Type type) {
+  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
+  if (from == to)
+    return v;
+  return from < to ? arith::ExtFOp::create(b, l, type, v).getResult()
+                   : arith::TruncFOp::create(b, l, type, v).getResult();
+}
+
+struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto scalarType = llvm::cast<RankedTensorType>(op.getType());
+    Value acc = filled(rewriter, loc, scalarType, 0.0);
+    for (Value input : adaptor.getInputs()) {
+      int64_t rank = tensorType(input).getRank();
+      SmallVector<int64_t> all;
+      for (int64_t i = 0; i < rank; ++i)
+        all.push_back(i);
+      acc = generic(rewriter, loc, input, AffineMap::getMultiDimIdentityMap(rank, getContext()),
+                    acc, AffineMap::get(rank, 0, {}, getContext()), iterators(rank, all),
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      Value x = toType(b, l, a[0], f32);
+                      return addF(b, l, a[1], mulF(b, l, x, x));
+                    });
+    }
+    rewriter.replaceOp(op, elementwise(rewriter, loc, scalarType, acc,
+                                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                         return math::SqrtOp::create(b, l, a[0]);
+                                       }));
+    return success();
+  }
+};
+
+struct ClipFactorLowering : OpConversionPattern<ClipFactorOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ClipFactorOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    double maxNorm = op.getMaxNorm().convertToDouble();
+    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), llvm::cast<RankedTensorType>(op.getType()), adaptor.getNorm(),
+                                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                         Type t = a[0].getType();
+                                         Value denom = addF(b, l, a[0], constantFloat(b, l, t, 1e-6));
+                                         Value f = divF(b, l, constantFloat(b, l, t, maxNorm), denom);
+                                         return arith::MinimumFOp::create(b, l, f, constantFloat(b, l, t, 1.0));
+                                       }));
+    return success();
+  }
+};
+
+struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SGDUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    double wd = op.getWeightDecay().convertToDouble();
+    RankedTensorType type = tensorType(op.getNewParam());
+    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), type,
+                                       {adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
+                                       [&](OpBuilder &b, Location l, ValueRange a) {
+                                         Type t = a[0].getType();
+                                         Value lr = toType(b, l, a[2], t);
+                                         Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
+                                         return subF(b, l, a[0], mulF(b, l, lr, d));
+                                       }));
+    return success();
+  }
+};
+
+struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SGDMomentumUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    double wd = op.getWeightDecay().convertToDouble(), mu = op.getMomentum().convertToDouble();
+    RankedTensorType type = tensorType(op.getNewParam());
+    auto buffer = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      Type t = a[0].getType();
+      Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
+      Value firstStep = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
+                                              constantFloat(b, l, a[3].getType(), 1.0));
+      Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), a[2]), d);
+      return arith::SelectOp::create(b, l, firstStep, d, next);
+    };
+    Value newBuffer = elementwise(rewriter, loc, type,
+                                  {adaptor.getParam(), adaptor.getGrad(),
+                                   adaptor.getMomentumBuffer(), adaptor.getStep()},
+                                  buffer);
+    Value newParam = elementwise(rewriter, loc, type,
+                                 {adaptor.getParam(), newBuffer, adaptor.getLr()},
+                                 [&](OpBuilder &b, Location l, ValueRange a) {
+                                   Value lr = toType(b, l, a[2], a[0].getType());
+                                   return subF(b, l, a[0], mulF(b, l, lr, a[1]));
+                                 });
+    rewriter.replaceOp(op, {newParam, newBuffer});
+    return success();
+  }
+};
+
+struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(AdamWUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+    double eps = op.getEps().convertToDouble(), wd = op.getWeightDecay().convertToDouble();
+    RankedTensorType paramType = tensorType(op.getNewParam());
+    RankedTensorType momentType = tensorType(op.getNewExpAvg());
+    Type f32 = rewriter.getF32Type();
+    auto c = [&](OpBuilder &b, Location l, double v) { return constantFloat(b, l, f32, v); };
+    Value m = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvg()},
+                          [&](OpBuilder &b, Location l, ValueRange a) {
+                            Value g = toType(b, l, a[0], f32);
+                            return addF(b, l, mulF(b, l, c(b, l, b1), a[1]), mulF(b, l, c(b, l, 1 - b1), g));
+                          });
+    Value v = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvgSq()},
+                          [&](OpBuilder &b, Location l, ValueRange a) {
+                            Value g = toType(b, l, a[0], f32);
+                            return addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
+                                        mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g)));
+                          });
+    Value p = elementwise(
+        rewriter, loc, paramType, {adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value param = toType(b, l, a[0], f32), lr = a[3], t = a[4];
+          // Bias corrections 1 − β^t.
+          Value bc1 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b1), t));
+          Value bc2 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b2), t));
+          Value decayed = mulF(b, l, param, subF(b, l, c(b, l, 1.0), mulF(b, l, lr, c(b, l, wd))));
+          Value denom = addF(b, l, divF(b, l, math::SqrtOp::create(b, l, a[2]),
+                                        math::SqrtOp::create(b, l, bc2)),
+                             c(b, l, eps));
+          Value stepSize = divF(b, l, lr, bc1);
+          Value next = subF(b, l, decayed, mulF(b, l, stepSize, divF(b, l, a[1], denom)));
+          return toType(b, l, next, paramType.getElementType());
+        });
+    rewriter.replaceOp(op, {p, m, v});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tg::populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<GlobalNormLowering, ClipFactorLowering, SGDUpdateLowering,
+               SGDMomentumUpdateLowering, AdamWUpdateLowering>(patterns.getContext());
+}

@@ -1,0 +1,80 @@
+//===- Utils.h - helpers shared by the tg → linalg patterns -----*- C++ -*-===//
+#ifndef TGC_LIB_CONVERSION_TGTOLINALG_UTILS_H
+#define TGC_LIB_CONVERSION_TGTOLINALG_UTILS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+
+namespace mlir::tg::lowering {
+
+using BodyFn = std::function<Value(OpBuilder &, Location, ValueRange)>;
+
+RankedTensorType tensorType(Value v);
+
+/// A scalar constant of a float type.
+Value constantFloat(OpBuilder &b, Location loc, Type type, double value);
+
+/// tensor.empty + linalg.fill.
+Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value);
+
+/// A linalg.generic with one output: `inputs` read through `inputMaps`, the
+/// output (initialised with `init`) through `outputMap`; `body` gets the
+/// input elements and the output element and returns the new output element.
+Value generic(OpBuilder &b, Location loc, ValueRange inputs,
+              ArrayRef<AffineMap> inputMaps, Value init, AffineMap outputMap,
+              ArrayRef<utils::IteratorType> iterators, BodyFn body);
+
+/// Elementwise generic over `resultType`, each input broadcast to it under
+/// NumPy rules (size-1 and missing dimensions are dropped first, so every
+/// indexing map is a projected permutation).
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                  ValueRange inputs, BodyFn body);
+
+/// Reshape for static shapes (collapse to 1-D, expand to the target).
+Value reshape(OpBuilder &b, Location loc, Value v, RankedTensorType target);
+
+/// Reads `input` broadcast to a loop nest of `loopRank` whose trailing
+/// dimensions align with it: returns the operand (with broadcast size-1
+/// dimensions dropped) and its map.
+std::pair<Value, AffineMap> broadcastOperand(OpBuilder &b, Location loc,
+                                             Value input,
+                                             ArrayRef<int64_t> loopShape);
+
+/// Iterator list: all parallel, with `reduction` at the given positions.
+SmallVector<utils::IteratorType> iterators(int64_t rank,
+                                           ArrayRef<int64_t> reductions = {});
+
+/// Map from a loop nest of `rank` to the listed dimensions.
+AffineMap dimsMap(MLIRContext *ctx, int64_t rank, ArrayRef<int64_t> dims);
+
+SmallVector<int64_t> allDimsBut(int64_t rank, int64_t skip);
+
+/// Reduces same-shaped `inputs` over `axis`: `combine` gets their elements
+/// and the accumulator and returns the new accumulator.
+Value reduceAxis(OpBuilder &b, Location loc, ValueRange inputs, int64_t axis,
+                 double initValue, BodyFn combine);
+
+/// Elementwise over `type`: `full` inputs have its shape, `rows` have `axis`
+/// dropped, `columns` are 1-D along `axis`. `body` gets them in that order.
+Value rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
+              ValueRange full, ValueRange rows, ValueRange columns, BodyFn body);
+
+/// A combine function accumulating `term(elements)` into the accumulator.
+BodyFn sumOf(BodyFn term);
+/// The first element (an identity body).
+Value first(OpBuilder &, Location, ValueRange a);
+
+/// Numerically stable softmax of `x` along `axis`.
+Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis);
+
+/// x * y, x + y, ... on scalars of the same float type.
+Value mulF(OpBuilder &b, Location loc, Value x, Value y);
+Value addF(OpBuilder &b, Location loc, Value x, Value y);
+Value subF(OpBuilder &b, Location loc, Value x, Value y);
+Value divF(OpBuilder &b, Location loc, Value x, Value y);
+
+} // namespace mlir::tg::lowering
+
+#endif // TGC_LIB_CONVERSION_TGTOLINALG_UTILS_H

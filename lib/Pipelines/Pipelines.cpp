@@ -1,7 +1,15 @@
 //===- Pipelines.cpp - pass pipelines shared by tgc and tgc-opt -----------===//
 
 #include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -23,7 +31,56 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   opt.weightDecay = options.weightDecay;
   opt.momentum = options.momentum;
   opt.gradClip = options.gradClip;
+  opt.returnGradients = options.returnGradients;
   pm.addPass(mlir::tg::createTGOptimizerPass(opt));
+}
+
+void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
+                                  const CPULoweringOptions &options) {
+  // Only the compiled function survives (the forward function is dropped).
+  pm.addPass(mlir::createSymbolPrivatizePass({options.function}));
+  pm.addPass(mlir::createSymbolDCEPass());
+  pm.addPass(mlir::tg::createConvertTGToLinalgPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
+                                    const CPULoweringOptions &options) {
+  using namespace mlir;
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  mlir::tg::TGCEmitCEntryPassOptions entry;
+  entry.functions = {options.function};
+  pm.addPass(mlir::tg::createTGCEmitCEntryPass(entry));
 }
 
 void tgc::registerPipelines() {
@@ -31,4 +88,11 @@ void tgc::registerPipelines() {
       "tgc-training-graph",
       "Reverse graph and optimizer update: @forward → @train_step",
       buildTrainingGraphPipeline);
+  mlir::PassPipelineRegistration<CPULoweringOptions>(
+      "tgc-cpu-lowering",
+      "@train_step in tg → LLVM dialect for the host CPU with the C entry point",
+      [](mlir::OpPassManager &pm, const CPULoweringOptions &options) {
+        buildTGToLinalgPipeline(pm, options);
+        buildLinalgToLLVMPipeline(pm, options);
+      });
 }

@@ -34,6 +34,10 @@ struct TrainingGraphOptions
   Option<double> gradClip{*this, "grad-clip",
                           llvm::cl::desc("Global-norm clipping (0: off)"),
                           llvm::cl::init(0.0)};
+  Option<bool> returnGradients{
+      *this, "return-gradients",
+      llvm::cl::desc("Also return the gradients from the train step"),
+      llvm::cl::init(false)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),
@@ -42,6 +46,23 @@ struct TrainingGraphOptions
 
 void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                 const TrainingGraphOptions &options);
+
+/// @train_step in tg → LLVM dialect for the host CPU: tg → linalg,
+/// elementwise fusion, bufferization (results become out-parameters),
+/// loops, LLVM dialect with bare-pointer memrefs and the C entry point
+/// `tgc_train_step(void **buffers)`.
+struct CPULoweringOptions : public mlir::PassPipelineOptions<CPULoweringOptions> {
+  Option<std::string> function{*this, "function",
+                               llvm::cl::desc("Function to compile"),
+                               llvm::cl::init("train_step")};
+};
+
+/// Up to linalg on tensors (the --emit=linalg level).
+void buildTGToLinalgPipeline(mlir::OpPassManager &pm,
+                             const CPULoweringOptions &options);
+/// The rest, linalg on tensors → LLVM dialect.
+void buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
+                               const CPULoweringOptions &options);
 
 /// Registers every tgc pipeline with the global registry.
 void registerPipelines();

@@ -109,6 +109,7 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       auto name = step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
       grads.push_back(ret.getOperand(gradResult.lookup(name.getValue())));
     }
+    SmallVector<Value> rawGrads(grads);
     Value norm = GlobalNormOp::create(b, loc, grads);
     if (gradClip > 0.0) {
       Value factor = ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));
@@ -166,6 +167,13 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     for (unsigned k = 0; k < statesPerParam; ++k) {
       llvm::append_range(results, newStates[k]);
       llvm::append_range(resultAttrs, stateAttrs[k]);
+    }
+    if (returnGradients) {
+      for (auto [p, g] : llvm::zip(paramArgs, rawGrads)) {
+        results.push_back(g);
+        resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+            TGDialect::kGradAttrName, step.getArgAttr(p, TGDialect::kParamAttrName))));
+      }
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();

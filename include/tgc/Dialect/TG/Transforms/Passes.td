@@ -63,6 +63,7 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
       moments per parameter (`tg.state = "exp_avg.<name>"` and
       `"exp_avg_sq.<name>"`), as `torch.optim.AdamW`.
 
+    With `return-gradients` the unclipped gradients follow (`tg.grad`).
     New parameters and state are returned in argument order, so the runtime
     (and, once bufferized, the compiled code) updates them in place.
   }];
@@ -79,6 +80,9 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"gradClip", "grad-clip", "double", "0.0",
            "Clip gradients to this global L2 norm (0: off)">,
+    Option<"returnGradients", "return-gradients", "bool", "false",
+           "Also return the (unclipped) gradients, after the new state, "
+           "for inspection (e.g. the runtime's --dump-grads)">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }

@@ -1,0 +1,61 @@
+//===- Executable.h - train_step.h, model info, linking ---------*- C++ -*-===//
+#ifndef TGC_DRIVER_EXECUTABLE_H
+#define TGC_DRIVER_EXECUTABLE_H
+
+#include "tgc/Frontend/ModelConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// One buffer of the compiled step's C ABI (see include/tgc/Runtime/ABI.h).
+struct BufferDesc {
+  std::string name;
+  int role = 0, dtype = 0, init = 0;
+  double initScale = 0;
+  std::vector<int64_t> shape;
+};
+
+/// What the runtime needs to know about the model besides its buffers.
+struct ModelSummary {
+  std::string modelType = "custom", optimizer = "adamw", source;
+  int64_t batchSize = 1, seqLen = 1, vocabSize = 0, numFeatures = 0, steps = 100;
+  double lr = 1e-3;
+  uint64_t seed = 0;
+};
+
+/// The buffers of `trainStep` (a tg function after tg-optimizer) in call
+/// order: arguments, then results (which become out-parameters). Parameter
+/// init follows the model family (normal 0.02 for transformer weights with
+/// GPT-2's scaled residual projections, ones for norms, zeros for biases,
+/// torch.nn.Linear's uniform bound for the MLP).
+llvm::Expected<std::vector<BufferDesc>>
+describeBuffers(mlir::func::FuncOp trainStep, const ModelConfig *config);
+
+ModelSummary summarize(const ModelConfig *config, const TrainingConfig &training,
+                       llvm::StringRef source);
+
+/// train_step.h: the ABI and, as a comment, the table of this model.
+std::string generateHeader(const std::vector<BufferDesc> &buffers,
+                           const ModelSummary &summary);
+
+/// C source defining `tgc_model` for the runtime.
+std::string generateModelInfo(const std::vector<BufferDesc> &buffers,
+                              const ModelSummary &summary);
+
+/// Links `objectFile` with the model info and the runtime into `output`
+/// using clang++-22 (or $TGC_CXX). `runtimeLibrary` is libtgc_runtime.a.
+llvm::Error linkExecutable(llvm::StringRef objectFile,
+                           const std::vector<BufferDesc> &buffers,
+                           const ModelSummary &summary,
+                           llvm::StringRef runtimeLibrary,
+                           llvm::StringRef output);
+
+} // namespace tgc
+
+#endif // TGC_DRIVER_EXECUTABLE_H

@@ -1,0 +1,78 @@
+/* The C ABI of a compiled tgc training step.
+ *
+ * `tgc MODEL --emit=header` writes this, followed by the buffer table of the
+ * model, as train_step.h. A compiled step is one function,
+ *
+ *     void tgc_train_step(void **buffers);
+ *
+ * where buffers[i] points to the i-th buffer described by
+ * tgc_model.buffers[i]: a dense row-major array of `shape` in `dtype`
+ * (64-byte alignment recommended). Roles, in order: parameters, optimizer
+ * state, inputs (data, then the 0-d f32 `lr` and 1-based `step`), then the
+ * outputs the step writes: `loss`, `grad_norm`, the new parameters, the new
+ * optimizer state and the gradients. Output buffers must not alias inputs.
+ */
+#ifndef TGC_RUNTIME_ABI_H
+#define TGC_RUNTIME_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tgc_role {
+  TGC_PARAM = 0,
+  TGC_STATE = 1,
+  TGC_INPUT = 2,
+  TGC_OUTPUT = 3,
+  TGC_NEW_PARAM = 4,
+  TGC_NEW_STATE = 5,
+  TGC_GRAD = 6
+};
+
+enum tgc_dtype { TGC_F32 = 0, TGC_F64 = 1, TGC_BF16 = 2, TGC_F16 = 3, TGC_I32 = 4, TGC_I64 = 5 };
+
+/* How the runtime initialises a parameter (as the model family's reference
+ * implementation does). */
+enum tgc_init {
+  TGC_INIT_NONE = 0,
+  TGC_INIT_NORMAL = 1,  /* normal(0, init_scale) */
+  TGC_INIT_ONES = 2,
+  TGC_INIT_ZEROS = 3,
+  TGC_INIT_UNIFORM = 4  /* uniform(-init_scale, init_scale) */
+};
+
+typedef struct {
+  const char *name;
+  int32_t role;
+  int32_t dtype;
+  int32_t init;
+  double init_scale;
+  int32_t rank;
+  int64_t shape[8];
+} tgc_buffer_info;
+
+typedef struct {
+  const char *model_type; /* "llama", "mistral", "gpt2", "mlp" */
+  const char *optimizer;  /* "sgd", "adamw" */
+  int64_t batch_size;
+  int64_t seq_len;        /* 1 for the MLP */
+  int64_t vocab_size;     /* classes for the MLP */
+  int64_t num_features;   /* MLP input size, 0 otherwise */
+  int64_t steps;          /* default number of steps */
+  double lr;              /* default learning rate */
+  uint64_t seed;
+  int32_t num_buffers;
+  const tgc_buffer_info *buffers;
+} tgc_model_info;
+
+extern const tgc_model_info tgc_model;
+
+void tgc_train_step(void **buffers);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TGC_RUNTIME_ABI_H */

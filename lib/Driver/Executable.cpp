@@ -1,0 +1,248 @@
+//===- Executable.cpp - train_step.h, model info, linking -----------------===//
+
+#include "tgc/Driver/Executable.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Runtime/ABI.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace tgc;
+using namespace mlir;
+
+namespace {
+const char *kABIHeader =
+#include "tgc/Runtime/ABIHeader.inc"
+    ;
+
+int dtypeOf(Type type) {
+  if (type.isF32())
+    return TGC_F32;
+  if (type.isF64())
+    return TGC_F64;
+  if (type.isBF16())
+    return TGC_BF16;
+  if (type.isF16())
+    return TGC_F16;
+  if (type.isInteger(64))
+    return TGC_I64;
+  return TGC_I32;
+}
+
+/// The family's initialisation of parameter `name` with shape `shape`.
+void chooseInit(BufferDesc &b, const ModelConfig *config) {
+  llvm::StringRef name = b.name;
+  if (config && config->family == ModelFamily::MLP) {
+    // torch.nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+    int64_t fanIn = 1;
+    if (name.ends_with(".weight"))
+      fanIn = b.shape.back();
+    else
+      for (size_t i = 0; i + 1 < config->layerSizes.size(); ++i)
+        if (name == "layers." + std::to_string(i) + ".bias")
+          fanIn = config->layerSizes[i];
+    b.init = TGC_INIT_UNIFORM;
+    b.initScale = 1.0 / std::sqrt(static_cast<double>(fanIn));
+    return;
+  }
+  bool norm = name.ends_with("norm.weight") || name.contains(".ln_") ||
+              name.starts_with("transformer.ln_f");
+  if (norm && name.ends_with(".weight")) {
+    b.init = TGC_INIT_ONES;
+  } else if (name.ends_with(".bias")) {
+    b.init = TGC_INIT_ZEROS;
+  } else {
+    b.init = TGC_INIT_NORMAL;
+    b.initScale = 0.02;
+    // GPT-2 scales the residual projections by 1/sqrt(2 * n_layer).
+    if (config && config->family == ModelFamily::GPT2 && name.ends_with("c_proj.weight"))
+      b.initScale = 0.02 / std::sqrt(2.0 * config->numLayers);
+  }
+}
+
+const char *roleName(int role) {
+  switch (role) {
+  case TGC_PARAM: return "TGC_PARAM";
+  case TGC_STATE: return "TGC_STATE";
+  case TGC_INPUT: return "TGC_INPUT";
+  case TGC_OUTPUT: return "TGC_OUTPUT";
+  case TGC_NEW_PARAM: return "TGC_NEW_PARAM";
+  case TGC_NEW_STATE: return "TGC_NEW_STATE";
+  default: return "TGC_GRAD";
+  }
+}
+
+std::string cString(llvm::StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+} // namespace
+
+llvm::Expected<std::vector<BufferDesc>>
+tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
+  std::vector<BufferDesc> buffers;
+  auto add = [&](Type type, DictionaryAttr attrs, bool result) -> llvm::Error {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() > 8)
+      return llvm::createStringError("train_step has a non-tensor or rank > 8 value");
+    BufferDesc b;
+    b.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    b.dtype = dtypeOf(tensor.getElementType());
+    auto get = [&](llvm::StringRef key) {
+      return attrs ? attrs.getAs<StringAttr>(key) : StringAttr();
+    };
+    if (auto n = get(tg::TGDialect::kParamAttrName)) {
+      b.name = n.str();
+      b.role = result ? TGC_NEW_PARAM : TGC_PARAM;
+      if (!result)
+        chooseInit(b, config);
+    } else if (auto n = get(tg::TGDialect::kStateAttrName)) {
+      b.name = n.str();
+      b.role = result ? TGC_NEW_STATE : TGC_STATE;
+    } else if (auto n = get(tg::TGDialect::kInputAttrName)) {
+      b.name = n.str();
+      b.role = TGC_INPUT;
+    } else if (auto n = get(tg::TGDialect::kOutputAttrName)) {
+      b.name = n.str();
+      b.role = TGC_OUTPUT;
+    } else if (auto n = get(tg::TGDialect::kGradAttrName)) {
+      b.name = n.str();
+      b.role = TGC_GRAD;
+    } else {
+      return llvm::createStringError(llvm::formatv(
+          "train_step {0} #{1} has no tg name attribute", result ? "result" : "argument",
+          buffers.size()));
+    }
+    buffers.push_back(std::move(b));
+    return llvm::Error::success();
+  };
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (llvm::Error err = add(step.getArgumentTypes()[i], step.getArgAttrDict(i), false))
+      return std::move(err);
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (llvm::Error err = add(step.getResultTypes()[i], step.getResultAttrDict(i), true))
+      return std::move(err);
+  return buffers;
+}
+
+ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,
+                            llvm::StringRef source) {
+  ModelSummary s;
+  s.source = source.str();
+  s.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  s.batchSize = t.batchSize;
+  s.steps = t.steps;
+  s.lr = t.lr;
+  s.seed = t.seed;
+  if (config) {
+    s.modelType = config->modelType;
+    s.vocabSize = config->vocabSize;
+    if (config->family == ModelFamily::MLP) {
+      s.seqLen = 1;
+      s.numFeatures = config->layerSizes.front();
+    } else {
+      s.seqLen = config->seqLen();
+    }
+  }
+  return s;
+}
+
+std::string tgc::generateHeader(const std::vector<BufferDesc> &buffers,
+                                const ModelSummary &summary) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "/* train_step.h - generated by tgc for " << summary.source << ".\n *\n"
+     << " * Buffers of tgc_train_step, in order:\n";
+  for (auto [i, b] : llvm::enumerate(buffers)) {
+    os << llvm::formatv(" *   [{0,3}] {1,-14} {2} [", i, roleName(b.role), b.name);
+    llvm::interleaveComma(b.shape, os);
+    os << "]\n";
+  }
+  os << " */\n" << kABIHeader;
+  return out;
+}
+
+std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
+                                   const ModelSummary &s) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "/* Generated by tgc: the model description the runtime reads. */\n"
+     << "#include \"train_step.h\"\n\n"
+     << "static const tgc_buffer_info buffers[] = {\n";
+  for (const BufferDesc &b : buffers) {
+    os << "  {" << cString(b.name) << ", " << roleName(b.role) << ", " << b.dtype << ", "
+       << b.init << ", " << llvm::formatv("{0:e16}", b.initScale) << ", " << b.shape.size()
+       << ", {";
+    llvm::interleaveComma(b.shape, os);
+    if (b.shape.empty())
+      os << "0";
+    os << "}},\n";
+  }
+  os << "};\n\nconst tgc_model_info tgc_model = {\n"
+     << "  " << cString(s.modelType) << ", " << cString(s.optimizer) << ",\n"
+     << "  " << s.batchSize << ", " << s.seqLen << ", " << s.vocabSize << ", "
+     << s.numFeatures << ", " << s.steps << ",\n"
+     << "  " << llvm::formatv("{0:e16}", s.lr) << ", " << s.seed << "ull,\n"
+     << "  " << buffers.size() << ", buffers,\n};\n";
+  return out;
+}
+
+llvm::Error tgc::linkExecutable(llvm::StringRef objectFile,
+                                const std::vector<BufferDesc> &buffers,
+                                const ModelSummary &summary,
+                                llvm::StringRef runtimeLibrary,
+                                llvm::StringRef output) {
+  if (!llvm::sys::fs::exists(runtimeLibrary))
+    return llvm::createStringError("the tgc runtime library is missing: " +
+                                   runtimeLibrary.str());
+  llvm::SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+    return llvm::createStringError("cannot create a temporary directory: " + ec.message());
+  auto write = [&](llvm::StringRef name, const std::string &text) -> llvm::Error {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError(path.str().str() + ": " + ec.message());
+    os << text;
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = write("train_step.h", generateHeader(buffers, summary)))
+    return err;
+  if (llvm::Error err = write("model_info.c", generateModelInfo(buffers, summary)))
+    return err;
+  llvm::SmallString<128> info(dir);
+  llvm::sys::path::append(info, "model_info.c");
+
+  std::string compiler = "clang++-22";
+  if (const char *env = std::getenv("TGC_CXX"))
+    compiler = env;
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
+  if (!program)
+    return llvm::createStringError("cannot find the linker driver '" + compiler +
+                                   "' (install clang-22, or set TGC_CXX)");
+  std::string include = "-I" + dir.str().str();
+  llvm::SmallVector<llvm::StringRef> args{*program, "-O2", "-x", "c", info, "-x", "none",
+                                          include, objectFile, runtimeLibrary, "-lm",
+                                          "-o", output};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &message);
+  llvm::sys::fs::remove_directories(dir);
+  if (rc != 0)
+    return llvm::createStringError("linking " + output.str() + " failed (" + compiler +
+                                   " exited with " + std::to_string(rc) +
+                                   (message.empty() ? "" : ": " + message) + ")");
+  return llvm::Error::success();
+}

@@ -33,9 +33,39 @@ def make_batch(c, batch, seq, seed):
     return {"input_ids": ids, "targets": targets}
 
 
+def exe_batches(c, batch, seq, steps, seed, workdir):
+    """Data file for a compiled executable and the batches its runtime will
+    read from it (sequential order: row i of step t starts at (t*B+i)*S)."""
+    g = torch.Generator().manual_seed(seed + 1)
+    batches = []
+    if c["model_type"] == "mlp":
+        rows = batch * steps
+        x = torch.randn(rows, c["layers"][0], generator=g)
+        y = torch.randint(0, c["layers"][-1], (rows,), generator=g)
+        path = os.path.join(workdir, "data.csv")
+        with open(path, "w") as f:
+            for r in range(rows):
+                f.write(",".join([str(int(y[r]))] + [repr(float(v)) for v in x[r]]) + "\n")
+        # Parse back as the runtime does (f32), so both sides see the same numbers.
+        for t in range(steps):
+            sl = slice(t * batch, (t + 1) * batch)
+            batches.append({"features": x[sl].clone(), "labels": y[sl].to(torch.int32)})
+        return path, batches
+    n = batch * seq * steps + 1
+    tokens = torch.randint(0, c["vocab_size"], (n,), generator=g, dtype=torch.int32)
+    path = os.path.join(workdir, "tokens.bin")
+    tokens.to(torch.int16).numpy().astype("<u2").tofile(path)
+    for t in range(steps):
+        ids = torch.stack([tokens[(t * batch + i) * seq:(t * batch + i) * seq + seq] for i in range(batch)])
+        tg = torch.stack([tokens[(t * batch + i) * seq + 1:(t * batch + i) * seq + seq + 1] for i in range(batch)])
+        batches.append({"input_ids": ids, "targets": tg})
+    return path, batches
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tool", required=True)
+    ap.add_argument("--tool", help="tgc-ref (reference interpreter)")
+    ap.add_argument("--exe", help="a compiled training executable instead of --tool")
     ap.add_argument("--model", required=True)
     ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--seq-len", type=int, default=8)
@@ -63,13 +93,36 @@ def main():
     bpath = os.path.join(args.workdir, "batch.safetensors")
     opath = os.path.join(args.workdir, "out.safetensors")
     st.save(wpath, P)
-    st.save(bpath, {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in batch.items()})
-    cmd = [args.tool, args.model, "--init", wpath, "--batch", bpath, "-o", opath,
-           f"--batch-size={args.batch_size}", f"--train-steps={args.train_steps}"]
-    if c["model_type"] != "mlp":
-        cmd.append(f"--seq-len={args.seq_len}")
-    subprocess.run(cmd, check=True)
-    ours = st.load(opath)
+    batches = None
+    if args.exe:
+        # The executable reads its own batches from a data file.
+        steps = max(args.train_steps, 1)
+        dpath, batches = exe_batches(c, args.batch_size, args.seq_len, steps, args.seed, args.workdir)
+        batch = batches[0]
+        inputs = [batch[k].to(dtype) if batch[k].is_floating_point() else batch[k] for k in batch]
+        lpath = os.path.join(args.workdir, "log.jsonl")
+        cmd = [args.exe, "--init", wpath, "--data", dpath, "--steps", str(steps), "--quiet",
+               "--log", lpath]
+        if args.train_steps == 0:
+            cmd += ["--dump-grads", opath]
+        subprocess.run(cmd, check=True)
+        if args.train_steps == 0:
+            ours = st.load(opath)
+        else:
+            import json
+            with open(lpath) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            ours = {"losses": torch.tensor([r["loss"] for r in rows if "loss" in r], dtype=torch.float64),
+                    "grad_norms": torch.tensor([r["grad_norm"] for r in rows if "grad_norm" in r],
+                                               dtype=torch.float64)}
+    else:
+        st.save(bpath, {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in batch.items()})
+        cmd = [args.tool, args.model, "--init", wpath, "--batch", bpath, "-o", opath,
+               f"--batch-size={args.batch_size}", f"--train-steps={args.train_steps}"]
+        if c["model_type"] != "mlp":
+            cmd.append(f"--seq-len={args.seq_len}")
+        subprocess.run(cmd, check=True)
+        ours = st.load(opath)
 
     failures = 0
 
@@ -111,7 +164,10 @@ def main():
             opt = torch.optim.SGD(P.values(), lr=lr, momentum=t.get("momentum", 0.0),
                                   weight_decay=t.get("weight_decay", 0.0))
         losses, norms = [], []
-        for _ in range(args.train_steps):
+        for step in range(args.train_steps):
+            if batches is not None:
+                b = batches[step]
+                inputs = [b[k].to(dtype) if b[k].is_floating_point() else b[k] for k in b]
             opt.zero_grad()
             loss = loss_fn(c, P, *inputs)
             loss.backward()
@@ -121,7 +177,15 @@ def main():
             losses.append(loss.item())
             norms.append(norm.item())
         rel_loss = check("losses", "losses", ours["losses"], torch.tensor(losses))
-        check("grad_norms", "grad_norms", ours["grad_norms"], torch.tensor(norms))
+        # Gradient norms magnify f32 rounding differences between the two
+        # runs' summation orders; over many steps they are bounded loosely.
+        check("grad_norms", "grad_norms", ours["grad_norms"], torch.tensor(norms),
+              None if args.train_steps <= 5 else max(args.rtol, 2e-2))
+        if args.exe:
+            print(f"{args.train_steps} steps: loss {losses[0]:.5f} -> {losses[-1]:.5f}; "
+                  f"worst relative loss error {rel_loss:.3e}")
+            print("PASS" if failures == 0 else f"FAIL ({failures} tensors)")
+            return 1 if failures else 0
         # Weights after many Adam steps amplify rounding noise in near-zero
         # gradients (e.g. key biases), so they are bounded only on request.
         worst_w = 0.0

@@ -63,10 +63,18 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
+  // Matmuls: cache and register tiles, vector FMAs; the rest: loops.
+  pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  VectorTransferToSCFOptions vectorToSCF;
+  vectorToSCF.enableFullUnroll(true);
+  pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -40,4 +40,22 @@ def TGCEmitCEntryPass : Pass<"tgc-emit-c-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
+  let summary = "Tiles and vectorises every bufferized linalg.matmul for the CPU";
+  let description = [{
+    For each `linalg.matmul` on static memrefs: a cache tile (up to 64x128x128)
+    and a register tile (up to 8x32) chosen to divide its sizes exactly, so
+    every tile is full and vectorises without masks; then vectorisation,
+    hoisting of the accumulator out of the reduction loop and lowering of the
+    contraction to outer products (FMAs). It is a transform-dialect schedule
+    generated per tile configuration and run by the transform interpreter.
+    Matmuls whose N is not a multiple of 8 stay scalar loops.
+  }];
+  let dependentDialects = [
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
 #endif // TGC_CONVERSION_PASSES_TD

@@ -18,12 +18,48 @@ Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
   return addF(b, l, args[2], mulF(b, l, args[0], args[1]));
 }
 
+/// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
+/// the op the CPU tiling/vectorisation schedule targets.
+Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
+  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
+      .getResult(0);
+}
+
+/// A materialised transpose of a matrix: O(M·N) copies buy a contiguous
+/// operand for an O(M·N·K) product.
+Value transpose2D(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType t = tensorType(v);
+  Value init = tensor::EmptyOp::create(b, loc, {t.getDimSize(1), t.getDimSize(0)},
+                                       t.getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
+      .getResult()[0];
+}
+
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    // Loops: (batch..., m, n, k).
     RankedTensorType out = op.getType();
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    int64_t lhsRank = tensorType(lhs).getRank(), rhsRank = tensorType(rhs).getRank();
+    // Matrix products, and batched inputs times one shared matrix (rows of
+    // the batch folded together), become a 2-D linalg.matmul.
+    if (rhsRank == 2 && (lhsRank == 2 || !op.getTransposeLhs())) {
+      int64_t k = tensorType(rhs).getDimSize(op.getTransposeRhs() ? 1 : 0);
+      int64_t n = out.getShape().back();
+      int64_t rows = out.getNumElements() / n;
+      Value a = lhsRank == 2 ? lhs
+                             : reshape(rewriter, loc, lhs,
+                                       RankedTensorType::get({rows, k}, out.getElementType()));
+      if (op.getTransposeLhs())
+        a = transpose2D(rewriter, loc, a);
+      Value bm = op.getTransposeRhs() ? transpose2D(rewriter, loc, rhs) : rhs;
+      Value init = filled(rewriter, loc, RankedTensorType::get({rows, n}, out.getElementType()), 0.0);
+      rewriter.replaceOp(op, reshape(rewriter, loc, matmul2D(rewriter, loc, a, bm, init), out));
+      return success();
+    }
+    // Otherwise a generic contraction over loops (batch..., m, n, k).
     int64_t nb = out.getRank() - 2, rank = nb + 3;
     int64_t m = nb, n = nb + 1, k = nb + 2;
     auto operandMap = [&](Value v, bool transposed, int64_t row, int64_t col) {
@@ -67,10 +103,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                      ? elementwise(rewriter, loc, flatType, adaptor.getBias(),
                                    [](OpBuilder &, Location, ValueRange a) { return a[0]; })
                      : filled(rewriter, loc, flatType, 0.0);
-    MLIRContext *ctx = getContext();
-    Value y = generic(rewriter, loc, {x, adaptor.getWeight()},
-                      {dimsMap(ctx, 3, {0, 2}), dimsMap(ctx, 3, {1, 2})}, init,
-                      dimsMap(ctx, 3, {0, 1}), iterators(3, {2}), multiplyAccumulate);
+    Value y = matmul2D(rewriter, loc, x, transpose2D(rewriter, loc, adaptor.getWeight()), init);
     rewriter.replaceOp(op, reshape(rewriter, loc, y, out));
     return success();
   }

@@ -48,7 +48,9 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
 void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
                                     const CPULoweringOptions &options) {
   using namespace mlir;
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // No linalg-fuse-elementwise-ops here: its reshape-propagation patterns
+  // rewrite the named matmuls (fed through reshapes) into higher-rank generic
+  // contractions that the matmul schedule cannot vectorise.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

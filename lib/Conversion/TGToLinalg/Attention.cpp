@@ -1,10 +1,12 @@
 //===- Attention.cpp - tg.attention and its gradient → linalg -------------===//
 //
-// Grouped-query attention without index arithmetic in the maps: queries are
-// viewed as [B, S, Hkv, G, D] (G = Hq / Hkv query heads per key/value head),
-// so every contraction below is a plain projected-permutation generic.
-// Scores are materialised per (batch, head) pair; the gradient recomputes
-// them instead of reading stored probabilities.
+// Attention as batched matrix products over (batch, key/value head) pairs:
+// queries of the G = Hq / Hkv heads sharing a key/value head are stacked as
+// rows ([B·Hkv, G·S, D]), so grouped-query attention needs no index
+// arithmetic and every product is a linalg.batch_matmul on head-major,
+// contiguous operands (the transposes into that layout are O(B·S·H·D)
+// copies). Scores are materialised per (batch, head); the gradient
+// recomputes them instead of reading stored probabilities.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -24,55 +27,113 @@ using namespace mlir::tg::lowering;
 
 namespace {
 
-/// out[outDims] = Σ_{reduced} a[aDims] · b[bDims] over a loop nest of `rank`.
-Value contract(OpBuilder &b, Location loc, Value lhs, ArrayRef<int64_t> lhsDims,
-               Value rhs, ArrayRef<int64_t> rhsDims, ArrayRef<int64_t> outDims,
-               ArrayRef<int64_t> reductions, RankedTensorType outType) {
-  int64_t rank = outDims.size() + reductions.size();
-  MLIRContext *ctx = b.getContext();
-  Value init = filled(b, loc, outType, 0.0);
-  return generic(b, loc, {lhs, rhs},
-                 {dimsMap(ctx, rank, lhsDims), dimsMap(ctx, rank, rhsDims)}, init,
-                 dimsMap(ctx, rank, outDims), iterators(rank, reductions),
-                 [](OpBuilder &nb, Location nl, ValueRange a) {
-                   return addF(nb, nl, a[2], mulF(nb, nl, a[0], a[1]));
-                 });
+Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
+  RankedTensorType t = tensorType(v);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(t.getDimSize(p));
+  Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
-struct Shapes {
+/// out[n] = a[n] · b[n] for every batch entry n: a loop of 2-D
+/// linalg.matmul on slices, so each product gets the CPU matmul schedule
+/// (vectorising the 3-D batch_matmul directly made the vector patterns blow
+/// up).
+Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  RankedTensorType a = tensorType(lhs), bt = tensorType(rhs);
+  int64_t n = a.getDimSize(0), m = a.getDimSize(1), k = a.getDimSize(2),
+          cols = bt.getDimSize(2);
+  Type elt = a.getElementType();
+  Value out = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, m, cols}, elt);
+  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+  Value ub = arith::ConstantIndexOp::create(b, loc, n);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto slice = [&](OpBuilder &nb, Location nl, Value src, Value i, int64_t rows,
+                   int64_t cs) -> Value {
+    SmallVector<OpFoldResult> offsets{i, nb.getIndexAttr(0), nb.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1), nb.getIndexAttr(rows), nb.getIndexAttr(cs)};
+    SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(nb, nl, RankedTensorType::get({rows, cs}, elt), src,
+                                          offsets, sizes, strides);
+  };
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, one, ValueRange{out},
+      [&](OpBuilder &nb, Location nl, Value i, ValueRange acc) {
+        Value init = filled(nb, nl, RankedTensorType::get({m, cols}, elt), 0.0);
+        Value prod = linalg::MatmulOp::create(nb, nl,
+                                              ValueRange{slice(nb, nl, lhs, i, m, k),
+                                                         slice(nb, nl, rhs, i, k, cols)},
+                                              ValueRange{init})
+                         .getResult(0);
+        SmallVector<OpFoldResult> offsets{i, nb.getIndexAttr(0), nb.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1), nb.getIndexAttr(m), nb.getIndexAttr(cols)};
+        SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+        Value next = tensor::InsertSliceOp::create(nb, nl, prod, acc[0], offsets, sizes, strides);
+        scf::YieldOp::create(nb, nl, next);
+      });
+  return loop.getResult(0);
+}
+
+/// Swaps the two matrix dimensions of [N, R, C].
+Value transposeMatrices(OpBuilder &b, Location loc, Value v) {
+  return transpose(b, loc, v, {0, 2, 1});
+}
+
+struct Layout {
   int64_t B, S, Skv, Hq, Hkv, G, D, Dv;
   Type elt;
-  Shapes(Value q, Value k, Value v) {
+  Layout(Value q, Value k, Value v) {
     auto qt = tensorType(q), kt = tensorType(k), vt = tensorType(v);
     B = qt.getDimSize(0), S = qt.getDimSize(1), Hq = qt.getDimSize(2), D = qt.getDimSize(3);
     Skv = kt.getDimSize(1), Hkv = kt.getDimSize(2), Dv = vt.getDimSize(3);
     G = Hq / Hkv;
     elt = qt.getElementType();
   }
-  RankedTensorType grouped(int64_t last) const {
-    return RankedTensorType::get({B, S, Hkv, G, last}, elt);
+
+  /// Query-shaped [B, S, Hq, E] → [B·Hkv, G·S, E].
+  Value queryRows(OpBuilder &b, Location loc, Value x) const {
+    int64_t e = tensorType(x).getDimSize(3);
+    Value x5 = reshape(b, loc, x, RankedTensorType::get({B, S, Hkv, G, e}, elt));
+    Value hm = transpose(b, loc, x5, {0, 2, 3, 1, 4}); // [B, Hkv, G, S, E]
+    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, G * S, e}, elt));
   }
-  RankedTensorType scores() const {
-    return RankedTensorType::get({B, Hkv, G, S, Skv}, elt);
+  /// [B·Hkv, G·S, E] → query-shaped [B, S, Hq, E].
+  Value fromQueryRows(OpBuilder &b, Location loc, Value x) const {
+    int64_t e = tensorType(x).getDimSize(2);
+    Value hm = reshape(b, loc, x, RankedTensorType::get({B, Hkv, G, S, e}, elt));
+    Value bs = transpose(b, loc, hm, {0, 3, 1, 2, 4}); // [B, S, Hkv, G, E]
+    return reshape(b, loc, bs, RankedTensorType::get({B, S, Hq, e}, elt));
+  }
+  /// Key/value-shaped [B, Skv, Hkv, E] → [B·Hkv, Skv, E].
+  Value keyRows(OpBuilder &b, Location loc, Value x) const {
+    int64_t e = tensorType(x).getDimSize(3);
+    Value hm = transpose(b, loc, x, {0, 2, 1, 3});
+    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, Skv, e}, elt));
+  }
+  Value fromKeyRows(OpBuilder &b, Location loc, Value x) const {
+    int64_t e = tensorType(x).getDimSize(2);
+    Value hm = reshape(b, loc, x, RankedTensorType::get({B, Hkv, Skv, e}, elt));
+    return transpose(b, loc, hm, {0, 2, 1, 3});
   }
 };
 
-/// Probabilities P[b, h, g, i, j] = softmax_j(scale · q·k + causal mask).
-Value probabilities(OpBuilder &b, Location loc, const Shapes &s, Value q5, Value k,
-                    bool causal, double scale) {
-  // Loops (b, h, g, i, j, d).
-  Value raw = contract(b, loc, q5, {0, 3, 1, 2, 5}, k, {0, 4, 1, 5}, {0, 1, 2, 3, 4},
-                       {5}, s.scores());
-  Value masked = elementwise(b, loc, s.scores(), raw, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-    Value scaled = mulF(nb, nl, a[0], constantFloat(nb, nl, s.elt, scale));
+/// P = softmax_j(scale · Q·Kᵀ + causal mask) as [B·Hkv, G·S, Skv].
+Value probabilities(OpBuilder &b, Location loc, const Layout &l, Value qRows,
+                    Value kRows, bool causal, double scale) {
+  Value raw = batchMatmul(b, loc, qRows, transposeMatrices(b, loc, kRows));
+  Value masked = elementwise(b, loc, tensorType(raw), raw, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+    Value scaled = mulF(nb, nl, a[0], constantFloat(nb, nl, l.elt, scale));
     if (!causal)
       return scaled;
-    Value i = linalg::IndexOp::create(nb, nl, 3), j = linalg::IndexOp::create(nb, nl, 4);
+    // Row r of the stacked queries is position r mod S.
+    Value r = linalg::IndexOp::create(nb, nl, 1), j = linalg::IndexOp::create(nb, nl, 2);
+    Value i = arith::RemUIOp::create(nb, nl, r, arith::ConstantIndexOp::create(nb, nl, l.S));
     Value future = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, j, i);
-    Value ninf = constantFloat(nb, nl, s.elt, -std::numeric_limits<double>::infinity());
+    Value ninf = constantFloat(nb, nl, l.elt, -std::numeric_limits<double>::infinity());
     return arith::SelectOp::create(nb, nl, future, ninf, scaled);
   });
-  return softmax(b, loc, masked, 4);
+  return softmax(b, loc, masked, 2);
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
@@ -80,14 +141,12 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Shapes s(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
-    Value q5 = reshape(rewriter, loc, adaptor.getQuery(), s.grouped(s.D));
-    Value p = probabilities(rewriter, loc, s, q5, adaptor.getKey(), op.getCausal(),
-                            op.getScaleOrDefault());
-    // out[b, i, h, g, e] = Σ_j P[b, h, g, i, j] v[b, j, h, e]; loops (b, i, h, g, e, j).
-    Value out = contract(rewriter, loc, p, {0, 2, 3, 1, 5}, adaptor.getValue(), {0, 5, 2, 4},
-                         {0, 1, 2, 3, 4}, {5}, s.grouped(s.Dv));
-    rewriter.replaceOp(op, reshape(rewriter, loc, out, op.getType()));
+    Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+    Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
+    Value k = l.keyRows(rewriter, loc, adaptor.getKey());
+    Value v = l.keyRows(rewriter, loc, adaptor.getValue());
+    Value p = probabilities(rewriter, loc, l, q, k, op.getCausal(), op.getScaleOrDefault());
+    rewriter.replaceOp(op, l.fromQueryRows(rewriter, loc, batchMatmul(rewriter, loc, p, v)));
     return success();
   }
 };
@@ -97,36 +156,33 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   LogicalResult matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value k = adaptor.getKey(), v = adaptor.getValue();
-    Shapes s(adaptor.getQuery(), k, v);
+    Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     double scale = op.getScaleOrDefault();
-    Value q5 = reshape(rewriter, loc, adaptor.getQuery(), s.grouped(s.D));
-    Value dO5 = reshape(rewriter, loc, adaptor.getGrad(), s.grouped(s.Dv));
-    Value o5 = reshape(rewriter, loc, adaptor.getOutput(), s.grouped(s.Dv));
-    Value p = probabilities(rewriter, loc, s, q5, k, op.getCausal(), scale);
+    Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
+    Value k = l.keyRows(rewriter, loc, adaptor.getKey());
+    Value v = l.keyRows(rewriter, loc, adaptor.getValue());
+    Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
+    Value o = l.queryRows(rewriter, loc, adaptor.getOutput());
+    Value p = probabilities(rewriter, loc, l, q, k, op.getCausal(), scale);
 
-    // dV[b, j, h, e] = Σ_{g,i} P[b,h,g,i,j] dO[b,i,h,g,e]; loops (b, j, h, e, g, i).
-    Value dv = contract(rewriter, loc, p, {0, 2, 4, 5, 1}, dO5, {0, 5, 2, 4, 3},
-                        {0, 1, 2, 3}, {4, 5}, tensorType(v));
-    // dP[b,h,g,i,j] = Σ_e dO[b,i,h,g,e] v[b,j,h,e]; loops (b, h, g, i, j, e).
-    Value dp = contract(rewriter, loc, dO5, {0, 3, 1, 2, 5}, v, {0, 4, 1, 5},
-                        {0, 1, 2, 3, 4}, {5}, s.scores());
-    // delta[b,h,g,i] = Σ_e dO · O; loops (b, h, g, i, e).
-    Value delta = contract(rewriter, loc, dO5, {0, 3, 1, 2, 4}, o5, {0, 3, 1, 2, 4},
-                           {0, 1, 2, 3}, {4}, RankedTensorType::get({s.B, s.Hkv, s.G, s.S}, s.elt));
-    // dS = scale · P ∘ (dP − delta)
-    Value ds = rowwise(rewriter, loc, s.scores(), 4, {p, dp}, delta, {},
-                       [&](OpBuilder &b, Location l, ValueRange a) {
-                         Value d = mulF(b, l, a[0], subF(b, l, a[1], a[2]));
-                         return mulF(b, l, d, constantFloat(b, l, s.elt, scale));
+    // dV = Pᵀ·dO and dP = dO·Vᵀ (a query group's rows sum into their head).
+    Value dv = batchMatmul(rewriter, loc, transposeMatrices(rewriter, loc, p), dO);
+    Value dp = batchMatmul(rewriter, loc, dO, transposeMatrices(rewriter, loc, v));
+    // delta = rowsum(dO ∘ O), dS = scale · P ∘ (dP − delta).
+    Value delta = reduceAxis(rewriter, loc, {dO, o}, 2, 0.0,
+                             sumOf([](OpBuilder &b, Location nl, ValueRange a) {
+                               return mulF(b, nl, a[0], a[1]);
+                             }));
+    Value ds = rowwise(rewriter, loc, tensorType(p), 2, {p, dp}, delta, {},
+                       [&](OpBuilder &b, Location nl, ValueRange a) {
+                         Value d = mulF(b, nl, a[0], subF(b, nl, a[1], a[2]));
+                         return mulF(b, nl, d, constantFloat(b, nl, l.elt, scale));
                        });
-    // dQ[b,i,h,g,d] = Σ_j dS[b,h,g,i,j] k[b,j,h,d]; loops (b, i, h, g, d, j).
-    Value dq = contract(rewriter, loc, ds, {0, 2, 3, 1, 5}, k, {0, 5, 2, 4},
-                        {0, 1, 2, 3, 4}, {5}, s.grouped(s.D));
-    // dK[b,j,h,d] = Σ_{g,i} dS[b,h,g,i,j] q[b,i,h,g,d]; loops (b, j, h, d, g, i).
-    Value dk = contract(rewriter, loc, ds, {0, 2, 4, 5, 1}, q5, {0, 5, 2, 4, 3},
-                        {0, 1, 2, 3}, {4, 5}, tensorType(k));
-    rewriter.replaceOp(op, {reshape(rewriter, loc, dq, op.getQuery().getType()), dk, dv});
+    // dQ = dS·K, dK = dSᵀ·Q.
+    Value dq = batchMatmul(rewriter, loc, ds, k);
+    Value dk = batchMatmul(rewriter, loc, transposeMatrices(rewriter, loc, ds), q);
+    rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, dq), l.fromKeyRows(rewriter, loc, dk),
+                            l.fromKeyRows(rewriter, loc, dv)});
     return success();
   }
 };

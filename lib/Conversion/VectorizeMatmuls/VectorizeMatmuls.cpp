@@ -41,8 +41,10 @@ int64_t divisorTile(int64_t n, int64_t step, int64_t limit) {
 
 struct Tiles {
   int64_t mt, nt, kt, mr, nr;
+  bool batched = false;
   std::string key() const {
-    return llvm::formatv("{0}x{1}x{2}_{3}x{4}", mt, nt, kt, mr, nr).str();
+    return llvm::formatv("{0}{1}x{2}x{3}_{4}x{5}", batched ? "b" : "", mt, nt, kt, mr, nr)
+        .str();
   }
 };
 
@@ -65,17 +67,18 @@ std::string scheduleFor(const std::map<std::string, Tiles> &configs) {
         "transform.named_sequence @__transform_main(%root: !transform.any_op "
         "{transform.readonly}) {\n";
   for (auto &[key, t] : configs) {
+    std::string b = t.batched ? "1, " : "";
     os << llvm::formatv(
-        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
+        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", \"linalg.batch_matmul\"]} "
         "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "  %a_{0}, %la_{0}:3 = transform.structured.tile_using_for %mm_{0} tile_sizes "
-        "[{2}, {3}, {4}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
-        "!transform.any_op, !transform.any_op)\n"
-        "  %b_{0}, %lb_{0}:3 = transform.structured.tile_using_for %a_{0} tile_sizes "
-        "[{5}, {6}, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
-        "!transform.any_op, !transform.any_op)\n"
+        "  %a_{0}, %la_{0}:{7} = transform.structured.tile_using_for %mm_{0} tile_sizes "
+        "[{8}{2}, {3}, {4}] : (!transform.any_op) -> (!transform.any_op, {9})\n"
+        "  %b_{0}, %lb_{0}:{7} = transform.structured.tile_using_for %a_{0} tile_sizes "
+        "[{8}{5}, {6}, 1] : (!transform.any_op) -> (!transform.any_op, {9})\n"
         "  transform.structured.vectorize %b_{0} : !transform.any_op\n",
-        key, kScheduleAttr, t.mt, t.nt, t.kt, t.mr, t.nr);
+        key, kScheduleAttr, t.mt, t.nt, t.kt, t.mr, t.nr, t.batched ? 4 : 3, b,
+        t.batched ? "!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op"
+                  : "!transform.any_op, !transform.any_op, !transform.any_op");
   }
   os << R"mlir(
   %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
@@ -112,16 +115,21 @@ struct TGCVectorizeMatmulsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::map<std::string, Tiles> configs;
-    module.walk([&](linalg::MatmulOp op) {
-      auto a = llvm::dyn_cast<MemRefType>(op.getInputs()[0].getType());
-      auto b = llvm::dyn_cast<MemRefType>(op.getInputs()[1].getType());
+    module.walk([&](linalg::LinalgOp op) {
+      bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
+      if (!batched && !llvm::isa<linalg::MatmulOp>(op))
+        return;
+      auto a = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
+      auto b = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
       if (!a || !b || !a.hasStaticShape() || !b.hasStaticShape() ||
           !op.hasPureBufferSemantics())
         return;
+      int64_t r = a.getRank();
       std::optional<Tiles> t =
-          chooseTiles(a.getDimSize(0), b.getDimSize(1), a.getDimSize(1));
+          chooseTiles(a.getDimSize(r - 2), b.getDimSize(r - 1), a.getDimSize(r - 1));
       if (!t)
         return;
+      t->batched = batched;
       configs.emplace(t->key(), *t);
       op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t->key()));
     });

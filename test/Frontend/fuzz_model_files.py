@@ -42,7 +42,7 @@ def main():
             with open(path, "wb") as f:
                 f.write(data)
             # Small shapes keep the valid cases fast.
-            cmd = [tgc, path, "--batch-size=1", "-o", os.devnull]
+            cmd = [tgc, path, "--emit=tg", "--batch-size=1", "-o", os.devnull]
             try:
                 proc = subprocess.run(cmd, capture_output=True, timeout=30)
             except subprocess.TimeoutExpired:

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""PyTorch eager peer for bench/compare.py: trains the same model file with
+the same optimizer, batch and data shape, and prints one JSON line with the
+median ms/step and peak RSS. Run by Debian's /usr/bin/python3 (torch with
+OpenBLAS); the caller removes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this
+process's environment."""
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "e2e"))
+import torch_models as tm  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    c = tm.load_config(args.model)
+    t = c.get("training", {})
+    shapes, loss_fn = tm.family(c)
+    P = tm.init_params(shapes(c), 0, torch.float32)
+    batch = t.get("batch_size", 8)
+    g = torch.Generator().manual_seed(1)
+    if c["model_type"] == "mlp":
+        inputs = [torch.randn(batch, c["layers"][0], generator=g),
+                  torch.randint(0, c["layers"][-1], (batch,), generator=g)]
+    else:
+        seq = t.get("seq_len", c.get("max_position_embeddings", c.get("n_positions")))
+        inputs = [torch.randint(0, c["vocab_size"], (batch, seq), generator=g),
+                  torch.randint(0, c["vocab_size"], (batch, seq), generator=g)]
+    if t.get("optimizer", "adamw") == "adamw":
+        opt = torch.optim.AdamW(P.values(), lr=t.get("lr", 1e-3),
+                                betas=tuple(t.get("betas", [0.9, 0.999])),
+                                eps=t.get("eps", 1e-8), weight_decay=t.get("weight_decay", 0.0))
+    else:
+        opt = torch.optim.SGD(P.values(), lr=t.get("lr", 1e-3), momentum=t.get("momentum", 0.0))
+    clip = t.get("grad_clip")
+    times = []
+    for step in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(c, P, *inputs)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(P.values(), clip)
+        opt.step()
+        t1 = time.perf_counter()
+        if step >= args.warmup:
+            times.append((t1 - t0) * 1000)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"median_ms": statistics.median(times), "peak_rss_mib": rss,
+                      "threads": torch.get_num_threads(), "final_loss": loss.item()}))
+
+
+if __name__ == "__main__":
+    main()

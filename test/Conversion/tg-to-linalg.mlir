@@ -1,0 +1,66 @@
+// convert-tg-to-linalg: matrix products become named matmuls (with
+// materialised transposes), elementwise ops linalg.generic, nothing tg left.
+// RUN: tgc-opt %s --convert-tg-to-linalg --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @linear
+// CHECK: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<6x8xf32>) outs(%{{.*}} : tensor<8x6xf32>) permutation = [1, 0]
+// CHECK: linalg.matmul ins(%{{.*}}, %[[WT]] : tensor<4x8xf32>, tensor<8x6xf32>)
+// CHECK-NOT: tg.
+func.func @linear(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
+  %y = tg.linear %x, %w, %b : tensor<4x8xf32>, tensor<6x8xf32>, tensor<6xf32> -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+
+// -----
+
+// Batched rows times a shared matrix fold into one 2-D matmul.
+// CHECK-LABEL: func.func @matmul_shared
+// CHECK: tensor.collapse_shape {{.*}} tensor<2x3x4xf32> into tensor<24xf32>
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<4x5xf32>)
+func.func @matmul_shared(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %y = tg.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  return %y : tensor<2x3x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @relu_add
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+func.func @relu_add(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %s = tg.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %r = tg.relu %s : tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// Attention: per-head 2-D products in a loop, causal mask, softmax.
+// CHECK-LABEL: func.func @attention
+// CHECK: scf.for
+// CHECK: linalg.matmul
+// CHECK: arith.cmpi ugt
+// CHECK: math.exp
+// CHECK: scf.for
+// CHECK: linalg.matmul
+func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>) -> tensor<1x4x2x8xf32> {
+  %o = tg.attention %q, %k, %k {causal} : tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32> -> tensor<1x4x2x8xf32>
+  return %o : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// The scatter-add of the embedding gradient is a loop over positions.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: linalg.fill
+// CHECK: scf.for
+// CHECK: arith.index_cast
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.insert_slice
+func.func @embedding_grad(%g: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>) -> tensor<5x4xf32> {
+  %d = tg.embedding_grad %g, %ids : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<5x4xf32>
+  return %d : tensor<5x4xf32>
+}

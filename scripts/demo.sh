@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Main job: install, build, and run tgc on an example model.
+# Main job: install, build, compile the tiny llama into a training executable
+# and train it on a corpus every Debian system has (no downloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-build/bin/tgc-opt examples/llama-layer.mlir --canonicalize --mlir-print-ir-after-all
+mkdir -p build/demo
+build/bin/tgc stats examples/tiny-llama.json
+build/bin/tgc examples/tiny-llama.json -o build/demo/tiny-llama
+build/demo/tiny-llama --steps "${STEPS:-100}" --data /usr/share/common-licenses/GPL-3 \
+  --log build/demo/log.jsonl --save build/demo/tiny-llama.safetensors

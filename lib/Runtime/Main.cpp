@@ -11,6 +11,7 @@
 #include "tgc/Runtime/ABI.h"
 #include "tgc/Runtime/SafeTensors.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -226,6 +227,11 @@ int main(int argc, char **argv) {
     kProgram = slash ? slash + 1 : argv[0];
   }
   Options opt = parseOptions(argc, argv);
+  // The compiled step allocates its intermediates afresh each call: keep
+  // freed blocks in the heap instead of returning them to the kernel, so
+  // later steps reuse mapped pages instead of faulting them in again.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const tgc_model_info &m = tgc_model;
   bool lm = std::strcmp(m.model_type, "mlp") != 0;
   uint64_t seed = opt.seedGiven ? opt.seed : m.seed;

@@ -18,13 +18,6 @@ Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
   return addF(b, l, args[2], mulF(b, l, args[0], args[1]));
 }
 
-/// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
-/// the op the CPU tiling/vectorisation schedule targets.
-Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
-  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
-      .getResult(0);
-}
-
 /// A materialised transpose of a matrix: O(M·N) copies buy a contiguous
 /// operand for an O(M·N·K) product.
 Value transpose2D(OpBuilder &b, Location loc, Value v) {
@@ -33,6 +26,23 @@ Value transpose2D(OpBuilder &b, Location loc, Value v) {
                                        t.getElementType());
   return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
       .getResult()[0];
+}
+
+/// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
+/// the op the CPU tiling/vectorisation schedule targets. The schedule
+/// vectorises along N in multiples of 8; a narrow N (a classifier's 10
+/// classes) with a wide M is computed transposed, (bᵀ·aᵀ)ᵀ, instead.
+Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
+  int64_t m = tensorType(lhs).getDimSize(0), n = tensorType(rhs).getDimSize(1);
+  if (n % 8 != 0 && m % 8 == 0) {
+    Value t = linalg::MatmulOp::create(
+                  b, loc, ValueRange{transpose2D(b, loc, rhs), transpose2D(b, loc, lhs)},
+                  ValueRange{transpose2D(b, loc, init)})
+                  .getResult(0);
+    return transpose2D(b, loc, t);
+  }
+  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
+      .getResult(0);
 }
 
 struct MatmulLowering : OpConversionPattern<MatmulOp> {

@@ -88,32 +88,52 @@ Value geluDerivative(OpBuilder &b, Location l, Value x, bool tanhForm) {
   return addF(b, l, cdf, mulF(b, l, x, pdf));
 }
 
-/// Converts a float scalar to `type` (extension or truncation).
-Value castFloat(OpBuilder &b, Location l, Value v, Type type) {
-  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
-  if (from == to)
-    return v;
-  if (from < to)
-    return arith::ExtFOp::create(b, l, type, v);
-  return arith::TruncFOp::create(b, l, type, v);
-}
-
 struct RopeLowering : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos + x[i]·sin
-    // with angle s·theta^(−2i/D), computed in f64 (as the reference does).
+    // with angle s·theta^(−2i/D). cos and sin are tabulated once per
+    // (position, column) — computed in f64 as the reference does — and read
+    // by every batch row and head.
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    int64_t D = type.getDimSize(3), half = D / 2;
+    int64_t S = type.getDimSize(1), D = type.getDimSize(3), half = D / 2;
     double theta = op.getTheta().convertToDouble();
     double sign = op.getInverse() ? -1.0 : 1.0;
+    Type elt = type.getElementType();
+    MLIRContext *ctx = getContext();
+    auto tableType = RankedTensorType::get({S, D}, elt);
+    auto table = [&](bool sine) {
+      Value init = tensor::EmptyOp::create(rewriter, loc, tableType.getShape(), elt);
+      return generic(rewriter, loc, {}, {}, init, AffineMap::getMultiDimIdentityMap(2, ctx),
+                     iterators(2), [&](OpBuilder &b, Location l, ValueRange) -> Value {
+                       Type f64 = b.getF64Type();
+                       auto toF64 = [&](Value idx) {
+                         Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), idx);
+                         return arith::SIToFPOp::create(b, l, f64, i64);
+                       };
+                       Value s = linalg::IndexOp::create(b, l, 0);
+                       Value i = linalg::IndexOp::create(b, l, 1);
+                       Value pair = arith::RemUIOp::create(b, l, i, arith::ConstantIndexOp::create(b, l, half));
+                       // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
+                       Value exponent = mulF(b, l, toF64(pair),
+                                             constantFloat(b, l, f64, -2.0 * std::log(theta) / D));
+                       Value angle = mulF(b, l, mulF(b, l, toF64(s), math::ExpOp::create(b, l, exponent)),
+                                          constantFloat(b, l, f64, sign));
+                       Value v = sine ? math::SinOp::create(b, l, angle).getResult()
+                                      : math::CosOp::create(b, l, angle).getResult();
+                       return castFloat(b, l, v, elt);
+                     });
+    };
+    Value cosT = table(false), sinT = table(true);
     Value input = adaptor.getInput();
-    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), elt);
+    AffineMap byPosition = dimsMap(ctx, 4, {1, 3});
     Value result = generic(
-        rewriter, loc, input, AffineMap::getMultiDimIdentityMap(4, getContext()), init,
-        AffineMap::getMultiDimIdentityMap(4, getContext()), iterators(4),
+        rewriter, loc, {input, cosT, sinT},
+        {AffineMap::getMultiDimIdentityMap(4, ctx), byPosition, byPosition}, init,
+        AffineMap::getMultiDimIdentityMap(4, ctx), iterators(4),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value bIdx = linalg::IndexOp::create(b, l, 0);
           Value sIdx = linalg::IndexOp::create(b, l, 1);
@@ -121,25 +141,12 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
           Value iIdx = linalg::IndexOp::create(b, l, 3);
           Value halfIdx = arith::ConstantIndexOp::create(b, l, half);
           Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, iIdx, halfIdx);
-          Value pair = arith::RemUIOp::create(b, l, iIdx, halfIdx);
           Value partnerIdx = arith::SelectOp::create(
-              b, l, first, arith::AddIOp::create(b, l, iIdx, halfIdx), pair);
+              b, l, first, arith::AddIOp::create(b, l, iIdx, halfIdx),
+              arith::SubIOp::create(b, l, iIdx, halfIdx));
           Value partner = tensor::ExtractOp::create(b, l, input,
                                                     ValueRange{bIdx, sIdx, hIdx, partnerIdx});
-          Type f64 = b.getF64Type();
-          auto toF64 = [&](Value idx) {
-            Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), idx);
-            return arith::SIToFPOp::create(b, l, f64, i64);
-          };
-          // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
-          Value exponent = mulF(b, l, toF64(pair),
-                                constantFloat(b, l, f64, -2.0 * std::log(theta) / D));
-          Value angle = mulF(b, l, mulF(b, l, toF64(sIdx), math::ExpOp::create(b, l, exponent)),
-                             constantFloat(b, l, f64, sign));
-          Type elt = type.getElementType();
-          Value c = castFloat(b, l, math::CosOp::create(b, l, angle), elt);
-          Value s = castFloat(b, l, math::SinOp::create(b, l, angle), elt);
-          Value xc = mulF(b, l, args[0], c), ps = mulF(b, l, partner, s);
+          Value xc = mulF(b, l, args[0], args[1]), ps = mulF(b, l, partner, args[2]);
           return arith::SelectOp::create(b, l, first, subF(b, l, xc, ps), addF(b, l, xc, ps));
         });
     rewriter.replaceOp(op, result);

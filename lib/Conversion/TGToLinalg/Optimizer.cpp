@@ -15,15 +15,6 @@ using namespace mlir::tg::lowering;
 
 namespace {
 
-/// Casts a float scalar to `type`.
-Value toType(OpBuilder &b, Location l, Value v, Type type) {
-  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
-  if (from == to)
-    return v;
-  return from < to ? arith::ExtFOp::create(b, l, type, v).getResult()
-                   : arith::TruncFOp::create(b, l, type, v).getResult();
-}
-
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
@@ -40,7 +31,7 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
       acc = generic(rewriter, loc, input, AffineMap::getMultiDimIdentityMap(rank, getContext()),
                     acc, AffineMap::get(rank, 0, {}, getContext()), iterators(rank, all),
                     [&](OpBuilder &b, Location l, ValueRange a) {
-                      Value x = toType(b, l, a[0], f32);
+                      Value x = castFloat(b, l, a[0], f32);
                       return addF(b, l, a[1], mulF(b, l, x, x));
                     });
     }
@@ -78,7 +69,7 @@ struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
                                        {adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
                                        [&](OpBuilder &b, Location l, ValueRange a) {
                                          Type t = a[0].getType();
-                                         Value lr = toType(b, l, a[2], t);
+                                         Value lr = castFloat(b, l, a[2], t);
                                          Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
                                          return subF(b, l, a[0], mulF(b, l, lr, d));
                                        }));
@@ -108,7 +99,7 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
     Value newParam = elementwise(rewriter, loc, type,
                                  {adaptor.getParam(), newBuffer, adaptor.getLr()},
                                  [&](OpBuilder &b, Location l, ValueRange a) {
-                                   Value lr = toType(b, l, a[2], a[0].getType());
+                                   Value lr = castFloat(b, l, a[2], a[0].getType());
                                    return subF(b, l, a[0], mulF(b, l, lr, a[1]));
                                  });
     rewriter.replaceOp(op, {newParam, newBuffer});
@@ -129,19 +120,19 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
     auto c = [&](OpBuilder &b, Location l, double v) { return constantFloat(b, l, f32, v); };
     Value m = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvg()},
                           [&](OpBuilder &b, Location l, ValueRange a) {
-                            Value g = toType(b, l, a[0], f32);
+                            Value g = castFloat(b, l, a[0], f32);
                             return addF(b, l, mulF(b, l, c(b, l, b1), a[1]), mulF(b, l, c(b, l, 1 - b1), g));
                           });
     Value v = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvgSq()},
                           [&](OpBuilder &b, Location l, ValueRange a) {
-                            Value g = toType(b, l, a[0], f32);
+                            Value g = castFloat(b, l, a[0], f32);
                             return addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
                                         mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g)));
                           });
     Value p = elementwise(
         rewriter, loc, paramType, {adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value param = toType(b, l, a[0], f32), lr = a[3], t = a[4];
+          Value param = castFloat(b, l, a[0], f32), lr = a[3], t = a[4];
           // Bias corrections 1 − β^t.
           Value bc1 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b1), t));
           Value bc2 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b2), t));
@@ -151,7 +142,7 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
                              c(b, l, eps));
           Value stepSize = divF(b, l, lr, bc1);
           Value next = subF(b, l, decayed, mulF(b, l, stepSize, divF(b, l, a[1], denom)));
-          return toType(b, l, next, paramType.getElementType());
+          return castFloat(b, l, next, paramType.getElementType());
         });
     rewriter.replaceOp(op, {p, m, v});
     return success();

@@ -205,6 +205,15 @@ Value lowering::softmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
   });
 }
 
+Value lowering::castFloat(OpBuilder &b, Location loc, Value v, Type type) {
+  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
+  if (from == to)
+    return v;
+  if (from < to)
+    return arith::ExtFOp::create(b, loc, type, v);
+  return arith::TruncFOp::create(b, loc, type, v);
+}
+
 Value lowering::mulF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MulFOp::create(b, loc, x, y);
 }

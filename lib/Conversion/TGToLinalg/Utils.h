@@ -69,6 +69,9 @@ Value first(OpBuilder &, Location, ValueRange a);
 /// Numerically stable softmax of `x` along `axis`.
 Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis);
 
+/// Converts a float scalar to `type` (extension or truncation).
+Value castFloat(OpBuilder &b, Location loc, Value v, Type type);
+
 /// x * y, x + y, ... on scalars of the same float type.
 Value mulF(OpBuilder &b, Location loc, Value x, Value y);
 Value addF(OpBuilder &b, Location loc, Value x, Value y);

@@ -45,6 +45,19 @@ Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
       .getResult(0);
 }
 
+/// [M, N] = aᵀ · b with `a` stored [K, M] (weight gradients dW = dyᵀ·x):
+/// a matmul reading A through a transposed map, which the schedule
+/// vectorises directly (an outer product per row of the stored operand).
+Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps{dimsMap(ctx, 3, {2, 0}), dimsMap(ctx, 3, {2, 1}),
+                              dimsMap(ctx, 3, {0, 1})};
+  return linalg::MatmulOp::create(b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+                                  ValueRange{init}, ArrayRef<NamedAttribute>{
+                                      b.getNamedAttr("indexing_maps", b.getAffineMapArrayAttr(maps))})
+      .getResult(0);
+}
+
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
@@ -62,11 +75,12 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
       Value a = lhsRank == 2 ? lhs
                              : reshape(rewriter, loc, lhs,
                                        RankedTensorType::get({rows, k}, out.getElementType()));
-      if (op.getTransposeLhs())
-        a = transpose2D(rewriter, loc, a);
       Value bm = op.getTransposeRhs() ? transpose2D(rewriter, loc, rhs) : rhs;
       Value init = filled(rewriter, loc, RankedTensorType::get({rows, n}, out.getElementType()), 0.0);
-      rewriter.replaceOp(op, reshape(rewriter, loc, matmul2D(rewriter, loc, a, bm, init), out));
+      Value product = op.getTransposeLhs()
+                          ? matmulTransposedLhs(rewriter, loc, a, bm, init)
+                          : matmul2D(rewriter, loc, a, bm, init);
+      rewriter.replaceOp(op, reshape(rewriter, loc, product, out));
       return success();
     }
     // Otherwise a generic contraction over loops (batch..., m, n, k).

@@ -81,7 +81,9 @@ std::string scheduleFor(const std::map<std::string, Tiles> &configs) {
                   : "!transform.any_op, !transform.any_op, !transform.any_op");
   }
   os << R"mlir(
-  %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+  %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+  transform.foreach %funcs : !transform.any_op {
+  ^bb0(%f: !transform.any_op):
   transform.apply_patterns to %f {
     transform.apply_patterns.vector.reduction_to_contract
     transform.apply_patterns.vector.transfer_permutation_patterns
@@ -101,6 +103,7 @@ std::string scheduleFor(const std::map<std::string, Tiles> &configs) {
     transform.apply_patterns.vector.lower_shape_cast
     transform.apply_patterns.canonicalization
   } : !transform.any_op
+  }
   transform.yield
 }
 }
@@ -124,9 +127,10 @@ struct TGCVectorizeMatmulsPass
       if (!a || !b || !a.hasStaticShape() || !b.hasStaticShape() ||
           !op.hasPureBufferSemantics())
         return;
-      int64_t r = a.getRank();
-      std::optional<Tiles> t =
-          chooseTiles(a.getDimSize(r - 2), b.getDimSize(r - 1), a.getDimSize(r - 1));
+      // Loop ranges (…, M, N, K) whatever the operands' layouts.
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      size_t r = ranges.size();
+      std::optional<Tiles> t = chooseTiles(ranges[r - 3], ranges[r - 2], ranges[r - 1]);
       if (!t)
         return;
       t->batched = batched;

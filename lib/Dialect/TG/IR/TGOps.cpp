@@ -3,7 +3,6 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/IR/TypeInference.h"
 
-#include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -26,7 +25,6 @@ struct OpDiagnostics {
   }
 };
 
-template <typename OpTy>
 LogicalResult pushInferred(FailureOr<RankedTensorType> type,
                            SmallVectorImpl<Type> &inferred) {
   if (failed(type))
@@ -113,7 +111,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(TransposeOp)
-  return pushInferred<TransposeOp>(
+  return pushInferred(
       inferTranspose(tensorTypeOf(adaptor.getInput()), adaptor.getPermutation(), diag),
       inferred);
 }
@@ -167,7 +165,7 @@ LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(ReduceSumOp)
-  return pushInferred<ReduceSumOp>(
+  return pushInferred(
       inferReduceSum(tensorTypeOf(adaptor.getInput()), adaptor.getDims(),
                      adaptor.getKeepDims(), diag),
       inferred);
@@ -187,7 +185,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   TG_DIAG(SliceOp)
-  return pushInferred<SliceOp>(inferSlice(tensorTypeOf(adaptor.getInput()),
+  return pushInferred(inferSlice(tensorTypeOf(adaptor.getInput()),
                                           adaptor.getAxis(), adaptor.getStart(),
                                           adaptor.getSize(), diag),
                                inferred);
@@ -207,7 +205,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   TG_DIAG(MatmulOp)
-  return pushInferred<MatmulOp>(
+  return pushInferred(
       inferMatmul(tensorTypeOf(adaptor.getLhs()), tensorTypeOf(adaptor.getRhs()),
                   adaptor.getTransposeLhs(), adaptor.getTransposeRhs(), diag),
       inferred);
@@ -217,7 +215,7 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   TG_DIAG(LinearOp)
-  return pushInferred<LinearOp>(
+  return pushInferred(
       inferLinear(tensorTypeOf(adaptor.getInput()), tensorTypeOf(adaptor.getWeight()),
                   tensorTypeOf(adaptor.getBias()), diag),
       inferred);
@@ -233,7 +231,7 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
     TG_DIAG(OP)                                                                \
-    return pushInferred<OP>(                                                   \
+    return pushInferred(                                                   \
         inferBroadcastBinary(tensorTypeOf(adaptor.getLhs()),                   \
                              tensorTypeOf(adaptor.getRhs()), diag),            \
         inferred);                                                             \
@@ -305,7 +303,7 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(EmbeddingOp)
-  return pushInferred<EmbeddingOp>(
+  return pushInferred(
       inferEmbedding(tensorTypeOf(adaptor.getTable()),
                      tensorTypeOf(adaptor.getIndices()), diag),
       inferred);
@@ -315,7 +313,7 @@ LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   TG_DIAG(RMSNormOp)
-  return pushInferred<RMSNormOp>(inferNorm(tensorTypeOf(adaptor.getInput()),
+  return pushInferred(inferNorm(tensorTypeOf(adaptor.getInput()),
                                            tensorTypeOf(adaptor.getWeight()),
                                            RankedTensorType(), diag),
                                  inferred);
@@ -325,7 +323,7 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(LayerNormOp)
-  return pushInferred<LayerNormOp>(inferNorm(tensorTypeOf(adaptor.getInput()),
+  return pushInferred(inferNorm(tensorTypeOf(adaptor.getInput()),
                                              tensorTypeOf(adaptor.getWeight()),
                                              tensorTypeOf(adaptor.getBias()), diag),
                                    inferred);
@@ -346,7 +344,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(AttentionOp)
-  return pushInferred<AttentionOp>(
+  return pushInferred(
       inferAttention(tensorTypeOf(adaptor.getQuery()), tensorTypeOf(adaptor.getKey()),
                      tensorTypeOf(adaptor.getValue()), adaptor.getCausal(), diag),
       inferred);
@@ -362,7 +360,7 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Loca
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &inferred) {
   TG_DIAG(CrossEntropyOp)
-  return pushInferred<CrossEntropyOp>(
+  return pushInferred(
       inferCrossEntropy(tensorTypeOf(adaptor.getLogits()),
                         tensorTypeOf(adaptor.getTargets()), diag),
       inferred);

@@ -109,3 +109,14 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   applyTrainingFlags(config.training);
   return validateModelConfig(config);
 }
+
+void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
+                                  const TrainingConfig &t) {
+  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  options.beta1 = t.beta1;
+  options.beta2 = t.beta2;
+  options.eps = t.eps;
+  options.weightDecay = t.weightDecay;
+  options.momentum = t.momentum;
+  options.gradClip = t.gradClip.value_or(0.0);
+}

@@ -76,13 +76,7 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   TrainingGraphOptions options;
   const TrainingConfig &t = config->training;
-  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
-  options.beta1 = t.beta1;
-  options.beta2 = t.beta2;
-  options.eps = t.eps;
-  options.weightDecay = t.weightDecay;
-  options.momentum = t.momentum;
-  options.gradClip = t.gradClip.value_or(0.0);
+  setTrainingGraphOptions(options, t);
   options.withOptimizer = trainSteps > 0;
   buildTrainingGraphPipeline(pm, options);
   if (failed(pm.run(*module)))

@@ -149,16 +149,6 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   return module;
 }
 
-void setTrainingGraphOptions(TrainingGraphOptions &options,
-                             const TrainingConfig &t) {
-  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
-  options.beta1 = t.beta1;
-  options.beta2 = t.beta2;
-  options.eps = t.eps;
-  options.weightDecay = t.weightDecay;
-  options.momentum = t.momentum;
-  options.gradClip = t.gradClip.value_or(0.0);
-}
 
 /// Runs the tg-level pipeline (training graph) on `module`; compiled levels
 /// also return the gradients (for the runtime's --dump-grads).

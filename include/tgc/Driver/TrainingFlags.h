@@ -3,6 +3,7 @@
 #define TGC_DRIVER_TRAININGFLAGS_H
 
 #include "tgc/Frontend/ModelConfig.h"
+#include "tgc/Pipelines/Pipelines.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -17,6 +18,10 @@ llvm::Error applyTrainingFlags(ModelConfig &config);
 
 /// Same, for inputs that carry no model file (tg IR).
 void applyTrainingFlags(TrainingConfig &training);
+
+/// The training-graph pipeline options for these settings.
+void setTrainingGraphOptions(TrainingGraphOptions &options,
+                             const TrainingConfig &training);
 
 } // namespace tgc
 

@@ -32,14 +32,7 @@ Value reduceRows(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
   MLIRContext *ctx = b.getContext();
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
-  for (Value v : full) {
-    inputs.push_back(v);
-    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  }
-  for (Value v : rows) {
-    inputs.push_back(v);
-    maps.push_back(dimsMap(ctx, rank, allDimsBut(rank, rank - 1)));
-  }
+  collectOperands(ctx, rank, rank - 1, full, rows, {}, inputs, maps);
   SmallVector<int64_t> reductions = allDimsBut(rank, rank - 1);
   Value init = filled(b, loc, RankedTensorType::get({type.getShape().back()},
                                                     type.getElementType()), 0.0);

@@ -158,12 +158,10 @@ Value lowering::reduceAxis(OpBuilder &b, Location loc, ValueRange inputs, int64_
 
 /// Elementwise over `type`: `full` inputs have its shape, `rows` have `axis`
 /// dropped, `columns` are 1-D along `axis`. `body` gets them in that order.
-Value lowering::rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
-              ValueRange full, ValueRange rows, ValueRange columns, BodyFn body) {
-  int64_t rank = type.getRank();
-  MLIRContext *ctx = b.getContext();
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
+void lowering::collectOperands(MLIRContext *ctx, int64_t rank, int64_t axis,
+                               ValueRange full, ValueRange rows, ValueRange columns,
+                               SmallVectorImpl<Value> &inputs,
+                               SmallVectorImpl<AffineMap> &maps) {
   for (Value v : full) {
     inputs.push_back(v);
     maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
@@ -176,6 +174,15 @@ Value lowering::rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64
     inputs.push_back(v);
     maps.push_back(dimsMap(ctx, rank, {axis}));
   }
+}
+
+Value lowering::rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
+              ValueRange full, ValueRange rows, ValueRange columns, BodyFn body) {
+  int64_t rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  collectOperands(ctx, rank, axis, full, rows, columns, inputs, maps);
   Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return generic(b, loc, inputs, maps, init, AffineMap::getMultiDimIdentityMap(rank, ctx),
                  iterators(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {

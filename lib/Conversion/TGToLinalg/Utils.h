@@ -56,6 +56,13 @@ SmallVector<int64_t> allDimsBut(int64_t rank, int64_t skip);
 Value reduceAxis(OpBuilder &b, Location loc, ValueRange inputs, int64_t axis,
                  double initValue, BodyFn combine);
 
+/// Operands and indexing maps for a loop nest of `rank`: `full` inputs read
+/// with the identity map, `rows` with `axis` dropped, `columns` along `axis`.
+void collectOperands(MLIRContext *ctx, int64_t rank, int64_t axis,
+                     ValueRange full, ValueRange rows, ValueRange columns,
+                     SmallVectorImpl<Value> &inputs,
+                     SmallVectorImpl<AffineMap> &maps);
+
 /// Elementwise over `type`: `full` inputs have its shape, `rows` have `axis`
 /// dropped, `columns` are 1-D along `axis`. `body` gets them in that order.
 Value rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,

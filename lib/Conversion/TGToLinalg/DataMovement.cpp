@@ -92,15 +92,6 @@ struct PadLowering : OpConversionPattern<PadOp> {
   }
 };
 
-/// An index for `id` clamped to [0, rows).
-Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t rows) {
-  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value last = arith::ConstantIndexOp::create(b, loc, rows - 1);
-  idx = arith::MaxSIOp::create(b, loc, idx, zero);
-  return arith::MinSIOp::create(b, loc, idx, last);
-}
-
 struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
@@ -119,7 +110,7 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
         rewriter, loc, adaptor.getIndices(), dimsMap(getContext(), rank, idDims),
         init, AffineMap::getMultiDimIdentityMap(rank, getContext()), iterators(rank),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value row = clampedIndex(b, l, args[0], rows);
+          Value row = clampIndex(b, l, args[0], rows);
           Value col = linalg::IndexOp::create(b, l, rank - 1);
           return tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
         });
@@ -152,7 +143,7 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
         rewriter, loc, lb, ub, one, ValueRange{zeros},
         [&](OpBuilder &b, Location l, Value p, ValueRange acc) {
           Value id = tensor::ExtractOp::create(b, l, ids, p);
-          Value row = clampedIndex(b, l, id, rows);
+          Value row = clampIndex(b, l, id, rows);
           SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(dim)};
           SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
           SmallVector<OpFoldResult> accOffsets{row, b.getIndexAttr(0)};

@@ -42,10 +42,6 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
   Fn fn;
 };
 
-Value cst(OpBuilder &b, Location l, Value like, double v) {
-  return constantFloat(b, l, like.getType(), v);
-}
-
 Value sigmoid(OpBuilder &b, Location l, Value x) {
   Value negExp = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
   return divF(b, l, cst(b, l, x, 1.0), addF(b, l, cst(b, l, x, 1.0), negExp));

@@ -43,10 +43,6 @@ Value reduceRows(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
                  });
 }
 
-Value cst(OpBuilder &b, Location l, Value like, double v) {
-  return constantFloat(b, l, like.getType(), v);
-}
-
 Value square(OpBuilder &b, Location l, ValueRange a) { return mulF(b, l, a[0], a[0]); }
 
 /// rsqrt(sumsq / d + eps) of a row.
@@ -296,13 +292,6 @@ LossRows lossRows(OpBuilder &b, Location loc, Value logits, Value targets,
   return r;
 }
 
-Value targetIndex(OpBuilder &b, Location l, Value target, int64_t v) {
-  Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), target);
-  Value zero = arith::ConstantIndexOp::create(b, l, 0);
-  Value last = arith::ConstantIndexOp::create(b, l, v - 1);
-  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, idx, zero), last);
-}
-
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
@@ -322,7 +311,7 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value row = linalg::IndexOp::create(b, l, 0);
           Value picked = tensor::ExtractOp::create(b, l, logits,
-                                                   ValueRange{row, targetIndex(b, l, a[0], v)});
+                                                   ValueRange{row, clampIndex(b, l, a[0], v)});
           Value nll = subF(b, l, addF(b, l, math::LogOp::create(b, l, a[2]), a[1]), picked);
           Value ignored = isIgnored(b, l, a[0], ignore);
           return addF(b, l, a[3],
@@ -356,7 +345,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value p = divF(b, l, math::ExpOp::create(b, l, subF(b, l, a[0], a[2])), a[3]);
           Value col = linalg::IndexOp::create(b, l, 1);
-          Value t = targetIndex(b, l, a[1], flat.getDimSize(1));
+          Value t = clampIndex(b, l, a[1], flat.getDimSize(1));
           Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
           Value onehot = arith::SelectOp::create(b, l, hit, cst(b, l, p, 1.0), cst(b, l, p, 0.0));
           Value g = divF(b, l, mulF(b, l, a[4], subF(b, l, p, onehot)), a[5]);

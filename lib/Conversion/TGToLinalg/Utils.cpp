@@ -212,6 +212,17 @@ Value lowering::softmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
   });
 }
 
+Value lowering::cst(OpBuilder &b, Location loc, Value like, double value) {
+  return constantFloat(b, loc, like.getType(), value);
+}
+
+Value lowering::clampIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
+  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value last = arith::ConstantIndexOp::create(b, loc, size - 1);
+  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, idx, zero), last);
+}
+
 Value lowering::castFloat(OpBuilder &b, Location loc, Value v, Type type) {
   unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
   if (from == to)

@@ -76,6 +76,13 @@ Value first(OpBuilder &, Location, ValueRange a);
 /// Numerically stable softmax of `x` along `axis`.
 Value softmax(OpBuilder &b, Location loc, Value x, int64_t axis);
 
+/// A float constant of the same type as `like`.
+Value cst(OpBuilder &b, Location loc, Value like, double value);
+
+/// An index for integer `id` clamped to [0, size) (ids and targets out of
+/// range are clamped, as the ops document).
+Value clampIndex(OpBuilder &b, Location loc, Value id, int64_t size);
+
 /// Converts a float scalar to `type` (extension or truncation).
 Value castFloat(OpBuilder &b, Location loc, Value v, Type type);
 

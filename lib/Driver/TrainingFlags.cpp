@@ -7,6 +7,8 @@
 
 #include "tgc/Driver/TrainingFlags.h"
 
+#include "tgc/Dialect/TG/Transforms/Remat.h"
+
 #include "llvm/Support/CommandLine.h"
 
 using namespace tgc;
@@ -47,6 +49,24 @@ cl::opt<DType> dtype(
                clEnumValN(DType::F16, "f16", "16-bit float")));
 Flag<uint64_t> seed("seed", "Random seed for weight init and data order", "n");
 Flag<int64_t> steps("steps", "Training steps", "n");
+cl::opt<std::string> remat(
+    "remat",
+    cl::desc("Rematerialisation: none (default), layers (checkpoint every "
+             "layer), selective (recompute cheap ops), budget (fewest extra "
+             "FLOPs within --memory-budget)"),
+    cl::value_desc("policy"), cl::cat(trainingCategory),
+    cl::sub(cl::SubCommand::getAll()));
+Flag<std::string> memoryBudget(
+    "memory-budget",
+    "Budget for the planned peak of activations and temporaries: bytes "
+    "(1.5GiB, 800MB) or a fraction of the peak without remat (0.4, 40%); "
+    "implies --remat=budget",
+    "size");
+cl::opt<bool> rematReport("remat-report",
+                          cl::desc("Print every rematerialisation decision "
+                                   "(value, bytes, FLOPs, why) to stderr"),
+                          cl::cat(trainingCategory),
+                          cl::sub(cl::SubCommand::getAll()));
 
 /// Checks a flag that must be positive, if it was given.
 llvm::Error checkPositive(const cl::Option &flag, double value) {
@@ -87,6 +107,35 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.seed = seed;
   if (steps.given())
     t.steps = steps;
+  if (remat.getNumOccurrences())
+    t.remat = remat;
+  if (memoryBudget.given()) {
+    t.memoryBudget = memoryBudget;
+    if (!remat.getNumOccurrences())
+      t.remat = "budget";
+  }
+  if (rematReport)
+    t.rematReport = true;
+}
+
+llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
+  if (!mlir::tg::parseRematPolicy(t.remat))
+    return llvm::createStringError("--remat: unknown policy '" + t.remat +
+                                   "' (expected none, layers, selective or "
+                                   "budget)");
+  if (t.remat == "budget" && t.memoryBudget.empty())
+    return llvm::createStringError("--remat=budget needs --memory-budget=SIZE");
+  if (!t.memoryBudget.empty()) {
+    if (t.remat != "budget")
+      return llvm::createStringError("--memory-budget needs --remat=budget, not "
+                                     "--remat=" + t.remat);
+    llvm::Expected<mlir::tg::MemoryBudget> budget =
+        mlir::tg::parseMemoryBudget(t.memoryBudget);
+    if (!budget)
+      return llvm::createStringError("--memory-budget: " +
+                                     llvm::toString(budget.takeError()));
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
@@ -107,6 +156,8 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
                                      " must be non-negative, got " +
                                      std::to_string(double(*flag)));
   applyTrainingFlags(config.training);
+  if (llvm::Error err = checkRematFlags(config.training))
+    return err;
   return validateModelConfig(config);
 }
 
@@ -119,4 +170,7 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.weightDecay = t.weightDecay;
   options.momentum = t.momentum;
   options.gradClip = t.gradClip.value_or(0.0);
+  options.remat = t.remat;
+  options.memoryBudget = t.memoryBudget;
+  options.rematReport = t.rematReport;
 }

@@ -148,6 +148,16 @@ private:
 
   Value add(Value x, Value y, Location l) { return AddOp::create(b, l, x, y); }
 
+  /// Runs `build` and tags the ops it created with `tg.layer = index`.
+  void inLayer(int64_t index, llvm::function_ref<void()> build) {
+    Block *block = b.getInsertionBlock();
+    Operation *last = block->empty() ? nullptr : &block->back();
+    build();
+    auto first = last ? std::next(last->getIterator()) : block->begin();
+    for (Operation &op : llvm::make_range(first, block->end()))
+      op.setAttr(TGDialect::kLayerAttrName, b.getI64IntegerAttr(index));
+  }
+
   Value linear(Value x, const std::string &prefix, bool bias) {
     return LinearOp::create(b, loc(prefix), x, param(prefix + ".weight"),
                             bias ? param(prefix + ".bias") : Value());
@@ -230,10 +240,12 @@ private:
                                   param("model.embed_tokens.weight"), ids);
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "model.layers." + std::to_string(i) + ".";
-      Value n = rmsNorm(h, p + "input_layernorm");
-      h = add(h, llamaAttention(n, p + "self_attn."), loc(p + "residual"));
-      n = rmsNorm(h, p + "post_attention_layernorm");
-      h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
+      inLayer(i, [&] {
+        Value n = rmsNorm(h, p + "input_layernorm");
+        h = add(h, llamaAttention(n, p + "self_attn."), loc(p + "residual"));
+        n = rmsNorm(h, p + "post_attention_layernorm");
+        h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
+      });
     }
     h = rmsNorm(h, "model.norm");
     Value head = config.tieWordEmbeddings ? param("model.embed_tokens.weight")
@@ -310,12 +322,14 @@ private:
     Value h = add(tok, pe, loc("transformer.wpe"));
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "transformer.h." + std::to_string(i) + ".";
-      Value n = layerNorm(h, p + "ln_1");
-      h = add(h, gpt2Attention(n, p + "attn."), loc(p + "residual"));
-      n = layerNorm(h, p + "ln_2");
-      Value f = conv1d(n, p + "mlp.c_fc");
-      f = activation(f, loc(p + "mlp.act"));
-      h = add(h, conv1d(f, p + "mlp.c_proj"), loc(p + "residual"));
+      inLayer(i, [&] {
+        Value n = layerNorm(h, p + "ln_1");
+        h = add(h, gpt2Attention(n, p + "attn."), loc(p + "residual"));
+        n = layerNorm(h, p + "ln_2");
+        Value f = conv1d(n, p + "mlp.c_fc");
+        f = activation(f, loc(p + "mlp.act"));
+        h = add(h, conv1d(f, p + "mlp.c_proj"), loc(p + "residual"));
+      });
     }
     h = layerNorm(h, "transformer.ln_f");
     Value logits = LinearOp::create(b, loc("lm_head"), h,
@@ -342,9 +356,11 @@ private:
     size_t numLayers = config.layerSizes.size() - 1;
     for (size_t i = 0; i < numLayers; ++i) {
       std::string p = "layers." + std::to_string(i);
-      x = linear(x, p, config.bias);
-      if (i + 1 < numLayers)
-        x = activation(x, loc(p + ".act"));
+      inLayer(i, [&] {
+        x = linear(x, p, config.bias);
+        if (i + 1 < numLayers)
+          x = activation(x, loc(p + ".act"));
+      });
     }
     return crossEntropy(x, labels, std::nullopt);
   }

@@ -21,18 +21,26 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   // subexpressions, before the optimizer reads the gradients.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  if (!options.withOptimizer)
-    return;
-  mlir::tg::TGOptimizerPassOptions opt;
-  opt.optimizer = options.optimizer;
-  opt.beta1 = options.beta1;
-  opt.beta2 = options.beta2;
-  opt.eps = options.eps;
-  opt.weightDecay = options.weightDecay;
-  opt.momentum = options.momentum;
-  opt.gradClip = options.gradClip;
-  opt.returnGradients = options.returnGradients;
-  pm.addPass(mlir::tg::createTGOptimizerPass(opt));
+  if (options.withOptimizer) {
+    mlir::tg::TGOptimizerPassOptions opt;
+    opt.optimizer = options.optimizer;
+    opt.beta1 = options.beta1;
+    opt.beta2 = options.beta2;
+    opt.eps = options.eps;
+    opt.weightDecay = options.weightDecay;
+    opt.momentum = options.momentum;
+    opt.gradClip = options.gradClip;
+    opt.returnGradients = options.returnGradients;
+    pm.addPass(mlir::tg::createTGOptimizerPass(opt));
+  }
+  // Last on the tg graph: CSE would merge recomputed clones back.
+  if (options.remat != "none" || options.rematReport) {
+    mlir::tg::TGRematPassOptions remat;
+    remat.policy = options.remat;
+    remat.memoryBudget = options.memoryBudget;
+    remat.report = options.rematReport;
+    pm.addPass(mlir::tg::createTGRematPass(remat));
+  }
 }
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
@@ -41,8 +49,9 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createSymbolPrivatizePass({options.function}));
   pm.addPass(mlir::createSymbolDCEPass());
   pm.addPass(mlir::tg::createConvertTGToLinalgPass());
+  // No CSE on tensors: it would merge tg-remat's recomputed clones back into
+  // the forward ops (after bufferization CSE cannot: the ops write memory).
   pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(mlir::createCSEPass());
 }
 
 void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,

@@ -120,6 +120,10 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
       return nullptr;
     }
     applyTrainingFlags(training);
+    if (llvm::Error err = checkRematFlags(training)) {
+      error = llvm::toString(std::move(err));
+      return nullptr;
+    }
     return module;
   }
 

@@ -19,6 +19,10 @@ llvm::Error applyTrainingFlags(ModelConfig &config);
 /// Same, for inputs that carry no model file (tg IR).
 void applyTrainingFlags(TrainingConfig &training);
 
+/// Checks --remat and --memory-budget (also done by applyTrainingFlags for
+/// model files).
+llvm::Error checkRematFlags(const TrainingConfig &training);
+
 /// The training-graph pipeline options for these settings.
 void setTrainingGraphOptions(TrainingGraphOptions &options,
                              const TrainingConfig &training);

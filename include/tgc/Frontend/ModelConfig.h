@@ -51,6 +51,11 @@ struct TrainingConfig {
   DType dtype = DType::F32;
   uint64_t seed = 0;
   int64_t steps = 100;
+  /// Rematerialisation (tg-remat): policy, budget text, and whether to
+  /// report every decision.
+  std::string remat = "none";
+  std::string memoryBudget;
+  bool rematReport = false;
 };
 
 struct ModelConfig {

@@ -14,7 +14,7 @@
 namespace tgc {
 
 /// @forward → @train_step with the optimizer update (autodiff, cleanup,
-/// optimizer).
+/// optimizer, rematerialisation).
 struct TrainingGraphOptions
     : public mlir::PassPipelineOptions<TrainingGraphOptions> {
   Option<std::string> optimizer{*this, "optimizer",
@@ -38,6 +38,17 @@ struct TrainingGraphOptions
       *this, "return-gradients",
       llvm::cl::desc("Also return the gradients from the train step"),
       llvm::cl::init(false)};
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("Rematerialisation policy: none, layers, selective, budget"),
+      llvm::cl::init("none")};
+  Option<std::string> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Budget of --remat=budget (bytes, 1.5GiB, or a fraction)"),
+      llvm::cl::init("")};
+  Option<bool> rematReport{*this, "remat-report",
+                           llvm::cl::desc("Print every remat decision"),
+                           llvm::cl::init(false)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -141,7 +142,9 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
     OpCost cost = getOpCost(&op);
     OpCost &bucket = forward.contains(&op)       ? stats.forward
                      : optimizerOps.contains(&op) ? stats.optimizer
-                                                  : stats.backward;
+                     : op.hasAttr(TGDialect::kRecomputedAttrName)
+                         ? stats.recompute
+                         : stats.backward;
     bucket.matmulMultiplications += cost.matmulMultiplications;
     bucket.flops += cost.flops;
     if (forward.contains(&op) || optimizerOps.contains(&op))
@@ -155,5 +158,60 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
       }
     }
   }
+  MemoryPlan plan = planMemory(step);
+  stats.plannedPeakBytes = plan.arenaBytes;
+  stats.maxLiveBytes = plan.maxLiveBytes;
   return stats;
+}
+
+std::string mlir::tg::getOpName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = llvm::dyn_cast<NameLoc>(inner))
+        return name.getName().str();
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+std::vector<SavedActivation>
+mlir::tg::collectSavedActivations(func::FuncOp step) {
+  auto ret = llvm::cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  llvm::SetVector<Operation *> forward;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  if (Operation *lossOp = ret.getOperand(0).getDefiningOp())
+    (void)getBackwardSlice(lossOp, &forward, options);
+
+  std::vector<SavedActivation> saved;
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    if (!forward.contains(&op) || llvm::isa<ConstantOp>(op))
+      continue;
+    for (Value result : op.getResults()) {
+      SavedActivation a;
+      for (Operation *user : result.getUsers()) {
+        if (forward.contains(user) || user == ret)
+          continue;
+        std::string reader = (user->getName().getStringRef() + " of " +
+                              getOpName(user))
+                                 .str();
+        if (!llvm::is_contained(a.readers, reader))
+          a.readers.push_back(reader);
+      }
+      if (a.readers.empty())
+        continue;
+      a.value = result;
+      if (auto layer = op.getAttrOfType<IntegerAttr>(TGDialect::kLayerAttrName))
+        a.layer = layer.getInt();
+      a.name = getOpName(&op);
+      a.elements = numel(result);
+      a.bytes = a.elements * elementBytes(result);
+      saved.push_back(std::move(a));
+    }
+  }
+  return saved;
 }

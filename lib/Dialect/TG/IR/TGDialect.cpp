@@ -95,3 +95,32 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
 }
 
 #include "tgc/Dialect/TG/IR/TGInterfaces.cpp.inc"
+
+/// Op attributes: `tg.layer` (a non-negative integer), `tg.remat` ("save" or
+/// "recompute"), `tg.recomputed` (unit).
+LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  Attribute value = attribute.getValue();
+  if (name == kLayerAttrName) {
+    auto layer = llvm::dyn_cast<IntegerAttr>(value);
+    if (!layer || layer.getValue().isNegative())
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative integer, got " << value;
+    return success();
+  }
+  if (name == kRematAttrName) {
+    auto str = llvm::dyn_cast<StringAttr>(value);
+    if (!str || (str.getValue() != "save" && str.getValue() != "recompute"))
+      return op->emitError() << "'" << name
+                             << "' must be \"save\" or \"recompute\", got "
+                             << value;
+    return success();
+  }
+  if (name == kRecomputedAttrName) {
+    if (!llvm::isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  return op->emitError() << "unknown tg op attribute '" << name << "'";
+}

@@ -12,6 +12,9 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir::tg {
 
@@ -32,11 +35,34 @@ struct TrainingStats {
   int64_t parameters = 0;
   int64_t parameterBytes = 0;
   OpCost forward, backward, optimizer;
+  /// Forward ops tg-remat cloned into the reverse graph (tg.recomputed).
+  OpCost recompute;
   /// Values the reverse graph reads that the forward graph produced.
   int64_t savedActivationElements = 0;
   int64_t savedActivationBytes = 0;
   int64_t optimizerStateBytes = 0;
+  /// The memory plan of intermediates (MemoryPlan.h): arena size and the
+  /// most bytes live at once.
+  int64_t plannedPeakBytes = 0;
+  int64_t maxLiveBytes = 0;
 };
+
+/// One value the reverse graph keeps from the forward pass, and who reads it.
+struct SavedActivation {
+  Value value;
+  std::optional<int64_t> layer; // tg.layer of the defining op
+  std::string name;             // location name of the defining op
+  int64_t elements = 0, bytes = 0;
+  /// "tg.matmul of model.layers.0.mlp.down_proj", one per distinct reader.
+  SmallVector<std::string> readers;
+};
+
+/// The saved activations of `trainStep`, in forward order.
+std::vector<SavedActivation> collectSavedActivations(func::FuncOp trainStep);
+
+/// The location name of `op` (e.g. "model.layers.0.mlp.up_proj"), or its
+/// printed location when it has none.
+std::string getOpName(Operation *op);
 
 /// Computes the statistics of `trainStep` (as tg-autodiff produced it, with
 /// or without the optimizer update). The forward part is the backward slice

@@ -44,6 +44,7 @@ def TG_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a trainable parameter.
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
@@ -55,6 +56,15 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOutputAttrName = "tg.output";
     /// Result attribute naming the parameter a gradient belongs to.
     static constexpr ::llvm::StringLiteral kGradAttrName = "tg.grad";
+    /// Op attribute: index of the transformer (or MLP) layer the op belongs
+    /// to, set by the front end; `tg-remat --remat=layers` checkpoints there.
+    static constexpr ::llvm::StringLiteral kLayerAttrName = "tg.layer";
+    /// Op attribute set by users: "save" or "recompute"; wins over every
+    /// rematerialisation policy.
+    static constexpr ::llvm::StringLiteral kRematAttrName = "tg.remat";
+    /// Op attribute marking a forward op that tg-remat cloned into the
+    /// reverse graph.
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName = "tg.recomputed";
   }];
 }
 

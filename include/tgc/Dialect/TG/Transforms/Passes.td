@@ -87,4 +87,54 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
+  let summary = "Rematerialisation: keep or recompute each saved activation";
+  let description = [{
+    Decides, for every forward value that `@train_step`'s reverse graph reads
+    (a saved activation), whether to keep it alive from the forward pass to
+    its use or to recompute it there. Recomputed forward ops are cloned into
+    the reverse graph right before their first use and marked
+    `tg.recomputed`; the originals then die as soon as the forward pass is
+    done with them. The numbers are those of the memory planner
+    (`MemoryPlan.h`), which also places the compiled step's buffers.
+
+    Policies (`policy`):
+    * `none`: keep everything (no change).
+    * `layers`: activation checkpointing per transformer layer (ops tagged
+      `tg.layer` by the front end): keep each layer's input, recompute the
+      rest of the layer in the backward pass — about one extra forward pass.
+    * `selective`: keep matmul-class outputs (matmul, linear, attention) and
+      recompute the cheap ops (elementwise, norms, RoPE, reshapes) where that
+      keeps fewer bytes — a minimum cut with matmuls pinned.
+    * `budget` (needs `memory-budget`): the fewest extra FLOPs whose planned
+      peak of the whole step fits the budget. Candidates are the minimum cuts
+      of `bytes kept + λ·FLOPs recomputed` for λ from 2^-12 to 2^12 bytes per
+      FLOP (the Lagrangian of the budget constraint), the per-layer
+      checkpoint plans and `selective`; each is applied to a copy of the
+      step and planned exactly. Plans that recompute a matmul are used only
+      when no other plan fits. Fails with the smallest reachable peak when
+      nothing fits. As the budget falls the chosen peak never rises.
+
+    `tg.remat = "save"` or `"recompute"` on a forward op wins over every
+    policy. With `report` each decision (value, bytes, FLOPs, why) goes to
+    stderr.
+
+    Run it last on the tg graph: CSE would merge the clones back into the
+    forward ops.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"none\"",
+           "none, layers, selective or budget">,
+    Option<"memoryBudget", "memory-budget", "std::string", "\"\"",
+           "Budget for the planned peak of intermediates: bytes (1.5GiB, "
+           "800MB) or a fraction of the peak without rematerialisation "
+           "(0.4, 40%)">,
+    Option<"report", "report", "bool", "false",
+           "Print every decision to stderr">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 #endif // TGC_DIALECT_TG_TRANSFORMS_PASSES_TD

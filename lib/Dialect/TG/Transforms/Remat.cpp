@@ -1,0 +1,648 @@
+//===- Remat.cpp - rematerialisation under a memory budget ----------------===//
+//
+// Forward values the reverse graph reads are either kept (live from the
+// forward pass to their last use in the backward pass) or recomputed: their
+// forward op is cloned into the reverse graph before its first use there,
+// reading kept values (or other recomputed ones).
+//
+// Which values to keep is a minimum cut (as in Checkmate's LP relaxation and
+// AOTAutograd's partitioner): every forward op is an edge in→out whose
+// capacity is the bytes of keeping its results; an edge source→in with
+// capacity λ·FLOPs charges recomputation; data dependences and the reverse
+// graph's reads are infinite edges. A cut is a closed choice: everything a
+// recomputed op reads is kept or recomputed. λ (bytes per FLOP) is the
+// Lagrange multiplier of the budget constraint; the budget policy sweeps it,
+// adds the per-layer checkpoint plans, evaluates every candidate with the
+// exact memory planner (so the transient memory of recomputation counts) and
+// takes the fewest-FLOPs plan whose planned peak fits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/Transforms/Remat.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
+#include "tgc/Dialect/TG/Analysis/TrainingStats.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGREMATPASS
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+std::optional<RematPolicy> mlir::tg::parseRematPolicy(StringRef text) {
+  return llvm::StringSwitch<std::optional<RematPolicy>>(text)
+      .Case("none", RematPolicy::None)
+      .Case("layers", RematPolicy::Layers)
+      .Case("selective", RematPolicy::Selective)
+      .Case("budget", RematPolicy::Budget)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::tg::stringifyRematPolicy(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::Layers:
+    return "layers";
+  case RematPolicy::Selective:
+    return "selective";
+  case RematPolicy::Budget:
+    return "budget";
+  }
+  llvm_unreachable("unknown policy");
+}
+
+llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
+  auto invalid = [&] {
+    return llvm::createStringError(
+        "invalid memory budget '" + text +
+        "': expected bytes (e.g. 1073741824, 1.5GiB, 800MB, 512MiB) or a "
+        "fraction of the peak without rematerialisation (0.4 or 40%)");
+  };
+  StringRef t = text.trim();
+  size_t numberEnd = 0;
+  while (numberEnd < t.size() &&
+         (llvm::isDigit(t[numberEnd]) || t[numberEnd] == '.' ||
+          ((t[numberEnd] == 'e' || t[numberEnd] == 'E') && numberEnd > 0 &&
+           numberEnd + 1 < t.size() && llvm::isDigit(t[numberEnd + 1]))))
+    ++numberEnd;
+  StringRef number = t.take_front(numberEnd), unit = t.drop_front(numberEnd).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
+      value <= 0)
+    return invalid();
+  MemoryBudget budget;
+  if (unit == "%") {
+    if (value > 100)
+      return invalid();
+    budget.fraction = value / 100;
+    return budget;
+  }
+  if (unit.empty() && value <= 1 && number.contains('.')) {
+    budget.fraction = value;
+    return budget;
+  }
+  double scale = llvm::StringSwitch<double>(unit.lower())
+                     .Cases("", "b", 1)
+                     .Case("kb", 1e3)
+                     .Case("mb", 1e6)
+                     .Case("gb", 1e9)
+                     .Case("kib", 1024.0)
+                     .Case("mib", 1024.0 * 1024)
+                     .Case("gib", 1024.0 * 1024 * 1024)
+                     .Default(0);
+  if (scale == 0 || value * scale > 9e18)
+    return invalid();
+  budget.bytes = static_cast<int64_t>(value * scale);
+  return budget;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Min cut (Dinic's max flow)
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kInfinite = int64_t(1) << 60;
+
+class MinCut {
+public:
+  explicit MinCut(int numNodes) : edges(numNodes), level(numNodes), next(numNodes) {}
+
+  void addEdge(int from, int to, int64_t capacity) {
+    edges[from].push_back({to, capacity, static_cast<int>(edges[to].size())});
+    edges[to].push_back({from, 0, static_cast<int>(edges[from].size()) - 1});
+  }
+
+  /// Source side of a minimum source/sink cut.
+  std::vector<bool> solve(int source, int sink) {
+    while (levelGraph(source, sink)) {
+      std::fill(next.begin(), next.end(), 0);
+      while (augment(source, sink, kInfinite) > 0) {
+      }
+    }
+    std::vector<bool> sourceSide(edges.size(), false);
+    std::vector<int> stack{source};
+    sourceSide[source] = true;
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      for (const Edge &e : edges[v])
+        if (e.capacity > 0 && !sourceSide[e.to]) {
+          sourceSide[e.to] = true;
+          stack.push_back(e.to);
+        }
+    }
+    return sourceSide;
+  }
+
+private:
+  struct Edge {
+    int to;
+    int64_t capacity;
+    int reverse;
+  };
+
+  bool levelGraph(int source, int sink) {
+    std::fill(level.begin(), level.end(), -1);
+    std::queue<int> queue;
+    level[source] = 0;
+    queue.push(source);
+    while (!queue.empty()) {
+      int v = queue.front();
+      queue.pop();
+      for (const Edge &e : edges[v])
+        if (e.capacity > 0 && level[e.to] < 0) {
+          level[e.to] = level[v] + 1;
+          queue.push(e.to);
+        }
+    }
+    return level[sink] >= 0;
+  }
+
+  int64_t augment(int v, int sink, int64_t limit) {
+    if (v == sink)
+      return limit;
+    for (int &i = next[v]; i < static_cast<int>(edges[v].size()); ++i) {
+      Edge &e = edges[v][i];
+      if (e.capacity <= 0 || level[e.to] != level[v] + 1)
+        continue;
+      int64_t pushed = augment(e.to, sink, std::min(limit, e.capacity));
+      if (pushed > 0) {
+        e.capacity -= pushed;
+        edges[e.to][e.reverse].capacity += pushed;
+        return pushed;
+      }
+    }
+    return 0;
+  }
+
+  std::vector<std::vector<Edge>> edges;
+  std::vector<int> level, next;
+};
+
+//===----------------------------------------------------------------------===//
+// The step: forward ops and what the reverse graph reads
+//===----------------------------------------------------------------------===//
+
+struct StepGraph {
+  /// Forward ops other than constants, in schedule order.
+  SmallVector<Operation *> forwardOps;
+  llvm::DenseMap<Operation *, int> index;
+  llvm::DenseSet<Operation *> forward; // constants included
+  /// Forward ops with a result that a reverse-graph op reads.
+  llvm::DenseSet<Operation *> readByBackward;
+};
+
+StepGraph analyzeStep(func::FuncOp step) {
+  StepGraph graph;
+  Block &body = step.getBody().front();
+  auto ret = body.getTerminator();
+  llvm::SetVector<Operation *> slice;
+  if (ret->getNumOperands())
+    if (Operation *lossOp = ret->getOperand(0).getDefiningOp()) {
+      BackwardSliceOptions options;
+      options.inclusive = true;
+      (void)getBackwardSlice(lossOp, &slice, options);
+    }
+  for (Operation &op : body.without_terminator()) {
+    if (!slice.contains(&op))
+      continue;
+    graph.forward.insert(&op);
+    if (llvm::isa<ConstantOp>(op))
+      continue;
+    graph.index[&op] = graph.forwardOps.size();
+    graph.forwardOps.push_back(&op);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (graph.forward.contains(&op))
+      continue;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && graph.index.count(def))
+        graph.readByBackward.insert(def);
+  }
+  return graph;
+}
+
+bool isView(Operation *op) { return llvm::isa<ReshapeOp, SliceOp>(op); }
+bool isMatmulClass(Operation *op) {
+  return getOpCost(op).matmulMultiplications > 0;
+}
+StringRef annotation(Operation *op) {
+  if (auto a = op->getAttrOfType<StringAttr>(TGDialect::kRematAttrName))
+    return a.getValue();
+  return "";
+}
+std::optional<int64_t> layerOf(Operation *op) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(TGDialect::kLayerAttrName))
+    return a.getInt();
+  return std::nullopt;
+}
+int64_t resultBytes(Operation *op) {
+  int64_t bytes = 0;
+  for (Value r : op->getResults())
+    bytes += getValueBytes(r);
+  return bytes;
+}
+std::string nameOf(Operation *op) { return getOpName(op); }
+
+struct Applied {
+  int64_t extraFlops = 0;
+  bool recomputesMatmul = false; // one the user did not ask for
+  llvm::DenseSet<Operation *> cloned; // forward ops that got a clone
+};
+
+/// Clones the ops of `recompute` that the reverse graph reads (and what they
+/// need) before their first use there.
+Applied applyRecompute(func::FuncOp step, const StepGraph &graph,
+                       const llvm::DenseSet<Operation *> &recompute) {
+  Applied applied;
+  llvm::DenseMap<Operation *, Operation *> clones;
+  OpBuilder b(step.getContext());
+  std::function<Operation *(Operation *, Operation *)> materialize =
+      [&](Operation *def, Operation *before) -> Operation * {
+    if (Operation *clone = clones.lookup(def))
+      return clone;
+    IRMapping mapping;
+    for (Value operand : def->getOperands())
+      if (Operation *d = operand.getDefiningOp(); d && recompute.contains(d))
+        mapping.map(operand, materialize(d, before)->getResult(
+                                 llvm::cast<OpResult>(operand).getResultNumber()));
+    b.setInsertionPoint(before);
+    Operation *clone = b.clone(*def, mapping);
+    clone->setAttr(TGDialect::kRecomputedAttrName, b.getUnitAttr());
+    clone->removeAttr(TGDialect::kRematAttrName);
+    clones[def] = clone;
+    applied.cloned.insert(def);
+    applied.extraFlops += getOpCost(clone).flops;
+    if (isMatmulClass(def) && annotation(def) != "recompute")
+      applied.recomputesMatmul = true;
+    return clone;
+  };
+
+  Block &body = step.getBody().front();
+  SmallVector<Operation *> reverseOps;
+  for (Operation &op : body.without_terminator())
+    if (!graph.forward.contains(&op))
+      reverseOps.push_back(&op);
+  for (Operation *op : reverseOps)
+    for (OpOperand &use : op->getOpOperands()) {
+      Operation *def = use.get().getDefiningOp();
+      if (!def || !recompute.contains(def))
+        continue;
+      unsigned resultNumber = llvm::cast<OpResult>(use.get()).getResultNumber();
+      use.set(materialize(def, op)->getResult(resultNumber));
+    }
+  return applied;
+}
+
+/// Ops inside a layer whose results only that layer's forward ops read: the
+/// values layer checkpointing recomputes.
+llvm::DenseSet<Operation *> layerInternalOps(const StepGraph &graph,
+                                             int64_t belowLayer = INT64_MAX) {
+  llvm::DenseSet<Operation *> internal;
+  for (Operation *op : graph.forwardOps) {
+    std::optional<int64_t> layer = layerOf(op);
+    if (!layer || *layer >= belowLayer)
+      continue;
+    bool boundary = false;
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (graph.forward.contains(user) && layerOf(user) != layer)
+          boundary = true;
+        else if (!graph.forward.contains(user) && user->hasTrait<OpTrait::IsTerminator>())
+          boundary = true;
+    if (!boundary)
+      internal.insert(op);
+  }
+  return internal;
+}
+
+/// Applies the user annotations to a policy's choice.
+void applyAnnotations(const StepGraph &graph, llvm::DenseSet<Operation *> &set) {
+  for (Operation *op : graph.forwardOps) {
+    StringRef a = annotation(op);
+    if (a == "save")
+      set.erase(op);
+    else if (a == "recompute")
+      set.insert(op);
+  }
+}
+
+/// The minimum cut for λ bytes per FLOP; matmul-class ops are recomputable
+/// only when `allowMatmuls`.
+llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
+                                       bool allowMatmuls) {
+  int n = graph.forwardOps.size();
+  const int source = 0, sink = 1;
+  auto in = [](int i) { return 2 + 2 * i; };
+  auto out = [](int i) { return 3 + 2 * i; };
+  MinCut cut(2 + 2 * n);
+  for (int i = 0; i < n; ++i) {
+    Operation *op = graph.forwardOps[i];
+    StringRef a = annotation(op);
+    bool mayRecompute =
+        a == "recompute" || (a != "save" && (allowMatmuls || !isMatmulClass(op)));
+    bool mayKeep = a != "recompute" && !isView(op);
+    cut.addEdge(in(i), out(i), mayKeep ? resultBytes(op) : kInfinite);
+    double charge = lambda * static_cast<double>(getOpCost(op).flops);
+    cut.addEdge(source, in(i),
+                mayRecompute ? static_cast<int64_t>(std::min(charge, 1e17))
+                             : kInfinite);
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && graph.index.count(def))
+        cut.addEdge(out(graph.index.lookup(def)), in(i), kInfinite);
+    if (graph.readByBackward.contains(op))
+      cut.addEdge(out(i), sink, kInfinite);
+  }
+  std::vector<bool> sourceSide = cut.solve(source, sink);
+  llvm::DenseSet<Operation *> recompute;
+  for (int i = 0; i < n; ++i)
+    if (!sourceSide[in(i)])
+      recompute.insert(graph.forwardOps[i]);
+  return recompute;
+}
+
+struct Candidate {
+  std::string label;
+  llvm::DenseSet<Operation *> recompute;
+  int64_t peak = 0, flops = 0;
+  bool recomputesMatmul = false;
+};
+
+/// Applies a candidate to a copy of the step and plans its memory.
+void evaluate(func::FuncOp step, Candidate &candidate) {
+  IRMapping mapping;
+  auto copy = llvm::cast<func::FuncOp>(step->clone(mapping));
+  llvm::DenseSet<Operation *> mapped;
+  for (Operation *op : candidate.recompute)
+    mapped.insert(mapping.lookup(op));
+  StepGraph graph = analyzeStep(copy);
+  Applied applied = applyRecompute(copy, graph, mapped);
+  candidate.flops = applied.extraFlops;
+  candidate.recomputesMatmul = applied.recomputesMatmul;
+  candidate.peak = planMemory(copy).arenaBytes;
+  copy->erase();
+}
+
+std::string humanBytes(int64_t bytes) {
+  double v = static_cast<double>(bytes);
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
+}
+
+/// Why `op` is kept or recomputed under `policy`.
+std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
+                      const std::string &candidate) {
+  StringRef a = annotation(op);
+  if (!a.empty())
+    return ("annotated tg.remat = \"" + a + "\"").str();
+  switch (policy) {
+  case RematPolicy::None:
+    return "policy none keeps every value the reverse graph reads";
+  case RematPolicy::Layers: {
+    std::optional<int64_t> layer = layerOf(op);
+    if (recomputed)
+      return llvm::formatv("inside layer {0}: recomputed from the layer's input",
+                           *layer)
+          .str();
+    if (layer)
+      return llvm::formatv("output of layer {0}: input of the next layer's "
+                           "checkpoint",
+                           *layer)
+          .str();
+    return "outside the transformer layers";
+  }
+  case RematPolicy::Selective:
+    if (recomputed)
+      return "cheap to recompute from kept values (min cut)";
+    if (isMatmulClass(op))
+      return "matmul-class output: never recomputed";
+    return "recomputing it would keep as many bytes (min cut)";
+  case RematPolicy::Budget:
+    return (recomputed ? "recomputed" : "kept") + std::string(" by plan '") +
+           candidate + "', the fewest-FLOPs plan that fits";
+  }
+  llvm_unreachable("unknown policy");
+}
+
+} // namespace
+
+FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
+                                               RematPolicy policy,
+                                               MemoryBudget budget) {
+  RematResult result;
+  result.policy = policy;
+  StepGraph graph = analyzeStep(step);
+  result.plannedPeakWithout = planMemory(step).arenaBytes;
+
+  bool hasLayers = llvm::any_of(graph.forwardOps,
+                                [](Operation *op) { return layerOf(op).has_value(); });
+  llvm::DenseSet<Operation *> recompute;
+  std::string chosen;
+  switch (policy) {
+  case RematPolicy::None:
+    break;
+  case RematPolicy::Layers:
+    if (!hasLayers)
+      return step.emitError(
+          "tg-remat: --remat=layers needs ops tagged with their layer "
+          "(tg.layer), as the model-file front end produces");
+    recompute = layerInternalOps(graph);
+    break;
+  case RematPolicy::Selective:
+    recompute = minCutPlan(graph, 1.0 / 64, /*allowMatmuls=*/false);
+    break;
+  case RematPolicy::Budget: {
+    if (!budget.isSet())
+      return step.emitError("tg-remat: --remat=budget needs a memory budget");
+    int64_t bytes = budget.bytes >= 0
+                        ? budget.bytes
+                        : static_cast<int64_t>(budget.fraction *
+                                               result.plannedPeakWithout);
+    result.budgetBytes = bytes;
+
+    std::vector<Candidate> candidates;
+    auto add = [&](std::string label, llvm::DenseSet<Operation *> set) {
+      applyAnnotations(graph, set);
+      for (const Candidate &c : candidates)
+        if (c.recompute == set)
+          return;
+      Candidate c{std::move(label), std::move(set)};
+      evaluate(step, c);
+      candidates.push_back(std::move(c));
+    };
+    add("none", {});
+    llvm::DenseSet<Operation *> selective =
+        minCutPlan(graph, 1.0 / 64, /*allowMatmuls=*/false);
+    add("selective", selective);
+    for (int e = -12; e <= 12; ++e) {
+      double lambda = std::ldexp(1.0, e);
+      for (bool allowMatmuls : {false, true})
+        add(llvm::formatv("min-cut λ=2^{0}{1}", e,
+                          allowMatmuls ? " (matmuls allowed)" : "")
+                .str(),
+            minCutPlan(graph, lambda, allowMatmuls));
+    }
+    if (hasLayers) {
+      int64_t numLayers = 0;
+      for (Operation *op : graph.forwardOps)
+        numLayers = std::max(numLayers, layerOf(op).value_or(-1) + 1);
+      for (int64_t k = 1; k <= numLayers; ++k) {
+        llvm::DenseSet<Operation *> checkpointed = layerInternalOps(graph, k);
+        add(llvm::formatv("layers 0-{0} checkpointed", k - 1).str(), checkpointed);
+        llvm::DenseSet<Operation *> mixed = selective;
+        for (Operation *op : checkpointed)
+          mixed.insert(op);
+        add(llvm::formatv("layers 0-{0} checkpointed, selective elsewhere", k - 1)
+                .str(),
+            mixed);
+      }
+    }
+    result.candidatesEvaluated = candidates.size();
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate &a, const Candidate &b) {
+                       return std::tie(a.flops, a.peak) < std::tie(b.flops, b.peak);
+                     });
+    const Candidate *pick = nullptr;
+    for (bool allowMatmuls : {false, true}) {
+      for (const Candidate &c : candidates)
+        if (c.peak <= bytes && (allowMatmuls || !c.recomputesMatmul)) {
+          pick = &c;
+          break;
+        }
+      if (pick)
+        break;
+    }
+    if (!pick) {
+      const Candidate *smallest = &candidates.front();
+      for (const Candidate &c : candidates)
+        if (c.peak < smallest->peak)
+          smallest = &c;
+      return step.emitError("tg-remat: no plan fits the memory budget of ")
+             << humanBytes(bytes) << " (" << bytes
+             << " bytes): the smallest planned peak is "
+             << humanBytes(smallest->peak) << " (" << smallest->peak
+             << " bytes, plan '" << smallest->label
+             << "'); weights and optimizer state are not part of the budget";
+    }
+    recompute = pick->recompute;
+    chosen = pick->label;
+    break;
+  }
+  }
+  if (policy != RematPolicy::Budget)
+    applyAnnotations(graph, recompute);
+
+  // Kept values first read in the reverse graph, as the decision report
+  // lists them (before the rewrite changes who reads what).
+  llvm::DenseSet<Operation *> readBefore = graph.readByBackward;
+  Applied applied = applyRecompute(step, graph, recompute);
+  result.extraFlops = applied.extraFlops;
+  StepGraph after = analyzeStep(step);
+  for (Operation *op : graph.forwardOps) {
+    bool cloned = applied.cloned.contains(op);
+    bool kept = after.readByBackward.contains(op);
+    if (!cloned && !kept && !readBefore.contains(op))
+      continue;
+    RematDecision d;
+    d.name = nameOf(op);
+    d.op = op->getName().getStringRef().str();
+    llvm::raw_string_ostream(d.type) << op->getResult(0).getType();
+    d.bytes = resultBytes(op);
+    d.recomputed = cloned;
+    d.flops = cloned ? getOpCost(op).flops : 0;
+    d.reason = kept && !readBefore.contains(op)
+                   ? "kept: a recomputed op reads it"
+                   : reasonFor(op, cloned, policy, chosen);
+    if (cloned && kept)
+      d.reason += " (also kept: the reverse graph reads the original too)";
+    result.decisions.push_back(std::move(d));
+  }
+  result.plannedPeak = planMemory(step).arenaBytes;
+  return result;
+}
+
+void mlir::tg::printRematReport(llvm::raw_ostream &os, const RematResult &r) {
+  os << "tg-remat: policy " << stringifyRematPolicy(r.policy);
+  if (r.budgetBytes >= 0)
+    os << ", budget " << humanBytes(r.budgetBytes) << " (" << r.candidatesEvaluated
+       << " candidate plans evaluated)";
+  os << "\n";
+  int64_t keptBytes = 0, recomputedBytes = 0;
+  for (const RematDecision &d : r.decisions) {
+    os << llvm::formatv("  {0,-10} {1,12} {2,14} FLOPs  {3} ({4} {5}): {6}\n",
+                        d.recomputed ? "recompute" : "keep", humanBytes(d.bytes),
+                        d.flops, d.name, d.op, d.type, d.reason);
+    (d.recomputed ? recomputedBytes : keptBytes) += d.bytes;
+  }
+  os << llvm::formatv("  kept {0}, recomputed {1}, extra FLOPs {2}\n",
+                      humanBytes(keptBytes), humanBytes(recomputedBytes),
+                      r.extraFlops);
+  os << llvm::formatv("  planned peak {0} (without rematerialisation {1})\n",
+                      humanBytes(r.plannedPeak), humanBytes(r.plannedPeakWithout));
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<RematPolicy> parsed = parseRematPolicy(policy);
+    if (!parsed) {
+      getOperation().emitError("tg-remat: unknown policy '")
+          << policy << "' (expected none, layers, selective or budget)";
+      return signalPassFailure();
+    }
+    MemoryBudget budget;
+    if (!memoryBudget.empty()) {
+      llvm::Expected<MemoryBudget> b = parseMemoryBudget(memoryBudget);
+      if (!b) {
+        getOperation().emitError("tg-remat: ") << llvm::toString(b.takeError());
+        return signalPassFailure();
+      }
+      budget = *b;
+    }
+    auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
+    if (!step) {
+      getOperation().emitError("tg-remat: no function @") << trainStepName;
+      return signalPassFailure();
+    }
+    FailureOr<RematResult> result = rematerialize(step, *parsed, budget);
+    if (failed(result))
+      return signalPassFailure();
+    if (report)
+      printRematReport(llvm::errs(), *result);
+  }
+};
+} // namespace

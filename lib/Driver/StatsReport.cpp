@@ -1,12 +1,14 @@
 //===- StatsReport.cpp - printing `tgc stats` -----------------------------===//
 
 #include "tgc/Driver/StatsReport.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 using namespace tgc;
+using mlir::tg::SavedActivation;
 using mlir::tg::TrainingStats;
 
 namespace {
@@ -46,10 +48,78 @@ std::string humanCount(int64_t n) {
   return withCommas(n);
 }
 
+std::string shapeOf(mlir::Value value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto type = llvm::cast<mlir::ShapedType>(value.getType());
+  llvm::interleave(type.getShape(), os, "x");
+  return text;
+}
+
+std::string layerText(const SavedActivation &a) {
+  return a.layer ? std::to_string(*a.layer) : "-";
+}
+
+void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
+  os << "\nSaved activations (what the backward pass keeps), remat "
+     << r.context.remat << "\n";
+  os << llvm::formatv("  {0,-6}{1,-46}{2,-16}{3,-18}{4,14}  {5}\n", "layer",
+                      "value", "op", "shape", "bytes", "read by");
+  std::optional<int64_t> currentLayer;
+  int64_t layerBytes = 0, totalElements = 0, totalBytes = 0;
+  bool first = true;
+  auto flushLayer = [&] {
+    if (!first && currentLayer)
+      os << llvm::formatv("  {0,-6}{1,-80}{2,14}\n", "", "layer total",
+                          humanBytes(layerBytes));
+  };
+  for (const SavedActivation &a : *r.saved) {
+    if (first || a.layer != currentLayer) {
+      flushLayer();
+      currentLayer = a.layer;
+      layerBytes = 0;
+      first = false;
+    }
+    layerBytes += a.bytes;
+    totalElements += a.elements;
+    totalBytes += a.bytes;
+    std::string readers;
+    llvm::raw_string_ostream rs(readers);
+    llvm::interleave(a.readers, rs, "; ");
+    os << llvm::formatv("  {0,-6}{1,-46}{2,-16}{3,-18}{4,14}  {5}\n",
+                        layerText(a), a.name,
+                        a.value.getDefiningOp()->getName().getStringRef(),
+                        shapeOf(a.value), humanBytes(a.bytes), readers);
+  }
+  flushLayer();
+  os << llvm::formatv("  saved_activation_elements {0} ({1})\n",
+                      withCommas(totalElements), humanBytes(totalBytes));
+}
+
+void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
+  os << "\nRematerialisation sweep (planned peak of intermediates; weights and "
+        "optimizer state not included)\n";
+  os << llvm::formatv("  {0,-22}{1,14}{2,16}{3,20}{4,16}{5,10}\n", "plan",
+                      "budget", "planned peak", "saved activations",
+                      "extra FLOPs", "extra %");
+  for (const RematSweepRow &row : *r.sweep) {
+    std::string budget = row.budgetBytes >= 0 ? humanBytes(row.budgetBytes) : "-";
+    if (!row.feasible) {
+      os << llvm::formatv("  {0,-22}{1,14}  no plan fits\n", row.label, budget);
+      continue;
+    }
+    os << llvm::formatv("  {0,-22}{1,14}{2,16}{3,20}{4,16}{5,9:F1}%\n",
+                        row.label, budget, humanBytes(row.plannedPeak),
+                        humanBytes(row.savedActivationBytes),
+                        humanCount(row.extraFlops), row.extraFlopsPercent);
+  }
+}
+
 } // namespace
 
-void tgc::printStatsTable(llvm::raw_ostream &os, const StatsContext &c,
-                          const TrainingStats &s) {
+void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
+  const StatsContext &c = report.context;
+  const TrainingStats &s = report.stats;
   os << "Model        " << c.input;
   if (!c.modelType.empty())
     os << " (" << c.modelType << "), batch " << c.batchSize << " x seq "
@@ -64,6 +134,9 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsContext &c,
   os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "FLOPs",
                       humanCount(s.forward.flops), humanCount(s.backward.flops),
                       humanCount(s.optimizer.flops));
+  if (s.recompute.flops)
+    os << llvm::formatv("{0,-30}{1,22}   (remat {2})\n", "FLOPs recomputed",
+                        humanCount(s.recompute.flops), c.remat);
   os << "\nMemory\n";
   os << llvm::formatv("  {0,-28}{1,16}\n", "parameters", humanBytes(s.parameterBytes));
   os << llvm::formatv("  {0,-28}{1,16}\n", "gradients", humanBytes(s.parameterBytes));
@@ -72,10 +145,18 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsContext &c,
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
                       humanBytes(s.savedActivationBytes),
                       withCommas(s.savedActivationElements));
+  os << llvm::formatv("  {0,-28}{1,16}   (remat {2}; most live at once {3})\n",
+                      "planned peak", humanBytes(s.plannedPeakBytes), c.remat,
+                      humanBytes(s.maxLiveBytes));
+  if (report.saved)
+    printMemoryTable(os, report);
+  if (report.sweep)
+    printSweepTable(os, report);
 }
 
-void tgc::printStatsJson(llvm::raw_ostream &os, const StatsContext &c,
-                         const TrainingStats &s) {
+void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
+  const StatsContext &c = report.context;
+  const TrainingStats &s = report.stats;
   llvm::json::Object root{
       {"input", c.input},
       {"parameters", s.parameters},
@@ -84,13 +165,52 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsContext &c,
                           {"backward", s.backward.matmulMultiplications}}},
       {"flops", llvm::json::Object{{"forward", s.forward.flops},
                                    {"backward", s.backward.flops},
-                                   {"optimizer", s.optimizer.flops}}},
+                                   {"optimizer", s.optimizer.flops},
+                                   {"recompute", s.recompute.flops}}},
       {"memory", llvm::json::Object{{"parameters", s.parameterBytes},
                                     {"gradients", s.parameterBytes},
                                     {"optimizer_state", s.optimizerStateBytes},
-                                    {"saved_activations", s.savedActivationBytes}}},
+                                    {"saved_activations", s.savedActivationBytes},
+                                    {"peak", s.plannedPeakBytes},
+                                    {"max_live", s.maxLiveBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
+      {"remat", c.remat},
   };
+  if (report.saved) {
+    llvm::json::Array values;
+    for (const SavedActivation &a : *report.saved) {
+      llvm::json::Array readers;
+      for (const std::string &reader : a.readers)
+        readers.push_back(reader);
+      llvm::json::Object value{
+          {"name", a.name},
+          {"op", a.value.getDefiningOp()->getName().getStringRef()},
+          {"shape", shapeOf(a.value)},
+          {"elements", a.elements},
+          {"bytes", a.bytes},
+          {"read_by", std::move(readers)}};
+      if (a.layer)
+        value["layer"] = *a.layer;
+      values.push_back(std::move(value));
+    }
+    root["saved_activations"] = std::move(values);
+  }
+  if (report.sweep) {
+    llvm::json::Array rows;
+    for (const RematSweepRow &row : *report.sweep) {
+      llvm::json::Object o{{"plan", row.label}, {"feasible", row.feasible}};
+      if (row.budgetBytes >= 0)
+        o["budget"] = row.budgetBytes;
+      if (row.feasible) {
+        o["peak"] = row.plannedPeak;
+        o["saved_activations"] = row.savedActivationBytes;
+        o["extra_flops"] = row.extraFlops;
+        o["extra_flops_percent"] = row.extraFlopsPercent;
+      }
+      rows.push_back(std::move(o));
+    }
+    root["remat_sweep"] = std::move(rows);
+  }
   if (!c.modelType.empty()) {
     root["model_type"] = c.modelType;
     root["batch_size"] = c.batchSize;
@@ -99,4 +219,114 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsContext &c,
     root["optimizer"] = c.optimizer;
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+void tgc::writeMemoryTimeline(llvm::raw_ostream &os, mlir::func::FuncOp step) {
+  mlir::tg::MemoryPlan plan = mlir::tg::planMemory(step);
+  llvm::json::Array events;
+  // One "microsecond" per op of the schedule.
+  for (size_t i = 0; i < plan.schedule.size(); ++i) {
+    mlir::Operation *op = plan.schedule[i];
+    std::string name = op->getName().getStringRef().str();
+    events.push_back(llvm::json::Object{
+        {"name", name},
+        {"ph", "X"},
+        {"ts", static_cast<int64_t>(i)},
+        {"dur", 1},
+        {"pid", 1},
+        {"tid", 1},
+        {"args", llvm::json::Object{{"at", mlir::tg::getOpName(op)},
+                                    {"live_bytes", plan.liveBytes[i]}}}});
+    events.push_back(llvm::json::Object{
+        {"name", "live bytes"},
+        {"ph", "C"},
+        {"ts", static_cast<int64_t>(i)},
+        {"pid", 1},
+        {"args", llvm::json::Object{{"bytes", plan.liveBytes[i]}}}});
+  }
+  events.push_back(llvm::json::Object{
+      {"name", "peak " + humanBytes(plan.maxLiveBytes) + " live (arena " +
+                   humanBytes(plan.arenaBytes) + ")"},
+      {"ph", "i"},
+      {"s", "g"},
+      {"ts", plan.peakPosition},
+      {"pid", 1},
+      {"tid", 1}});
+  os << llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{
+                                 {"traceEvents", std::move(events)},
+                                 {"displayTimeUnit", "ns"}}))
+     << "\n";
+}
+
+void tgc::writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report) {
+  const double width = 640, height = 420, left = 70, right = 20, top = 30,
+               bottom = 50;
+  double maxPeak = 1, maxExtra = 1;
+  for (const RematSweepRow &row : *report.sweep)
+    if (row.feasible) {
+      maxPeak = std::max(maxPeak, static_cast<double>(row.plannedPeak));
+      maxExtra = std::max(maxExtra, row.extraFlopsPercent);
+    }
+  maxExtra *= 1.1;
+  auto x = [&](double peak) {
+    return left + (width - left - right) * peak / maxPeak;
+  };
+  auto y = [&](double extra) {
+    return height - bottom - (height - top - bottom) * extra / maxExtra;
+  };
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
+                      "height=\"{1}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+                      width, height);
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << llvm::formatv("<text x=\"{0}\" y=\"18\" font-size=\"13\">tgc remat "
+                      "sweep: {1}</text>\n",
+                      left, report.context.input);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" "
+                      "stroke=\"black\"/>\n",
+                      left, height - bottom, width - right);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+                      "stroke=\"black\"/>\n",
+                      left, top, height - bottom);
+  for (int i = 0; i <= 4; ++i) {
+    double peak = maxPeak * i / 4, extra = maxExtra * i / 4;
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">{2}"
+                        "</text>\n",
+                        x(peak), height - bottom + 15, humanBytes(peak));
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">{2:F1}%"
+                        "</text>\n",
+                        left - 5, y(extra) + 4, extra);
+  }
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">planned "
+                      "peak of intermediates</text>\n",
+                      (left + width - right) / 2, height - 12);
+  os << llvm::formatv("<text transform=\"translate(14,{0}) rotate(-90)\" "
+                      "text-anchor=\"middle\">extra FLOPs (% of the step)"
+                      "</text>\n",
+                      (top + height - bottom) / 2);
+  std::string points;
+  for (const RematSweepRow &row : *report.sweep)
+    if (row.feasible && row.budgetBytes >= 0)
+      points += llvm::formatv("{0:F1},{1:F1} ", x(row.plannedPeak),
+                              y(row.extraFlopsPercent))
+                    .str();
+  os << "<polyline fill=\"none\" stroke=\"steelblue\" stroke-width=\"2\" "
+        "points=\""
+     << points << "\"/>\n";
+  for (const RematSweepRow &row : *report.sweep) {
+    if (!row.feasible)
+      continue;
+    bool named = row.budgetBytes < 0;
+    os << llvm::formatv("<circle cx=\"{0:F1}\" cy=\"{1:F1}\" r=\"{2}\" "
+                        "fill=\"{3}\"><title>{4}: {5}, +{6:F1}% FLOPs</title>"
+                        "</circle>\n",
+                        x(row.plannedPeak), y(row.extraFlopsPercent),
+                        named ? 5 : 3, named ? "darkorange" : "steelblue",
+                        row.label, humanBytes(row.plannedPeak),
+                        row.extraFlopsPercent);
+    if (named)
+      os << llvm::formatv("<text x=\"{0:F1}\" y=\"{1:F1}\">{2}</text>\n",
+                          x(row.plannedPeak) + 7, y(row.extraFlopsPercent) - 6,
+                          row.label);
+  }
+  os << "</svg>\n";
 }

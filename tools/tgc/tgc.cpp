@@ -1,7 +1,7 @@
 //===- tgc.cpp - the tgc compiler driver ----------------------------------===//
 //
 //   tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]
-//   tgc stats MODEL [--json] [training flags]
+//   tgc stats MODEL [--json] [--memory] [--remat-sweep] [training flags]
 //
 // MODEL is a model description (.json, see docs/model-format.md) or tg IR
 // (.mlir). Each --emit level is a longer prefix of one pipeline.
@@ -12,6 +12,7 @@
 
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Remat.h"
 #include "tgc/Driver/Executable.h"
 #include "tgc/Driver/StatsReport.h"
 #include "tgc/Target/CPUTarget.h"
@@ -31,6 +32,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
@@ -89,6 +91,22 @@ cl::opt<Target> target("target", cl::desc("Code generation target"),
 
 cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
                         cl::sub(statsCommand), cl::cat(tgcCategory));
+cl::opt<bool> statsMemory("memory",
+                          cl::desc("List every saved activation: its layer, "
+                                   "size and which backward op reads it"),
+                          cl::sub(statsCommand), cl::cat(tgcCategory));
+cl::opt<std::string> memoryTimeline(
+    "memory-timeline",
+    cl::desc("Write live bytes over the step as a Chrome trace (chrome://tracing, "
+             "ui.perfetto.dev)"),
+    cl::value_desc("file.json"), cl::sub(statsCommand), cl::cat(tgcCategory));
+cl::opt<bool> rematSweep("remat-sweep",
+                         cl::desc("Tabulate budget -> planned peak, saved "
+                                  "activations and extra FLOPs"),
+                         cl::sub(statsCommand), cl::cat(tgcCategory));
+cl::opt<std::string> rematSweepSvg(
+    "remat-sweep-svg", cl::desc("Also draw the sweep (implies --remat-sweep)"),
+    cl::value_desc("file.svg"), cl::sub(statsCommand), cl::cat(tgcCategory));
 
 /// Reports `message` as tgc's error and returns the exit code for it.
 int reportError(const llvm::Twine &message) {
@@ -188,24 +206,111 @@ LogicalResult lower(ModuleOp module, EmitLevel level,
   return buildTrainStep(module, training, level > EmitLevel::Grad);
 }
 
+/// The --remat-sweep rows: budgets from the peak without rematerialisation
+/// down to a tenth of it, and the fixed policies for reference.
+FailureOr<std::vector<RematSweepRow>> sweepRemat(ModuleOp forwardModule,
+                                                 const TrainingConfig &training) {
+  OwningOpRef<ModuleOp> module = forwardModule.clone();
+  TrainingConfig plain = training;
+  plain.remat = "none";
+  plain.memoryBudget.clear();
+  plain.rematReport = false;
+  if (failed(buildTrainStep(*module, plain, /*forCompilation=*/false)))
+    return failure();
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  mlir::tg::TrainingStats base = mlir::tg::computeTrainingStats(step);
+  double stepFlops = static_cast<double>(base.forward.flops + base.backward.flops +
+                                         base.optimizer.flops);
+  std::vector<RematSweepRow> rows;
+  auto run = [&](std::string label, mlir::tg::RematPolicy policy,
+                 mlir::tg::MemoryBudget budget) {
+    RematSweepRow row;
+    row.label = std::move(label);
+    auto copy = llvm::cast<func::FuncOp>(step->clone());
+    // Diagnostics of infeasible budgets are the table's "no plan fits".
+    ScopedDiagnosticHandler quiet(module->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    FailureOr<mlir::tg::RematResult> result =
+        mlir::tg::rematerialize(copy, policy, budget);
+    if (succeeded(result)) {
+      mlir::tg::TrainingStats stats = mlir::tg::computeTrainingStats(copy);
+      row.budgetBytes = result->budgetBytes;
+      row.plannedPeak = stats.plannedPeakBytes;
+      row.savedActivationBytes = stats.savedActivationBytes;
+      row.extraFlops = stats.recompute.flops;
+      row.extraFlopsPercent = 100.0 * row.extraFlops / std::max(1.0, stepFlops);
+    } else {
+      row.feasible = false;
+      row.budgetBytes = budget.bytes;
+    }
+    copy->erase();
+    rows.push_back(std::move(row));
+  };
+  run("none", mlir::tg::RematPolicy::None, {});
+  run("selective", mlir::tg::RematPolicy::Selective, {});
+  bool hasLayers = false;
+  step.walk([&](Operation *op) {
+    hasLayers |= op->hasAttr(mlir::tg::TGDialect::kLayerAttrName);
+  });
+  if (hasLayers)
+    run("layers", mlir::tg::RematPolicy::Layers, {});
+  for (int percent = 100; percent >= 10; percent -= 10) {
+    mlir::tg::MemoryBudget budget;
+    budget.bytes = base.plannedPeakBytes * percent / 100;
+    run(llvm::formatv("budget {0}%", percent).str(), mlir::tg::RematPolicy::Budget,
+        budget);
+  }
+  return rows;
+}
+
 /// `tgc stats`: figures read off the generated train step.
 int printStats(ModuleOp module, const TrainingConfig &training,
-               const StatsContext &context) {
+               StatsContext context) {
+  OwningOpRef<ModuleOp> forwardModule = module.clone();
   if (failed(lower(module, EmitLevel::Grad, training)))
     return reportError(inputFile + ": building the train step failed (see "
                                    "the diagnostics above)");
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  mlir::tg::TrainingStats stats = mlir::tg::computeTrainingStats(step);
-  std::string error;
-  auto output = openOutputFile(outputFile, &error);
-  if (!output)
-    return reportError(outputFile + ": cannot write: " + error);
-  if (statsJson)
-    printStatsJson(output->os(), context, stats);
-  else
-    printStatsTable(output->os(), context, stats);
-  output->keep();
-  return 0;
+  StatsReport report;
+  context.remat = training.remat;
+  if (!training.memoryBudget.empty())
+    context.remat += " " + training.memoryBudget;
+  report.context = context;
+  report.stats = mlir::tg::computeTrainingStats(step);
+  if (statsMemory)
+    report.saved = mlir::tg::collectSavedActivations(step);
+  if (rematSweep || !rematSweepSvg.empty()) {
+    FailureOr<std::vector<RematSweepRow>> rows = sweepRemat(*forwardModule, training);
+    if (failed(rows))
+      return reportError(inputFile + ": building the train step failed");
+    report.sweep = std::move(*rows);
+  }
+  auto writeFile = [&](const std::string &path,
+                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
+    std::string error;
+    auto file = openOutputFile(path, &error);
+    if (!file)
+      return reportError(path + ": cannot write: " + error);
+    write(file->os());
+    file->keep();
+    return 0;
+  };
+  if (!memoryTimeline.empty())
+    if (int rc = writeFile(memoryTimeline, [&](llvm::raw_ostream &os) {
+          writeMemoryTimeline(os, step);
+        }))
+      return rc;
+  if (!rematSweepSvg.empty())
+    if (int rc = writeFile(rematSweepSvg, [&](llvm::raw_ostream &os) {
+          writeRematSweepSvg(os, report);
+        }))
+      return rc;
+  return writeFile(outputFile, [&](llvm::raw_ostream &os) {
+    if (statsJson)
+      printStatsJson(os, report);
+    else
+      printStatsTable(os, report);
+  });
 }
 
 std::string runtimeLibraryPath(const char *argv0) {
@@ -306,7 +411,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "tgc: compiles transformer model descriptions into training steps\n\n"
       "  tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]\n"
-      "  tgc stats MODEL [--json] [training flags]\n\n"
+      "  tgc stats MODEL [--json] [--memory] [--remat-sweep] [training flags]\n\n"
       "MODEL is a model description (.json: a Hugging Face config.json for\n"
       "llama/mistral/gpt2, or a tgc MLP description) or tg IR (.mlir).\n\n"
       "MLIR debugging flags also work (see --help-hidden), e.g.\n"

@@ -7,23 +7,51 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+#include <vector>
+
 namespace tgc {
 
 /// What the report says about where the figures come from.
 struct StatsContext {
   std::string input;
+  std::string remat = "none"; // the policy the figures are for
   std::string modelType; // empty for tg IR input
   int64_t batchSize = 0, seqLen = 0;
   std::string dtype, optimizer;
 };
 
+/// One row of `--remat-sweep`.
+struct RematSweepRow {
+  std::string label;     // "budget 60%", "layers", ...
+  int64_t budgetBytes = -1;
+  bool feasible = true;
+  int64_t plannedPeak = 0, savedActivationBytes = 0, extraFlops = 0;
+  double extraFlopsPercent = 0;
+};
+
+/// Everything `tgc stats` prints.
+struct StatsReport {
+  StatsContext context;
+  mlir::tg::TrainingStats stats;
+  /// With --memory: what the backward pass keeps, and why.
+  std::optional<std::vector<mlir::tg::SavedActivation>> saved;
+  /// With --remat-sweep.
+  std::optional<std::vector<RematSweepRow>> sweep;
+};
+
 /// A human-readable table.
-void printStatsTable(llvm::raw_ostream &os, const StatsContext &context,
-                     const mlir::tg::TrainingStats &stats);
+void printStatsTable(llvm::raw_ostream &os, const StatsReport &report);
 
 /// One JSON object (see docs/stats.md for the keys).
-void printStatsJson(llvm::raw_ostream &os, const StatsContext &context,
-                    const mlir::tg::TrainingStats &stats);
+void printStatsJson(llvm::raw_ostream &os, const StatsReport &report);
+
+/// The live bytes over the step's schedule as a Chrome trace (open it in
+/// chrome://tracing or ui.perfetto.dev), the peak marked.
+void writeMemoryTimeline(llvm::raw_ostream &os, mlir::func::FuncOp step);
+
+/// The sweep as an SVG picture: planned peak against extra FLOPs.
+void writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report);
 
 } // namespace tgc
 

@@ -246,9 +246,10 @@ StepGraph analyzeStep(func::FuncOp step) {
 }
 
 bool isView(Operation *op) { return llvm::isa<ReshapeOp, SliceOp>(op); }
-bool isMatmulClass(Operation *op) {
-  return getOpCost(op).matmulMultiplications > 0;
-}
+/// Projections through weights: never recomputed unless a budget leaves no
+/// other choice. The attention core (scores, softmax, P·V) is not one: like
+/// Megatron's selective recomputation, it is recomputed when that pays.
+bool isMatmulClass(Operation *op) { return llvm::isa<LinearOp, MatmulOp>(op); }
 StringRef annotation(Operation *op) {
   if (auto a = op->getAttrOfType<StringAttr>(TGDialect::kRematAttrName))
     return a.getValue();
@@ -384,6 +385,9 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
   return recompute;
 }
 
+/// Selective: bytes decide, FLOPs only break ties (2^-20 bytes per FLOP).
+constexpr double kSelectiveLambda = 1.0 / (1 << 20);
+
 struct Candidate {
   std::string label;
   llvm::DenseSet<Operation *> recompute;
@@ -443,7 +447,7 @@ std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
     if (recomputed)
       return "cheap to recompute from kept values (min cut)";
     if (isMatmulClass(op))
-      return "matmul-class output: never recomputed";
+      return "matmul output: never recomputed";
     return "recomputing it would keep as many bytes (min cut)";
   case RematPolicy::Budget:
     return (recomputed ? "recomputed" : "kept") + std::string(" by plan '") +
@@ -477,7 +481,7 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     recompute = layerInternalOps(graph);
     break;
   case RematPolicy::Selective:
-    recompute = minCutPlan(graph, 1.0 / 64, /*allowMatmuls=*/false);
+    recompute = minCutPlan(graph, kSelectiveLambda, /*allowMatmuls=*/false);
     break;
   case RematPolicy::Budget: {
     if (!budget.isSet())
@@ -499,16 +503,22 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
       candidates.push_back(std::move(c));
     };
     add("none", {});
-    llvm::DenseSet<Operation *> selective =
-        minCutPlan(graph, 1.0 / 64, /*allowMatmuls=*/false);
-    add("selective", selective);
-    for (int e = -12; e <= 12; ++e) {
+    add("selective", minCutPlan(graph, kSelectiveLambda, /*allowMatmuls=*/false));
+    // The Lagrangian sweep; the plans without matmul recomputation also
+    // combine with per-layer checkpointing below.
+    std::vector<llvm::DenseSet<Operation *>> cheapPlans{
+        {}, minCutPlan(graph, kSelectiveLambda, false)};
+    for (int e = -20; e <= 12; e += 2) {
       double lambda = std::ldexp(1.0, e);
-      for (bool allowMatmuls : {false, true})
+      for (bool allowMatmuls : {false, true}) {
+        llvm::DenseSet<Operation *> plan = minCutPlan(graph, lambda, allowMatmuls);
+        if (!allowMatmuls && !llvm::is_contained(cheapPlans, plan))
+          cheapPlans.push_back(plan);
         add(llvm::formatv("min-cut λ=2^{0}{1}", e,
                           allowMatmuls ? " (matmuls allowed)" : "")
                 .str(),
-            minCutPlan(graph, lambda, allowMatmuls));
+            std::move(plan));
+      }
     }
     if (hasLayers) {
       int64_t numLayers = 0;
@@ -516,13 +526,14 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
         numLayers = std::max(numLayers, layerOf(op).value_or(-1) + 1);
       for (int64_t k = 1; k <= numLayers; ++k) {
         llvm::DenseSet<Operation *> checkpointed = layerInternalOps(graph, k);
-        add(llvm::formatv("layers 0-{0} checkpointed", k - 1).str(), checkpointed);
-        llvm::DenseSet<Operation *> mixed = selective;
-        for (Operation *op : checkpointed)
-          mixed.insert(op);
-        add(llvm::formatv("layers 0-{0} checkpointed, selective elsewhere", k - 1)
-                .str(),
-            mixed);
+        for (auto [i, cheap] : llvm::enumerate(cheapPlans)) {
+          llvm::DenseSet<Operation *> mixed = cheap;
+          for (Operation *op : checkpointed)
+            mixed.insert(op);
+          add(llvm::formatv("layers 0-{0} checkpointed + cut #{1}", k - 1, i)
+                  .str(),
+              std::move(mixed));
+        }
       }
     }
     result.candidatesEvaluated = candidates.size();

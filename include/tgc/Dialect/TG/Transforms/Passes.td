@@ -103,9 +103,11 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     * `layers`: activation checkpointing per transformer layer (ops tagged
       `tg.layer` by the front end): keep each layer's input, recompute the
       rest of the layer in the backward pass — about one extra forward pass.
-    * `selective`: keep matmul-class outputs (matmul, linear, attention) and
-      recompute the cheap ops (elementwise, norms, RoPE, reshapes) where that
-      keeps fewer bytes — a minimum cut with matmuls pinned.
+    * `selective`: keep the outputs of weight matmuls (`tg.linear`,
+      `tg.matmul`) and recompute the rest (elementwise ops, norms, RoPE,
+      reshapes, the attention core as in Megatron's selective
+      recomputation) where that keeps fewer bytes — a minimum cut with the
+      matmuls pinned.
     * `budget` (needs `memory-budget`): the fewest extra FLOPs whose planned
       peak of the whole step fits the budget. Candidates are the minimum cuts
       of `bytes kept + λ·FLOPs recomputed` for λ from 2^-12 to 2^12 bytes per

@@ -33,14 +33,13 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     opt.returnGradients = options.returnGradients;
     pm.addPass(mlir::tg::createTGOptimizerPass(opt));
   }
-  // Last on the tg graph: CSE would merge recomputed clones back.
-  if (options.remat != "none" || options.rematReport) {
-    mlir::tg::TGRematPassOptions remat;
-    remat.policy = options.remat;
-    remat.memoryBudget = options.memoryBudget;
-    remat.report = options.rematReport;
-    pm.addPass(mlir::tg::createTGRematPass(remat));
-  }
+  // Last on the tg graph: CSE would merge recomputed clones back. Runs with
+  // policy none too, for the ops users annotated with tg.remat.
+  mlir::tg::TGRematPassOptions remat;
+  remat.policy = options.remat;
+  remat.memoryBudget = options.memoryBudget;
+  remat.report = options.rematReport;
+  pm.addPass(mlir::tg::createTGRematPass(remat));
 }
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,

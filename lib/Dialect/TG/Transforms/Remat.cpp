@@ -475,7 +475,8 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     break;
   case RematPolicy::Layers:
     if (!hasLayers)
-      return step.emitError(
+      return mlir::emitError(
+          step.getLoc(),
           "tg-remat: --remat=layers needs ops tagged with their layer "
           "(tg.layer), as the model-file front end produces");
     recompute = layerInternalOps(graph);
@@ -485,7 +486,8 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     break;
   case RematPolicy::Budget: {
     if (!budget.isSet())
-      return step.emitError("tg-remat: --remat=budget needs a memory budget");
+      return mlir::emitError(step.getLoc(),
+                             "tg-remat: --remat=budget needs a memory budget");
     int64_t bytes = budget.bytes >= 0
                         ? budget.bytes
                         : static_cast<int64_t>(budget.fraction *
@@ -556,7 +558,8 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
       for (const Candidate &c : candidates)
         if (c.peak < smallest->peak)
           smallest = &c;
-      return step.emitError("tg-remat: no plan fits the memory budget of ")
+      return mlir::emitError(step.getLoc(),
+                             "tg-remat: no plan fits the memory budget of ")
              << humanBytes(bytes) << " (" << bytes
              << " bytes): the smallest planned peak is "
              << humanBytes(smallest->peak) << " (" << smallest->peak
@@ -631,7 +634,7 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
   void runOnOperation() override {
     std::optional<RematPolicy> parsed = parseRematPolicy(policy);
     if (!parsed) {
-      getOperation().emitError("tg-remat: unknown policy '")
+      mlir::emitError(getOperation().getLoc(), "tg-remat: unknown policy '")
           << policy << "' (expected none, layers, selective or budget)";
       return signalPassFailure();
     }
@@ -639,14 +642,14 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
     if (!memoryBudget.empty()) {
       llvm::Expected<MemoryBudget> b = parseMemoryBudget(memoryBudget);
       if (!b) {
-        getOperation().emitError("tg-remat: ") << llvm::toString(b.takeError());
+        mlir::emitError(getOperation().getLoc(), "tg-remat: ") << llvm::toString(b.takeError());
         return signalPassFailure();
       }
       budget = *b;
     }
     auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
     if (!step) {
-      getOperation().emitError("tg-remat: no function @") << trainStepName;
+      mlir::emitError(getOperation().getLoc(), "tg-remat: no function @") << trainStepName;
       return signalPassFailure();
     }
     FailureOr<RematResult> result = rematerialize(step, *parsed, budget);

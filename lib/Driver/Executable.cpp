@@ -136,6 +136,40 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
   return buffers;
 }
 
+bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
+  using namespace mlir;
+  Block &body = step.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+  auto ret = body.getTerminator();
+  bool any = false;
+  for (unsigned r = 0; r < step.getNumResults(); ++r) {
+    for (StringRef role : {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName}) {
+      auto name = step.getResultAttrOfType<StringAttr>(r, role);
+      if (!name)
+        continue;
+      Operation *update = ret->getOperand(r).getDefiningOp();
+      if (!update || !llvm::isa<tg::SGDUpdateOp, tg::SGDMomentumUpdateOp,
+                                tg::AdamWUpdateOp>(update))
+        return false;
+      // The old value: the argument with the same name.
+      BlockArgument old;
+      for (BlockArgument arg : step.getArguments())
+        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) == name)
+          old = arg;
+      if (!old)
+        return false;
+      for (Operation *user : old.getUsers())
+        if (position.lookup(body.findAncestorOpInBlock(*user)) > position.lookup(update))
+          return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,
                             llvm::StringRef source) {
   ModelSummary s;
@@ -194,7 +228,8 @@ std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
      << "  " << s.batchSize << ", " << s.seqLen << ", " << s.vocabSize << ", "
      << s.numFeatures << ", " << s.steps << ",\n"
      << "  " << llvm::formatv("{0:e16}", s.lr) << ", " << s.seed << "ull,\n"
-     << "  " << buffers.size() << ", buffers,\n};\n";
+     << "  " << buffers.size() << ", buffers,\n"
+     << "  " << s.arenaBytes << ", " << (s.updateInPlace ? 1 : 0) << ",\n};\n";
   return out;
 }
 

@@ -70,13 +70,18 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createCanonicalizerPass());
-  // Matmuls: cache and register tiles, vector FMAs; the rest: loops.
+  // Matmuls: cache and register tiles, vector FMAs; the rest: loops. Before
+  // the arena: hoisting the accumulators out of the reduction loop needs
+  // buffers that are visibly distinct allocations.
   pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Intermediates live in one static arena; what remains (buffers inside
+  // loops) is freed by the deallocation pipeline.
+  pm.addPass(mlir::tg::createTGCPlanBuffersPass());
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
   VectorTransferToSCFOptions vectorToSCF;
   vectorToSCF.enableFullUnroll(true);
   pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
@@ -85,6 +90,7 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(mlir::tg::createTGCLowerArenaAllocsPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -148,6 +148,7 @@ struct Buffer {
   void *data;
   int64_t numel;
   size_t bytes;
+  bool shared = false; // data belongs to another buffer (in-place update)
 };
 
 int64_t numelOf(const tgc_buffer_info &b) {
@@ -251,10 +252,15 @@ int main(int argc, char **argv) {
     b.info = &info;
     b.numel = numelOf(info);
     b.bytes = b.numel * dtypeBytes(info.dtype);
-    b.data = std::aligned_alloc(64, std::max<size_t>(64, (b.bytes + 63) / 64 * 64));
-    if (!b.data)
-      die("out of memory allocating '" + std::string(info.name) + "'");
-    std::memset(b.data, 0, b.bytes);
+    // Updated in place: shares its input's buffer (below).
+    bool sharesInput = m.update_in_place &&
+                       (info.role == TGC_NEW_PARAM || info.role == TGC_NEW_STATE);
+    if (!sharesInput) {
+      b.data = std::aligned_alloc(64, std::max<size_t>(64, (b.bytes + 63) / 64 * 64));
+      if (!b.data)
+        die("out of memory allocating '" + std::string(info.name) + "'");
+      std::memset(b.data, 0, b.bytes);
+    }
     pointers[i] = b.data;
     std::string name = info.name;
     switch (info.role) {
@@ -283,6 +289,20 @@ int main(int argc, char **argv) {
   for (int i : params)
     if (buffers[i].info->dtype != TGC_F32)
       die("only f32 parameters are supported by this runtime");
+  // The compiled step updates parameters and state in place when it can:
+  // one copy of each instead of two.
+  bool inPlace = m.update_in_place != 0;
+  if (inPlace) {
+    auto share = [&](int from, int to) {
+      buffers[to].data = buffers[from].data;
+      buffers[to].shared = true;
+      pointers[to] = buffers[to].data;
+    };
+    for (size_t k = 0; k < params.size(); ++k)
+      share(params[k], newParams[k]);
+    for (size_t k = 0; k < states.size(); ++k)
+      share(states[k], newStates[k]);
+  }
 
   // Weights: --resume, --init or the family's initialisation.
   int64_t firstStep = 0;
@@ -383,18 +403,36 @@ int main(int argc, char **argv) {
                  kProgram, m.model_type, (long long)B, (long long)S, (long long)steps,
                  (long long)firstStep, lm ? tokens.description.c_str() : table.description.c_str());
 
-  auto runStep = [&](int64_t step) {
+  auto runStep = [&](int64_t step, void **args) {
     *static_cast<float *>(buffers[lrBuf].data) = static_cast<float>(lr);
     *static_cast<float *>(buffers[stepBuf].data) = static_cast<float>(step + 1);
-    tgc_train_step(pointers.data());
+    tgc_train_step(args);
   };
-  // Evaluation runs the step without keeping its update.
+  // Evaluation runs the step without keeping its update: with in-place
+  // updates, into scratch buffers (allocated on the first evaluation).
+  std::vector<void *> evalPointers;
+  std::vector<void *> scratch;
   auto evaluate = [&]() {
+    evalPointers = pointers;
+    if (inPlace) {
+      std::vector<int> updated(newParams);
+      updated.insert(updated.end(), newStates.begin(), newStates.end());
+      for (size_t k = 0; k < updated.size(); ++k) {
+        int i = updated[k];
+        if (scratch.size() <= k) {
+          void *p = std::aligned_alloc(64, std::max<size_t>(64, (buffers[i].bytes + 63) / 64 * 64));
+          if (!p)
+            die("out of memory allocating evaluation buffers");
+          scratch.push_back(p);
+        }
+        evalPointers[i] = scratch[k];
+      }
+    }
     double total = 0;
     int batches = 4;
     for (int k = 0; k < batches; ++k) {
       fillBatch(k, true);
-      runStep(0);
+      runStep(0, evalPointers.data());
       total += *static_cast<float *>(buffers[lossBuf].data);
     }
     return total / batches;
@@ -407,7 +445,7 @@ int main(int argc, char **argv) {
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
     fillBatch(step, false);
     auto t0 = std::chrono::steady_clock::now();
-    runStep(step);
+    runStep(step, pointers.data());
     auto t1 = std::chrono::steady_clock::now();
     double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times.push_back(ms);
@@ -433,10 +471,12 @@ int main(int argc, char **argv) {
       pointers[a] = buffers[a].data;
       pointers[b] = buffers[b].data;
     };
-    for (size_t k = 0; k < params.size(); ++k)
-      swapBuffers(params[k], newParams[k]);
-    for (size_t k = 0; k < states.size(); ++k)
-      swapBuffers(states[k], newStates[k]);
+    if (!inPlace) {
+      for (size_t k = 0; k < params.size(); ++k)
+        swapBuffers(params[k], newParams[k]);
+      for (size_t k = 0; k < states.size(); ++k)
+        swapBuffers(states[k], newStates[k]);
+    }
 
     int64_t done = step - firstStep + 1;
     double tokPerS = tokensPerStep / (ms / 1000.0);
@@ -491,11 +531,15 @@ int main(int argc, char **argv) {
     mean /= times.size();
     std::fprintf(stderr,
                  "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, final loss %.4f, "
-                 "peak RSS %.1f MiB\n",
+                 "peak RSS %.1f MiB (planned arena %.1f MiB)\n",
                  times.size(), mean, sorted[sorted.size() / 2],
-                 tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, peakRssMiB());
+                 tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, peakRssMiB(),
+                 tgc_model.arena_bytes / (1024.0 * 1024.0));
   }
   for (Buffer &b : buffers)
-    std::free(b.data);
+    if (!b.shared)
+      std::free(b.data);
+  for (void *p : scratch)
+    std::free(p);
   return 0;
 }

@@ -347,6 +347,7 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
   if (!buffers)
     return reportError(inputFile + ": " + llvm::toString(buffers.takeError()));
   ModelSummary summary = summarize(config, training, inputFile);
+  summary.updateInPlace = canUpdateInPlace(step);
   if (level == EmitLevel::Header)
     return writeOutput([&](llvm::raw_ostream &os) { os << generateHeader(*buffers, summary); });
 
@@ -356,6 +357,8 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
                          b.name + "' is not f32); use --dtype=f32");
   if (failed(lowerTrainStep(module, level >= EmitLevel::LLVMMLIR)))
     return failedCompile();
+  if (auto arena = module->getAttrOfType<IntegerAttr>("tgc.arena_bytes"))
+    summary.arenaBytes = arena.getInt();
   if (level <= EmitLevel::LLVMMLIR)
     return writeOutput([&](llvm::raw_ostream &os) { module.print(os); });
 

@@ -40,6 +40,42 @@ def TGCEmitCEntryPass : Pass<"tgc-emit-c-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TGCPlanBuffersPass : Pass<"tgc-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Plans the bufferized step's buffers into one static arena";
+  let description = [{
+    Runs after bufferization (results already out-parameters) and the
+    matmul schedule, before buffer deallocation. Every `memref.alloc` in a
+    function's entry block with a static shape and identity layout gets a
+    live range: from the alloc to the last top-level op that uses it or any
+    value derived from it (views, casts, the results of ops whose regions
+    use it). Offsets come from the same greedy-by-size assignment as the tg
+    memory planner (`assignArenaOffsets`, 64-byte alignment), so buffers
+    whose ranges are disjoint share memory. Each planned alloc gets
+    `tgc.arena_offset`; the arena's size is the module attribute
+    `tgc.arena_bytes`. Allocs inside loops, dynamic shapes and buffers that
+    escape stay on the heap. `tgc-lower-arena-allocs` lowers the plan.
+  }];
+}
+
+def TGCLowerArenaAllocsPass : Pass<"tgc-lower-arena-allocs", "::mlir::ModuleOp"> {
+  let summary = "Lowers planned allocs to the arena allocator, deallocs to its release";
+  let description = [{
+    Before `finalize-memref-to-llvm`: a `memref.alloc` with
+    `tgc.arena_offset = N` becomes `tgc_arena_alloc(N)`, every
+    `memref.dealloc` becomes `tgc_arena_release(ptr)` (a no-op inside the
+    arena, `free` outside), and the module defines
+    `const int64_t tgc_arena_bytes`. The two functions are declared like
+    `malloc` and `free` (a `noalias` result; effects on inaccessible memory
+    and, for release, on the argument), so LLVM keeps treating every buffer
+    as its own object — views of one global arena would make every pair of
+    buffers may-alias and cost the loops their vectorisation — while the
+    call order (alloc after the release of whatever shared its bytes) keeps
+    reuse correct, exactly as with `malloc` reusing freed memory. The
+    runtime (`lib/Runtime/Arena.cpp`) maps `tgc_arena_bytes` once per run.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
   let summary = "Tiles and vectorises every bufferized linalg.matmul for the CPU";
   let description = [{

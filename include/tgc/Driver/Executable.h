@@ -27,7 +27,17 @@ struct ModelSummary {
   int64_t batchSize = 1, seqLen = 1, vocabSize = 0, numFeatures = 0, steps = 100;
   double lr = 1e-3;
   uint64_t seed = 0;
+  /// Planned arena of the compiled step's intermediates.
+  int64_t arenaBytes = 0;
+  /// New parameters and state may be written over the old ones.
+  bool updateInPlace = false;
 };
+
+/// Whether the step may write each new parameter and optimizer state over
+/// its input: every new value comes from an optimizer update op, and no op
+/// after that update reads the old value. (The update lowerings read and
+/// write each element at the same index.)
+bool canUpdateInPlace(mlir::func::FuncOp trainStep);
 
 /// The buffers of `trainStep` (a tg function after tg-optimizer) in call
 /// order: arguments, then results (which become out-parameters). Parameter

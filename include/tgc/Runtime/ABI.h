@@ -65,6 +65,9 @@ typedef struct {
   uint64_t seed;
   int32_t num_buffers;
   const tgc_buffer_info *buffers;
+  int64_t arena_bytes;    /* the static arena of intermediates (tgc-plan-buffers) */
+  int32_t update_in_place; /* 1: each new parameter/state may share its input's
+                              buffer (the step reads nothing it has updated) */
 } tgc_model_info;
 
 extern const tgc_model_info tgc_model;

@@ -1,0 +1,226 @@
+//===- PlanBuffers.cpp - one static arena for the step's buffers ----------===//
+//
+// The bufferized counterpart of the tg memory planner (MemoryPlan.h): live
+// ranges over the entry block and greedy-by-size offsets; the planned allocs
+// then lower to a malloc-like arena allocator. See the pass descriptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
+
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGCPLANBUFFERSPASS
+#define GEN_PASS_DEF_TGCLOWERARENAALLOCSPASS
+#include "tgc/Conversion/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kArenaOffsetAttrName = "tgc.arena_offset";
+
+struct PlannedAlloc {
+  memref::AllocOp alloc;
+  tg::ArenaBlock block;
+};
+
+/// The last top-level position that reads or writes `alloc` or a value
+/// derived from it; nullopt when it escapes the function.
+std::optional<int64_t>
+lastUse(memref::AllocOp alloc, Block &body,
+        const llvm::DenseMap<Operation *, int64_t> &position) {
+  int64_t last = position.lookup(alloc);
+  SmallVector<Value> worklist{alloc.getResult()};
+  llvm::DenseSet<Value> seen{alloc.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top || llvm::isa<func::ReturnOp>(top))
+        return std::nullopt;
+      last = std::max(last, position.lookup(top));
+      // Views, casts and whatever a region yields alias the buffer.
+      for (Value result : top->getResults())
+        if (llvm::isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+          worklist.push_back(result);
+    }
+  }
+  return last;
+}
+
+struct TGCPlanBuffersPass
+    : tg::impl::TGCPlanBuffersPassBase<TGCPlanBuffersPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t total = 0;
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (!func.isExternal())
+        total = std::max(total, plan(func));
+    module->setAttr("tgc.arena_bytes",
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
+  }
+
+  int64_t plan(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    llvm::DenseMap<Operation *, int64_t> position;
+    int64_t index = 0;
+    for (Operation &op : body)
+      position[&op] = index++;
+
+    std::vector<PlannedAlloc> allocs;
+    for (auto alloc : body.getOps<memref::AllocOp>()) {
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getMemorySpace() || !alloc.getSymbolOperands().empty())
+        continue;
+      std::optional<int64_t> end = lastUse(alloc, body, position);
+      if (!end)
+        continue;
+      PlannedAlloc planned{alloc, {}};
+      planned.block.bytes = tg::getValueBytes(alloc.getResult());
+      planned.block.start = position.lookup(alloc);
+      planned.block.end = *end;
+      allocs.push_back(planned);
+    }
+    if (allocs.empty())
+      return 0;
+
+    std::vector<tg::ArenaBlock> blocks;
+    for (const PlannedAlloc &a : allocs)
+      blocks.push_back(a.block);
+    int64_t arenaBytes = tg::assignArenaOffsets(blocks, /*alignment=*/64);
+
+    OpBuilder b(func);
+    for (auto [planned, block] : llvm::zip(allocs, blocks))
+      planned.alloc->setAttr(kArenaOffsetAttrName, b.getI64IntegerAttr(block.offset));
+    func->setAttr("tgc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+    return arenaBytes;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Lowering the plan
+//===----------------------------------------------------------------------===//
+
+constexpr llvm::StringLiteral kArenaAllocFn = "tgc_arena_alloc";
+constexpr llvm::StringLiteral kArenaReleaseFn = "tgc_arena_release";
+
+struct ArenaAllocLowering : ConvertOpToLLVMPattern<memref::AllocOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(memref::AllocOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto offset = op->getAttrOfType<IntegerAttr>(kArenaOffsetAttrName);
+    if (!offset)
+      return failure();
+    Location loc = op.getLoc();
+    Value bytes = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
+                                           offset.getInt());
+    auto call = LLVM::CallOp::create(rewriter, loc, getVoidPtrType(),
+                                     kArenaAllocFn, ValueRange{bytes});
+    Value descriptor = MemRefDescriptor::fromStaticShape(
+        rewriter, loc, *getTypeConverter(), op.getType(), call.getResult());
+    rewriter.replaceOp(op, descriptor);
+    return success();
+  }
+};
+
+struct ArenaReleaseLowering : ConvertOpToLLVMPattern<memref::DeallocOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(memref::DeallocOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!llvm::isa<MemRefType>(op.getMemref().getType()))
+      return failure();
+    MemRefDescriptor descriptor(adaptor.getMemref());
+    Value pointer = descriptor.allocatedPtr(rewriter, op.getLoc());
+    LLVM::CallOp::create(rewriter, op.getLoc(), TypeRange(), kArenaReleaseFn,
+                         ValueRange{pointer});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TGCLowerArenaAllocsPass
+    : tg::impl::TGCLowerArenaAllocsPassBase<TGCLowerArenaAllocsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    auto arena = module->getAttrOfType<IntegerAttr>("tgc.arena_bytes");
+    bool planned = false;
+    module.walk([&](memref::AllocOp op) {
+      planned |= op->hasAttr(kArenaOffsetAttrName);
+    });
+    if (!planned)
+      return;
+    declareRuntime(module, arena ? arena.getInt() : 0);
+
+    LLVMTypeConverter converter(context);
+    RewritePatternSet patterns(context);
+    patterns.add<ArenaAllocLowering, ArenaReleaseLowering>(converter);
+    ConversionTarget target(*context);
+    target.addLegalDialect<LLVM::LLVMDialect>();
+    target.addLegalOp<UnrealizedConversionCastOp>();
+    target.addDynamicallyLegalOp<memref::AllocOp>(
+        [](memref::AllocOp op) { return !op->hasAttr(kArenaOffsetAttrName); });
+    target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
+      return !llvm::isa<MemRefType>(op.getMemref().getType());
+    });
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    // An unranked dealloc would reach free() with an arena pointer.
+    WalkResult unranked = module.walk([&](memref::DeallocOp op) {
+      op.emitError("tgc-lower-arena-allocs: cannot release an unranked buffer");
+      return WalkResult::interrupt();
+    });
+    if (unranked.wasInterrupted())
+      signalPassFailure();
+  }
+
+  /// `malloc`/`free`-like declarations and the arena's size.
+  void declareRuntime(ModuleOp module, int64_t arenaBytes) {
+    MLIRContext *context = module.getContext();
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    Location loc = module.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(context);
+    auto none = LLVM::ModRefInfo::NoModRef, rw = LLVM::ModRefInfo::ModRef;
+    if (!module.lookupSymbol(kArenaAllocFn)) {
+      auto alloc = LLVM::LLVMFuncOp::create(
+          b, loc, kArenaAllocFn,
+          LLVM::LLVMFunctionType::get(ptr, {b.getI64Type()}));
+      alloc.setResAttrsAttr(b.getArrayAttr(b.getDictionaryAttr(
+          b.getNamedAttr(LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()))));
+      alloc.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
+          context, {none, none, rw, none, none, none}));
+      alloc.setNoUnwind(true);
+      alloc.setWillReturn(true);
+    }
+    if (!module.lookupSymbol(kArenaReleaseFn)) {
+      auto release = LLVM::LLVMFuncOp::create(
+          b, loc, kArenaReleaseFn,
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context), {ptr}));
+      release.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
+          context, {none, rw, rw, none, none, none}));
+      release.setNoUnwind(true);
+      release.setWillReturn(true);
+    }
+    if (!module.lookupSymbol("tgc_arena_bytes"))
+      LLVM::GlobalOp::create(b, loc, b.getI64Type(), /*isConstant=*/true,
+                             LLVM::Linkage::External, "tgc_arena_bytes",
+                             b.getI64IntegerAttr(arenaBytes));
+  }
+};
+
+} // namespace

@@ -1,0 +1,63 @@
+// The static arena plan on a hand-checkable function. Live ranges (top-level
+// positions) and sizes rounded up to 64 B:
+//   %a [0,4] 448 B (its subview is read at 4)   %b [2,6] 64 B
+//   %c [5,8] 832 B                              %d [7,9] 448 B
+// Largest first: %c at 0; %a at 0 (dead before %c is born); %d overlaps %c
+// so it goes to 832; %b overlaps %a and %c: 832 too (dead before %d).
+// Arena: 832 + 448 = 1280 bytes.
+// RUN: tgc-opt %s --tgc-plan-buffers | FileCheck %s
+// RUN: tgc-opt %s --tgc-plan-buffers --tgc-lower-arena-allocs | FileCheck %s --check-prefix=LOWER
+
+// CHECK: module attributes {tgc.arena_bytes = 1280 : i64}
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: tgc.arena_bytes = 1280 : i64
+// CHECK: %[[A:.*]] = memref.alloc() {tgc.arena_offset = 0 : i64} : memref<100xf32>
+// CHECK: %[[B:.*]] = memref.alloc() {tgc.arena_offset = 832 : i64} : memref<16xf32>
+// CHECK: %[[C:.*]] = memref.alloc() {tgc.arena_offset = 0 : i64} : memref<200xf32>
+// CHECK: %[[D:.*]] = memref.alloc() {tgc.arena_offset = 832 : i64} : memref<100xf32>
+// Inside a loop: stays on the heap.
+// CHECK: scf.for
+// CHECK-NEXT: memref.alloc() : memref<4xf32>
+// Returned: escapes, stays on the heap.
+// CHECK-LABEL: func.func @escapes
+// CHECK: memref.alloc() : memref<8xf32>
+
+// LOWER: llvm.func @tgc_arena_alloc(i64) -> (!llvm.ptr {llvm.noalias})
+// LOWER-SAME: inaccessibleMem = readwrite
+// LOWER: llvm.func @tgc_arena_release(!llvm.ptr)
+// LOWER-SAME: argMem = readwrite
+// LOWER: llvm.mlir.global external constant @tgc_arena_bytes(1280 : i64)
+// LOWER-LABEL: func.func @step
+// LOWER: %[[OFF:.*]] = llvm.mlir.constant(832 : i64) : i64
+// LOWER: llvm.call @tgc_arena_alloc(%[[OFF]]) : (i64) -> !llvm.ptr
+// LOWER: llvm.call @tgc_arena_release
+// LOWER-LABEL: func.func @escapes
+// LOWER: memref.alloc() : memref<8xf32>
+
+func.func @step(%in: memref<100xf32>, %out: memref<100xf32>) {
+  %a = memref.alloc() : memref<100xf32>
+  memref.copy %in, %a : memref<100xf32> to memref<100xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %sa = memref.subview %a[0] [16] [1] : memref<100xf32> to memref<16xf32, strided<[1]>>
+  memref.copy %sa, %b : memref<16xf32, strided<[1]>> to memref<16xf32>
+  %c = memref.alloc() : memref<200xf32>
+  %sc = memref.subview %c[0] [16] [1] : memref<200xf32> to memref<16xf32, strided<[1]>>
+  memref.copy %b, %sc : memref<16xf32> to memref<16xf32, strided<[1]>>
+  %d = memref.alloc() : memref<100xf32>
+  %sc2 = memref.subview %c[0] [100] [1] : memref<200xf32> to memref<100xf32, strided<[1]>>
+  memref.copy %sc2, %d : memref<100xf32, strided<[1]>> to memref<100xf32>
+  memref.copy %d, %out : memref<100xf32> to memref<100xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    %e = memref.alloc() : memref<4xf32>
+    memref.dealloc %e : memref<4xf32>
+  }
+  return
+}
+
+func.func @escapes() -> memref<8xf32> {
+  %r = memref.alloc() : memref<8xf32>
+  return %r : memref<8xf32>
+}

@@ -406,6 +406,8 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Pass names for --mlir-print-ir-after=<pass> and friends.
+  registerAllPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();

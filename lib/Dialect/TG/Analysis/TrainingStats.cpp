@@ -193,15 +193,27 @@ mlir::tg::collectSavedActivations(func::FuncOp step) {
       continue;
     for (Value result : op.getResults()) {
       SavedActivation a;
-      for (Operation *user : result.getUsers()) {
-        if (forward.contains(user) || user == ret)
-          continue;
-        std::string reader = (user->getName().getStringRef() + " of " +
-                              getOpName(user))
-                                 .str();
-        if (!llvm::is_contained(a.readers, reader))
-          a.readers.push_back(reader);
-      }
+      // Reverse-graph readers; through reshapes to the op that computes.
+      std::function<void(Value)> addReaders = [&](Value v) {
+        for (Operation *user : v.getUsers()) {
+          if (forward.contains(user) || user == ret)
+            continue;
+          if (llvm::isa<ReshapeOp>(user)) {
+            addReaders(user->getResult(0));
+            continue;
+          }
+          std::string what = user->getName().getStringRef().str();
+          if (auto matmul = llvm::dyn_cast<MatmulOp>(user))
+            what = matmul.getTransposeLhs() ? "weight gradient (tg.matmul)"
+                                            : "input gradient (tg.matmul)";
+          if (user->hasAttr(TGDialect::kRecomputedAttrName))
+            what = "recomputed " + what;
+          std::string reader = what + " of " + getOpName(user);
+          if (!llvm::is_contained(a.readers, reader))
+            a.readers.push_back(reader);
+        }
+      };
+      addReaders(result);
       if (a.readers.empty())
         continue;
       a.value = result;

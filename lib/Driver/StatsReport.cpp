@@ -94,6 +94,10 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
   flushLayer();
   os << llvm::formatv("  saved_activation_elements {0} ({1})\n",
                       withCommas(totalElements), humanBytes(totalBytes));
+  if (r.compiledArenaBytes)
+    os << llvm::formatv("  compiled arena {0} (tgc-plan-buffers on the bufferized "
+                        "step the executable runs; its gradients are outputs)\n",
+                        humanBytes(*r.compiledArenaBytes));
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
@@ -194,6 +198,9 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
       values.push_back(std::move(value));
     }
     root["saved_activations"] = std::move(values);
+    if (report.compiledArenaBytes)
+      if (auto *memory = root.getObject("memory"))
+        (*memory)["compiled_arena"] = *report.compiledArenaBytes;
   }
   if (report.sweep) {
     llvm::json::Array rows;

@@ -53,8 +53,8 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createCanonicalizerPass());
 }
 
-void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
-                                    const CPULoweringOptions &options) {
+void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
+                                 const CPULoweringOptions &options) {
   using namespace mlir;
   // No linalg-fuse-elementwise-ops here: its reshape-propagation patterns
   // rewrite the named matmuls (fed through reshapes) into higher-rank generic
@@ -79,6 +79,12 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   // Intermediates live in one static arena; what remains (buffers inside
   // loops) is freed by the deallocation pipeline.
   pm.addPass(mlir::tg::createTGCPlanBuffersPass());
+}
+
+void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
+                                    const CPULoweringOptions &options) {
+  using namespace mlir;
+  buildBufferizePipeline(pm, options);
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());

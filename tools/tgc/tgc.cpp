@@ -263,6 +263,25 @@ FailureOr<std::vector<RematSweepRow>> sweepRemat(ModuleOp forwardModule,
   return rows;
 }
 
+/// The arena the compiled executable would plan (tgc-plan-buffers), from a
+/// copy of the forward module.
+FailureOr<int64_t> compiledArenaBytes(ModuleOp forwardModule,
+                                      const TrainingConfig &training) {
+  OwningOpRef<ModuleOp> module = forwardModule.clone();
+  TrainingConfig quiet = training;
+  quiet.rematReport = false;
+  if (failed(buildTrainStep(*module, quiet, /*forCompilation=*/true)))
+    return failure();
+  PassManager pm(module->getContext());
+  CPULoweringOptions options;
+  buildTGToLinalgPipeline(pm, options);
+  buildBufferizePipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return failure();
+  auto arena = (*module)->getAttrOfType<IntegerAttr>("tgc.arena_bytes");
+  return arena ? arena.getInt() : 0;
+}
+
 /// `tgc stats`: figures read off the generated train step.
 int printStats(ModuleOp module, const TrainingConfig &training,
                StatsContext context) {
@@ -277,8 +296,14 @@ int printStats(ModuleOp module, const TrainingConfig &training,
     context.remat += " " + training.memoryBudget;
   report.context = context;
   report.stats = mlir::tg::computeTrainingStats(step);
-  if (statsMemory)
+  if (statsMemory) {
     report.saved = mlir::tg::collectSavedActivations(step);
+    FailureOr<int64_t> arena = compiledArenaBytes(*forwardModule, training);
+    if (failed(arena))
+      return reportError(inputFile + ": lowering the train step failed (see "
+                                     "the diagnostics above)");
+    report.compiledArenaBytes = *arena;
+  }
   if (rematSweep || !rematSweepSvg.empty()) {
     FailureOr<std::vector<RematSweepRow>> rows = sweepRemat(*forwardModule, training);
     if (failed(rows))

@@ -36,6 +36,8 @@ struct StatsReport {
   mlir::tg::TrainingStats stats;
   /// With --memory: what the backward pass keeps, and why.
   std::optional<std::vector<mlir::tg::SavedActivation>> saved;
+  /// With --memory: the arena the compiled step plans (tgc-plan-buffers).
+  std::optional<int64_t> compiledArenaBytes;
   /// With --remat-sweep.
   std::optional<std::vector<RematSweepRow>> sweep;
 };

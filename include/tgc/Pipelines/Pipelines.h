@@ -71,6 +71,10 @@ struct CPULoweringOptions : public mlir::PassPipelineOptions<CPULoweringOptions>
 /// Up to linalg on tensors (the --emit=linalg level).
 void buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                              const CPULoweringOptions &options);
+/// Linalg on tensors → bufferized, scheduled matmuls, planned arena (the
+/// module attribute tgc.arena_bytes); the first part of the next pipeline.
+void buildBufferizePipeline(mlir::OpPassManager &pm,
+                            const CPULoweringOptions &options);
 /// The rest, linalg on tensors → LLVM dialect.
 void buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
                                const CPULoweringOptions &options);

@@ -365,7 +365,9 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
     StringRef a = annotation(op);
     bool mayRecompute =
         a == "recompute" || (a != "save" && (allowMatmuls || !isMatmulClass(op)));
-    bool mayKeep = a != "recompute" && !isView(op);
+    // A view is free to recompute, so keep its operand instead (unless the
+    // user pinned the view itself).
+    bool mayKeep = a != "recompute" && (!isView(op) || a == "save");
     cut.addEdge(in(i), out(i), mayKeep ? resultBytes(op) : kInfinite);
     double charge = lambda * static_cast<double>(getOpCost(op).flops);
     cut.addEdge(source, in(i),

@@ -76,6 +76,23 @@ def TGCLowerArenaAllocsPass : Pass<"tgc-lower-arena-allocs", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp"> {
+  let summary = "Moves each top-level loop nest of the step into its own function";
+  let description = [{
+    On loops over memrefs (after `convert-linalg-to-loops`): every top-level
+    `scf.for` without results in a public function's body becomes a call of
+    a private function `@<fn>_nest<i>` (marked `tgc.outlined`, kept out of
+    line in LLVM). Constants and views (subviews, reshapes, casts) it uses
+    are cloned into it, so it takes the root buffers as identity-layout
+    memrefs. LLVM's loop passes cost time superlinear in the size of one
+    function (SCEV walks the chain of dominating blocks for every guard);
+    a train step is hundreds of loop nests in a row, so this turns a minute
+    of `IndVarSimplify` into seconds. Nests that would capture a memref with
+    a non-identity layout or a dynamic shape stay in place.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
 def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
   let summary = "Tiles and vectorises every bufferized linalg.matmul for the CPU";
   let description = [{

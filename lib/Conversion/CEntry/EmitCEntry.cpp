@@ -25,6 +25,14 @@ struct TGCEmitCEntryPass : tg::impl::TGCEmitCEntryPassBase<TGCEmitCEntryPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Outlined loop nests stay functions of their own (see
+    // tgc-outline-loop-nests); inlining them back would undo it.
+    module.walk([](LLVM::LLVMFuncOp func) {
+      if (func->hasAttr("tgc.outlined")) {
+        func.setNoInline(true);
+        func.setLinkage(LLVM::Linkage::Internal);
+      }
+    });
     for (const std::string &name : functions) {
       auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
       if (!callee) {

@@ -1,0 +1,161 @@
+//===- OutlineLoops.cpp - one function per top-level loop nest ------------===//
+//
+// See the pass description: keeps LLVM's per-function loop analyses linear
+// in the number of loop nests of a train step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Conversion/Passes.h"
+
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGCOUTLINELOOPNESTSPASS
+#include "tgc/Conversion/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+
+namespace {
+
+/// Ops cheaper to clone into the outlined function than to pass: constants
+/// and views (whose layouts the bare-pointer convention cannot pass).
+bool isClonable(Operation *op) {
+  return op->hasTrait<OpTrait::ConstantLike>() ||
+         llvm::isa<memref::SubViewOp, memref::ExpandShapeOp,
+                   memref::CollapseShapeOp, memref::CastOp,
+                   memref::ReinterpretCastOp, memref::ViewOp>(op);
+}
+
+/// Clones the clonable producers of values `region` uses from above into its
+/// entry block, until only roots are left.
+void sinkClonableProducers(Region &region) {
+  Block &entry = region.front();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(region, above);
+    for (Value value : above) {
+      Operation *def = value.getDefiningOp();
+      if (!def || !isClonable(def))
+        continue;
+      OpBuilder b(&entry, entry.begin());
+      Operation *clone = b.clone(*def);
+      for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
+        replaceAllUsesInRegionWith(from, to, region);
+      changed = true;
+    }
+  }
+}
+
+/// A value the outlined function can take as an argument.
+bool isPassable(Value value) {
+  auto memref = llvm::dyn_cast<MemRefType>(value.getType());
+  if (!memref)
+    return value.getType().isIntOrIndexOrFloat();
+  return memref.hasStaticShape() && memref.getLayout().isIdentity();
+}
+
+/// Which storage `value` (an argument of the outlined function) lives in:
+/// an alloc is its own, a global's is the global; an argument of the step shares storage with the
+/// arguments of the same tg.param / tg.state name (the runtime may update
+/// parameters and optimizer state in place) and with nothing else. Null
+/// when unknown.
+const void *storageOf(Value value, func::FuncOp step) {
+  if (Operation *def = value.getDefiningOp()) {
+    if (llvm::isa<memref::AllocOp>(def))
+      return def;
+    // Globals (e.g. RoPE tables): one storage per symbol.
+    if (auto global = llvm::dyn_cast<memref::GetGlobalOp>(def))
+      return global.getNameAttr().getAsOpaquePointer();
+    return nullptr;
+  }
+  auto arg = llvm::dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner()->getParentOp() != step)
+    return nullptr;
+  for (StringRef role : {"tg.param", "tg.state"})
+    if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role))
+      return name.getAsOpaquePointer();
+  return arg.getAsOpaquePointer();
+}
+
+/// Marks the outlined function's memref arguments `llvm.noalias` when each
+/// lives in storage no other argument shares: distinct allocs, or distinct
+/// buffers of the caller (allocs live at the same time never overlap in the
+/// arena plan).
+void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
+  SmallVector<const void *> storage;
+  for (Value operand : call.getOperands()) {
+    if (!llvm::isa<MemRefType>(operand.getType())) {
+      storage.push_back(nullptr);
+      continue;
+    }
+    const void *s = storageOf(operand, step);
+    if (!s)
+      return; // something unknown might alias the rest
+    storage.push_back(s);
+  }
+  for (auto [i, s] : llvm::enumerate(storage))
+    if (s && llvm::count(storage, s) == 1)
+      outlined.setArgAttr(i, "llvm.noalias", UnitAttr::get(step.getContext()));
+}
+
+struct TGCOutlineLoopNestsPass
+    : tg::impl::TGCOutlineLoopNestsPassBase<TGCOutlineLoopNestsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    IRRewriter rewriter(&getContext());
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isExternal() || func.isPrivate())
+        continue;
+      int index = 0;
+      SmallVector<scf::ForOp> nests;
+      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
+        if (loop.getNumResults() == 0)
+          nests.push_back(loop);
+      for (scf::ForOp loop : nests)
+        if (failed(outline(rewriter, func, loop, index)))
+          return signalPassFailure();
+    }
+  }
+
+  LogicalResult outline(IRRewriter &rewriter, func::FuncOp func,
+                        scf::ForOp loop, int &index) {
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    auto region = scf::ExecuteRegionOp::create(rewriter, loc, TypeRange());
+    Block *block = rewriter.createBlock(&region.getRegion());
+    rewriter.setInsertionPointToEnd(block);
+    auto yield = scf::YieldOp::create(rewriter, loc);
+    rewriter.moveOpBefore(loop, yield);
+    sinkClonableProducers(region.getRegion());
+
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(region.getRegion(), captured);
+    if (!llvm::all_of(captured, isPassable)) {
+      // Back in place; the sunk clones are harmless.
+      rewriter.inlineBlockBefore(block, region);
+      rewriter.eraseOp(yield);
+      rewriter.eraseOp(region);
+      return success();
+    }
+    func::CallOp call;
+    std::string name = (func.getName() + "_nest" + llvm::Twine(index++)).str();
+    FailureOr<func::FuncOp> outlined = outlineSingleBlockRegion(
+        rewriter, loc, region.getRegion(), name, &call);
+    if (failed(outlined))
+      return region.emitError("tgc-outline-loop-nests: cannot outline this loop nest");
+    outlined->setPrivate();
+    markNoAlias(*outlined, call, func);
+    (*outlined)->setAttr("tgc.outlined", rewriter.getUnitAttr());
+    // The region now only calls the function: replace it by the call.
+    rewriter.moveOpBefore(call, region);
+    rewriter.eraseOp(region);
+    return success();
+  }
+};
+
+} // namespace

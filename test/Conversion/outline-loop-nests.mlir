@@ -1,0 +1,41 @@
+// Each top-level loop nest becomes a private function of its own; constants
+// and views are cloned in, so it takes root buffers. Arguments get
+// llvm.noalias only when no other argument can share their storage: a
+// parameter and its updated value (same tg.param name) may be one buffer.
+// RUN: tgc-opt %s --tgc-outline-loop-nests | FileCheck %s
+
+// Distinct storage: both noalias; the subview is cloned in.
+// CHECK-LABEL: func.func private @step_nest0(%{{[^:]*}}: memref<32xf32> {llvm.noalias}, %{{[^:]*}}: memref<16xf32> {llvm.noalias})
+// CHECK-SAME: attributes {tgc.outlined}
+// CHECK: memref.subview
+
+// The parameter and its new value may alias: neither is noalias.
+// CHECK-LABEL: func.func private @step_nest1(%{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>)
+// CHECK-SAME: attributes {tgc.outlined}
+
+// CHECK-LABEL: func.func @step
+// CHECK: %[[T:.*]] = memref.alloc() : memref<16xf32>
+// CHECK-NOT: scf.for
+// CHECK: call @step_nest0(%arg0, %[[T]])
+// CHECK-NEXT: call @step_nest1(%arg1, %arg2)
+// CHECK-NEXT: return
+func.func @step(%x: memref<32xf32>,
+                %w: memref<16xf32> {tg.param = "w"},
+                %w_new: memref<16xf32> {tg.param = "w"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %t = memref.alloc() : memref<16xf32>
+  %head = memref.subview %x[0] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1]>>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %head[%i] : memref<16xf32, strided<[1]>>
+    memref.store %v, %t[%i] : memref<16xf32>
+  }
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %w[%i] : memref<16xf32>
+    %two = arith.constant 2.0 : f32
+    %u = arith.mulf %v, %two : f32
+    memref.store %u, %w_new[%i] : memref<16xf32>
+  }
+  return
+}

@@ -14,6 +14,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -28,33 +29,46 @@ void tgc::registerCPUTranslations(mlir::DialectRegistry &registry) {
 }
 
 namespace {
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(const std::string &cpu,
+                                                     std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
-  std::string features;
-  for (auto &feature : llvm::sys::getHostCPUFeatures())
-    features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  std::string name, features;
+  if (cpu.empty() || cpu == "native") {
+    name = llvm::sys::getHostCPUName().str();
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  } else {
+    std::unique_ptr<llvm::MCSubtargetInfo> info(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (!info || !info->isCPUStringValid(cpu)) {
+      error = "--mcpu: unknown CPU '" + cpu + "' for " + triple.str() +
+              " (e.g. native, x86-64-v3, skylake-avx512, znver4)";
+      return nullptr;
+    }
+    name = cpu;
+  }
   llvm::TargetOptions options;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, options,
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, name, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
 }
 } // namespace
 
 std::unique_ptr<llvm::Module>
 tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
-                          std::string &error) {
+                          const std::string &cpu, std::string &error) {
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
     return nullptr;
   }
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(error);
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
   if (!tm)
     return nullptr;
   llvmModule->setTargetTriple(tm->getTargetTriple());
@@ -87,8 +101,9 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
 }
 
 bool tgc::emitCode(llvm::Module &module, CodeFileType type,
-                   llvm::raw_pwrite_stream &os, std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(error);
+                   const std::string &cpu, llvm::raw_pwrite_stream &os,
+                   std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
   if (!tm)
     return false;
   llvm::legacy::PassManager pm;

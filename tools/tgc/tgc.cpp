@@ -89,6 +89,12 @@ cl::opt<Target> target("target", cl::desc("Code generation target"),
                        cl::values(clEnumValN(Target::CPU, "cpu",
                                              "the host CPU (default)")));
 
+cl::opt<std::string> targetCPU(
+    "mcpu",
+    cl::desc("CPU to generate code for: native (default: this machine) or an "
+             "LLVM CPU name such as x86-64-v3"),
+    cl::value_desc("cpu"), cl::init("native"), cl::cat(tgcCategory));
+
 cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
                         cl::sub(statsCommand), cl::cat(tgcCategory));
 cl::opt<bool> statsMemory("memory",
@@ -389,7 +395,7 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
 
   llvm::LLVMContext llvmContext;
   std::string error;
-  std::unique_ptr<llvm::Module> llvmModule = translateAndOptimize(module, llvmContext, error);
+  std::unique_ptr<llvm::Module> llvmModule = translateAndOptimize(module, llvmContext, targetCPU, error);
   if (!llvmModule)
     return reportError(inputFile + ": " + error);
   if (level == EmitLevel::LLVM)
@@ -401,7 +407,7 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
       return reportError(outputFile + ": cannot write: " + error);
     if (!emitCode(*llvmModule,
                   level == EmitLevel::Obj ? CodeFileType::Object : CodeFileType::Assembly,
-                  output->os(), error))
+                  targetCPU, output->os(), error))
       return reportError(error);
     output->keep();
     return 0;
@@ -416,7 +422,7 @@ int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
     return reportError("cannot create a temporary object file: " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (!emitCode(*llvmModule, CodeFileType::Object, os, error))
+    if (!emitCode(*llvmModule, CodeFileType::Object, targetCPU, os, error))
       return reportError(error);
   }
   llvm::Error linked = linkExecutable(objectPath, *buffers, summary,

@@ -92,6 +92,8 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   vectorToSCF.enableFullUnroll(true);
   pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Arithmetic instead of scalar libm calls: the loops vectorise.
+  pm.addPass(mlir::tg::createTGCExpandMathPass());
   // One function per loop nest keeps LLVM's loop passes linear.
   pm.addPass(mlir::tg::createTGCOutlineLoopNestsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

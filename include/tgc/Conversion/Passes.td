@@ -93,6 +93,19 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }
 
+def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
+  let summary = "Polynomial approximations of exp, log, tanh and erf";
+  let description = [{
+    Rewrites f32 `math.exp`, `math.expm1`, `math.log`, `math.log1p`,
+    `math.tanh` and `math.erf` into MLIR's polynomial approximations
+    (plain arithmetic, a few ULP), so LLVM vectorises the loops around them
+    (softmax, SiLU, cross-entropy, GELU) instead of calling scalar libm
+    functions once per element.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
   let summary = "Tiles and vectorises every bufferized linalg.matmul for the CPU";
   let description = [{

@@ -67,7 +67,8 @@ def run(tgc, model, steps):
     fixed = (base["memory"]["parameters"] * 2 + base["memory"]["optimizer_state"]) / MIB
     print(f"\n{os.path.basename(model)} executables ({steps} steps; weights + gradients + "
           f"optimizer state = {fixed:.1f} MiB)")
-    print(f"  {'plan':<14}{'ms/step':>9}{'RSS MiB':>9}{'arena MiB':>11}{'RSS-fixed':>11}{'ratio':>7}")
+    print(f"  {'plan':<14}{'ms/step':>9}{'RSS MiB':>9}{'arena MiB':>11}{'RSS-fixed':>11}{'ratio':>7}"
+          f"{'step adds':>11}{'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, flags in [("none", []), ("selective", ["--remat=selective"]),
                             ("budget 60%", ["--memory-budget=60%"]), ("layers", ["--remat=layers"])]:
@@ -80,9 +81,13 @@ def run(tgc, model, steps):
                                  env=dict(os.environ, OMP_NUM_THREADS="1"))
             times = [json.loads(l)["ms"] for l in open(log) if '"ms"' in l][2:]
             rss = int(re.search(r"maxrss_kb=(\d+)", out.stderr).group(1)) / 1024
+            before = float(re.search(r"\(([0-9.]+) MiB before the first step", out.stderr).group(1))
             arena = float(re.search(r"planned arena ([0-9.]+) MiB", out.stderr).group(1))
+            # RSS-fixed: minus weights, gradients and state; step adds: what
+            # the steps add to the process (program and data excluded too).
             print(f"  {name:<14}{statistics.median(times):>9.1f}{rss:>9.1f}{arena:>11.1f}"
-                  f"{rss - fixed:>11.1f}{(rss - fixed) / arena:>7.2f}")
+                  f"{rss - fixed:>11.1f}{(rss - fixed) / arena:>7.2f}"
+                  f"{rss - before:>11.1f}{(rss - before) / arena:>7.2f}")
 
 
 def main():

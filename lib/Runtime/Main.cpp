@@ -439,6 +439,8 @@ int main(int argc, char **argv) {
   };
 
   std::vector<double> times;
+  // Weights, state, data and the program: what the steps add is the plan's.
+  double rssBeforeStepsMiB = peakRssMiB();
   double lastLoss = NAN;
   int64_t tokensPerStep = B * S;
   int64_t every = std::max<int64_t>(1, steps / 20);
@@ -531,10 +533,10 @@ int main(int argc, char **argv) {
     mean /= times.size();
     std::fprintf(stderr,
                  "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, final loss %.4f, "
-                 "peak RSS %.1f MiB (planned arena %.1f MiB)\n",
+                 "peak RSS %.1f MiB (%.1f MiB before the first step; planned arena %.1f MiB)\n",
                  times.size(), mean, sorted[sorted.size() / 2],
                  tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, peakRssMiB(),
-                 tgc_model.arena_bytes / (1024.0 * 1024.0));
+                 rssBeforeStepsMiB, tgc_model.arena_bytes / (1024.0 * 1024.0));
   }
   for (Buffer &b : buffers)
     if (!b.shared)

@@ -89,9 +89,9 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
   LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos + x[i]·sin
-    // with angle s·theta^(−2i/D). cos and sin are tabulated once per
-    // (position, column) — computed in f64 as the reference does — and read
-    // by every batch row and head.
+    // with angle s·theta^(−2i/D). cos and sin are constant tables of
+    // (position, column), computed here in f64 as the reference does, then
+    // rounded to the element type; every batch row and head reads them.
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     int64_t S = type.getDimSize(1), D = type.getDimSize(3), half = D / 2;
@@ -100,27 +100,24 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     Type elt = type.getElementType();
     MLIRContext *ctx = getContext();
     auto tableType = RankedTensorType::get({S, D}, elt);
-    auto table = [&](bool sine) {
-      Value init = tensor::EmptyOp::create(rewriter, loc, tableType.getShape(), elt);
-      return generic(rewriter, loc, {}, {}, init, AffineMap::getMultiDimIdentityMap(2, ctx),
-                     iterators(2), [&](OpBuilder &b, Location l, ValueRange) -> Value {
-                       Type f64 = b.getF64Type();
-                       auto toF64 = [&](Value idx) {
-                         Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), idx);
-                         return arith::SIToFPOp::create(b, l, f64, i64);
-                       };
-                       Value s = linalg::IndexOp::create(b, l, 0);
-                       Value i = linalg::IndexOp::create(b, l, 1);
-                       Value pair = arith::RemUIOp::create(b, l, i, arith::ConstantIndexOp::create(b, l, half));
-                       // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
-                       Value exponent = mulF(b, l, toF64(pair),
-                                             constantFloat(b, l, f64, -2.0 * std::log(theta) / D));
-                       Value angle = mulF(b, l, mulF(b, l, toF64(s), math::ExpOp::create(b, l, exponent)),
-                                          constantFloat(b, l, f64, sign));
-                       Value v = sine ? math::SinOp::create(b, l, angle).getResult()
-                                      : math::CosOp::create(b, l, angle).getResult();
-                       return castFloat(b, l, v, elt);
-                     });
+    const llvm::fltSemantics &semantics = llvm::cast<FloatType>(elt).getFloatSemantics();
+    auto table = [&](bool sine) -> Value {
+      SmallVector<APFloat> values;
+      values.reserve(S * D);
+      double scale = -2.0 * std::log(theta) / D;
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t i = 0; i < D; ++i) {
+          // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
+          double exponent = static_cast<double>(i % half) * scale;
+          double angle = static_cast<double>(s) * std::exp(exponent);
+          angle = angle * sign;
+          APFloat v(sine ? std::sin(angle) : std::cos(angle));
+          bool lost;
+          v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+          values.push_back(v);
+        }
+      return arith::ConstantOp::create(rewriter, loc,
+                                       DenseElementsAttr::get(tableType, values));
     };
     Value cosT = table(false), sinT = table(true);
     Value input = adaptor.getInput();

@@ -67,7 +67,7 @@ def main():
                       f"{ratio:>8.2f}{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M",
                       flush=True)
     print("ratio = tgc / torch median ms per step (lower is better); RSS = peak resident set."
-          " tgc executables are single-threaded so far.")
+          " tgc runs its matmuls on --threads / OMP_NUM_THREADS threads.")
 
 
 if __name__ == "__main__":

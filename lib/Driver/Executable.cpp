@@ -270,8 +270,8 @@ llvm::Error tgc::linkExecutable(llvm::StringRef objectFile,
                                    "' (install clang-22, or set TGC_CXX)");
   std::string include = "-I" + dir.str().str();
   llvm::SmallVector<llvm::StringRef> args{*program, "-O2", "-x", "c", info, "-x", "none",
-                                          include, objectFile, runtimeLibrary, "-lm",
-                                          "-o", output};
+                                          include, objectFile, runtimeLibrary, "-lomp",
+                                          "-lm", "-o", output};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &message);
   llvm::sys::fs::remove_directories(dir);

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -76,6 +77,7 @@ void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createForallToParallelLoopPass());
   // Intermediates live in one static arena; what remains (buffers inside
   // loops) is freed by the deallocation pipeline.
   pm.addPass(mlir::tg::createTGCPlanBuffersPass());
@@ -96,6 +98,12 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::tg::createTGCExpandMathPass());
   // One function per loop nest keeps LLVM's loop passes linear.
   pm.addPass(mlir::tg::createTGCOutlineLoopNestsPass());
+  // The matmuls' output tiles (scf.parallel) run on OpenMP threads
+  // (OMP_NUM_THREADS).
+  pm.addPass(createConvertSCFToOpenMPPass());
+  // Inlines the alloca scopes it adds (nothing is stack-allocated in them):
+  // scf-to-cf cannot leave multi-block regions inside one.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -111,6 +119,7 @@ void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   mlir::tg::TGCEmitCEntryPassOptions entry;
   entry.functions = {options.function};

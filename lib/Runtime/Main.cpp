@@ -44,6 +44,7 @@ struct Options {
   double lr = -1;
   DataOrder order = DataOrder::Sequential;
   int64_t evalEvery = 0;
+  int64_t threads = 0; // 0: OpenMP's default (OMP_NUM_THREADS or every core)
   bool quiet = false;
 };
 
@@ -68,6 +69,7 @@ void usage() {
       "  --eval-every N         every N steps, report the loss on held-out data (the last\n"
       "                         10%% of the data)\n"
       "  --log FILE             one JSON object per step (step, loss, grad_norm, ms, tokens_per_s)\n"
+      "  --threads N            threads of the matmuls (default: OMP_NUM_THREADS, or every core)\n"
       "  --quiet                no progress output\n"
       "  --help                 this text\n",
       kProgram, tgc_model.model_type, (long long)tgc_model.batch_size,
@@ -122,6 +124,7 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--seed") { o.seed = parseInt(arg, next(), 0); o.seedGiven = true; }
     else if (arg == "--lr") o.lr = parsePositive(arg, next());
     else if (arg == "--eval-every") o.evalEvery = parseInt(arg, next(), 1);
+    else if (arg == "--threads") o.threads = parseInt(arg, next(), 1);
     else if (arg == "--quiet") o.quiet = true;
     else if (arg == "--data-order") {
       std::string v = next();
@@ -222,12 +225,17 @@ double peakRssMiB() {
 
 } // namespace
 
+// libomp (linked into every executable) runs the matmuls' parallel tiles.
+extern "C" void omp_set_num_threads(int);
+
 int main(int argc, char **argv) {
   if (argc > 0) {
     const char *slash = std::strrchr(argv[0], '/');
     kProgram = slash ? slash + 1 : argv[0];
   }
   Options opt = parseOptions(argc, argv);
+  if (opt.threads > 0)
+    omp_set_num_threads(static_cast<int>(opt.threads));
   // The compiled step allocates its intermediates afresh each call: keep
   // freed blocks in the heap instead of returning them to the kernel, so
   // later steps reuse mapped pages instead of faulting them in again.

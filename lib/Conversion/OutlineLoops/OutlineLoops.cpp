@@ -113,9 +113,17 @@ struct TGCOutlineLoopNestsPass
         continue;
       int index = 0;
       SmallVector<scf::ForOp> nests;
-      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
-        if (loop.getNumResults() == 0)
-          nests.push_back(loop);
+      auto collect = [&](Block &block) {
+        for (auto loop : block.getOps<scf::ForOp>())
+          if (loop.getNumResults() == 0)
+            nests.push_back(loop);
+      };
+      collect(func.getBody().front());
+      // The body of each parallel loop too (a matmul's tile: OpenMP's
+      // outlined region would otherwise hide from LLVM which buffers are
+      // distinct).
+      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>())
+        collect(*parallel.getBody());
       for (scf::ForOp loop : nests)
         if (failed(outline(rewriter, func, loop, index)))
           return signalPassFailure();

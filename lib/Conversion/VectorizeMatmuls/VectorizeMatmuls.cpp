@@ -71,14 +71,19 @@ std::string scheduleFor(const std::map<std::string, Tiles> &configs) {
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", \"linalg.batch_matmul\"]} "
         "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "  %a_{0}, %la_{0}:{7} = transform.structured.tile_using_for %mm_{0} tile_sizes "
-        "[{8}{2}, {3}, {4}] : (!transform.any_op) -> (!transform.any_op, {9})\n"
+        // Output tiles in parallel (scf.forall → OpenMP), then the K cache
+        // tile and the register tile, sequential inside each.
+        "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} tile_sizes "
+        "[{8}{2}, {3}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+        "  %a_{0}, %la_{0} = transform.structured.tile_using_for %p_{0} tile_sizes "
+        "[{10}0, 0, {4}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
         "  %b_{0}, %lb_{0}:{7} = transform.structured.tile_using_for %a_{0} tile_sizes "
         "[{8}{5}, {6}, 1] : (!transform.any_op) -> (!transform.any_op, {9})\n"
         "  transform.structured.vectorize %b_{0} : !transform.any_op\n",
         key, kScheduleAttr, t.mt, t.nt, t.kt, t.mr, t.nr, t.batched ? 4 : 3, b,
         t.batched ? "!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op"
-                  : "!transform.any_op, !transform.any_op, !transform.any_op");
+                  : "!transform.any_op, !transform.any_op, !transform.any_op",
+        t.batched ? "0, " : "");
   }
   os << R"mlir(
   %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op

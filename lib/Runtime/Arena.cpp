@@ -8,12 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Runtime/ABI.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 extern "C" {
-extern const int64_t tgc_arena_bytes;
 
 namespace {
 char *arenaBase = nullptr;

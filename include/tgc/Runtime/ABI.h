@@ -10,7 +10,13 @@
  * (64-byte alignment recommended). Roles, in order: parameters, optimizer
  * state, inputs (data, then the 0-d f32 `lr` and 1-based `step`), then the
  * outputs the step writes: `loss`, `grad_norm`, the new parameters, the new
- * optimizer state and the gradients. Output buffers must not alias inputs.
+ * optimizer state and the gradients. Output buffers must not alias inputs,
+ * except that when tgc_model.update_in_place is 1 each new parameter and new
+ * state may be the very buffer of its input (updated in place).
+ *
+ * The object also calls tgc_arena_alloc / tgc_arena_release (declared
+ * below; libtgc_runtime.a provides them) for its planned intermediates, and
+ * runs its matmuls on OpenMP threads: link with -lomp.
  */
 #ifndef TGC_RUNTIME_ABI_H
 #define TGC_RUNTIME_ABI_H
@@ -73,6 +79,13 @@ typedef struct {
 extern const tgc_model_info tgc_model;
 
 void tgc_train_step(void **buffers);
+
+/* The arena of intermediates, tgc_arena_bytes long: tgc_arena_alloc returns
+ * base + offset of a 64-byte-aligned block (allocated once), and
+ * tgc_arena_release frees pointers outside it (heap buffers). */
+extern const int64_t tgc_arena_bytes;
+void *tgc_arena_alloc(int64_t offset);
+void tgc_arena_release(void *pointer);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include "llvm/Support/JSON.h"
 
 using namespace tgc;
+using mlir::tg::formatBytes;
 using mlir::tg::SavedActivation;
 using mlir::tg::TrainingStats;
 
@@ -24,17 +25,6 @@ std::string withCommas(int64_t n) {
     ++count;
   }
   return out;
-}
-
-std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
 }
 
 std::string humanCount(int64_t n) {
@@ -71,7 +61,7 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
   auto flushLayer = [&] {
     if (!first && currentLayer)
       os << llvm::formatv("  {0,-6}{1,-80}{2,14}\n", "", "layer total",
-                          humanBytes(layerBytes));
+                          formatBytes(layerBytes));
   };
   for (const SavedActivation &a : *r.saved) {
     if (first || a.layer != currentLayer) {
@@ -89,15 +79,15 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
     os << llvm::formatv("  {0,-6}{1,-46}{2,-16}{3,-18}{4,14}  {5}\n",
                         layerText(a), a.name,
                         a.value.getDefiningOp()->getName().getStringRef(),
-                        shapeOf(a.value), humanBytes(a.bytes), readers);
+                        shapeOf(a.value), formatBytes(a.bytes), readers);
   }
   flushLayer();
   os << llvm::formatv("  saved_activation_elements {0} ({1})\n",
-                      withCommas(totalElements), humanBytes(totalBytes));
+                      withCommas(totalElements), formatBytes(totalBytes));
   if (r.compiledArenaBytes)
     os << llvm::formatv("  compiled arena {0} (tgc-plan-buffers on the bufferized "
                         "step the executable runs; its gradients are outputs)\n",
-                        humanBytes(*r.compiledArenaBytes));
+                        formatBytes(*r.compiledArenaBytes));
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
@@ -107,14 +97,14 @@ void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
                       "budget", "planned peak", "saved activations",
                       "extra FLOPs", "extra %");
   for (const RematSweepRow &row : *r.sweep) {
-    std::string budget = row.budgetBytes >= 0 ? humanBytes(row.budgetBytes) : "-";
+    std::string budget = row.budgetBytes >= 0 ? formatBytes(row.budgetBytes) : "-";
     if (!row.feasible) {
       os << llvm::formatv("  {0,-22}{1,14}  no plan fits\n", row.label, budget);
       continue;
     }
     os << llvm::formatv("  {0,-22}{1,14}{2,16}{3,20}{4,16}{5,9:F1}%\n",
-                        row.label, budget, humanBytes(row.plannedPeak),
-                        humanBytes(row.savedActivationBytes),
+                        row.label, budget, formatBytes(row.plannedPeak),
+                        formatBytes(row.savedActivationBytes),
                         humanCount(row.extraFlops), row.extraFlopsPercent);
   }
 }
@@ -142,16 +132,16 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
     os << llvm::formatv("{0,-30}{1,22}   (remat {2})\n", "FLOPs recomputed",
                         humanCount(s.recompute.flops), c.remat);
   os << "\nMemory\n";
-  os << llvm::formatv("  {0,-28}{1,16}\n", "parameters", humanBytes(s.parameterBytes));
-  os << llvm::formatv("  {0,-28}{1,16}\n", "gradients", humanBytes(s.parameterBytes));
+  os << llvm::formatv("  {0,-28}{1,16}\n", "parameters", formatBytes(s.parameterBytes));
+  os << llvm::formatv("  {0,-28}{1,16}\n", "gradients", formatBytes(s.parameterBytes));
   os << llvm::formatv("  {0,-28}{1,16}\n", "optimizer state",
-                      humanBytes(s.optimizerStateBytes));
+                      formatBytes(s.optimizerStateBytes));
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
-                      humanBytes(s.savedActivationBytes),
+                      formatBytes(s.savedActivationBytes),
                       withCommas(s.savedActivationElements));
   os << llvm::formatv("  {0,-28}{1,16}   (remat {2}; most live at once {3})\n",
-                      "planned peak", humanBytes(s.plannedPeakBytes), c.remat,
-                      humanBytes(s.maxLiveBytes));
+                      "planned peak", formatBytes(s.plannedPeakBytes), c.remat,
+                      formatBytes(s.maxLiveBytes));
   if (report.saved)
     printMemoryTable(os, report);
   if (report.sweep)
@@ -252,8 +242,8 @@ void tgc::writeMemoryTimeline(llvm::raw_ostream &os, mlir::func::FuncOp step) {
         {"args", llvm::json::Object{{"bytes", plan.liveBytes[i]}}}});
   }
   events.push_back(llvm::json::Object{
-      {"name", "peak " + humanBytes(plan.maxLiveBytes) + " live (arena " +
-                   humanBytes(plan.arenaBytes) + ")"},
+      {"name", "peak " + formatBytes(plan.maxLiveBytes) + " live (arena " +
+                   formatBytes(plan.arenaBytes) + ")"},
       {"ph", "i"},
       {"s", "g"},
       {"ts", plan.peakPosition},
@@ -298,7 +288,7 @@ void tgc::writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report) {
     double peak = maxPeak * i / 4, extra = maxExtra * i / 4;
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">{2}"
                         "</text>\n",
-                        x(peak), height - bottom + 15, humanBytes(peak));
+                        x(peak), height - bottom + 15, formatBytes(peak));
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">{2:F1}%"
                         "</text>\n",
                         left - 5, y(extra) + 4, extra);
@@ -328,7 +318,7 @@ void tgc::writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report) {
                         "</circle>\n",
                         x(row.plannedPeak), y(row.extraFlopsPercent),
                         named ? 5 : 3, named ? "darkorange" : "steelblue",
-                        row.label, humanBytes(row.plannedPeak),
+                        row.label, formatBytes(row.plannedPeak),
                         row.extraFlopsPercent);
     if (named)
       os << llvm::formatv("<text x=\"{0:F1}\" y=\"{1:F1}\">{2}</text>\n",

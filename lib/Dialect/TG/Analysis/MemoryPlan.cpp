@@ -4,6 +4,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -18,6 +19,17 @@ int64_t mlir::tg::getValueBytes(Value value) {
     return 0;
   int64_t bits = shaped.getElementTypeBitWidth();
   return shaped.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+std::string mlir::tg::formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
 }
 
 int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,

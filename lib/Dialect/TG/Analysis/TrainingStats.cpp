@@ -118,13 +118,7 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
     }
   }
 
-  // The forward graph: everything the loss (result #0) depends on.
-  auto ret = llvm::cast<func::ReturnOp>(step.getBody().front().getTerminator());
-  llvm::SetVector<Operation *> forward;
-  BackwardSliceOptions options;
-  options.inclusive = true;
-  if (Operation *lossOp = ret.getOperand(0).getDefiningOp())
-    (void)getBackwardSlice(lossOp, &forward, options);
+  llvm::SetVector<Operation *> forward = getForwardOps(step);
 
   // Clipping scales the gradients for the optimizer: count it there.
   llvm::DenseSet<Operation *> optimizerOps;
@@ -164,6 +158,18 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
   return stats;
 }
 
+llvm::SetVector<Operation *> mlir::tg::getForwardOps(func::FuncOp step) {
+  llvm::SetVector<Operation *> forward;
+  Operation *ret = step.getBody().front().getTerminator();
+  if (ret->getNumOperands())
+    if (Operation *lossOp = ret->getOperand(0).getDefiningOp()) {
+      BackwardSliceOptions options;
+      options.inclusive = true;
+      (void)getBackwardSlice(lossOp, &forward, options);
+    }
+  return forward;
+}
+
 std::string mlir::tg::getOpName(Operation *op) {
   Location loc = op->getLoc();
   if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
@@ -180,12 +186,8 @@ std::string mlir::tg::getOpName(Operation *op) {
 
 std::vector<SavedActivation>
 mlir::tg::collectSavedActivations(func::FuncOp step) {
-  auto ret = llvm::cast<func::ReturnOp>(step.getBody().front().getTerminator());
-  llvm::SetVector<Operation *> forward;
-  BackwardSliceOptions options;
-  options.inclusive = true;
-  if (Operation *lossOp = ret.getOperand(0).getDefiningOp())
-    (void)getBackwardSlice(lossOp, &forward, options);
+  Operation *ret = step.getBody().front().getTerminator();
+  llvm::SetVector<Operation *> forward = getForwardOps(step);
 
   std::vector<SavedActivation> saved;
   for (Operation &op : step.getBody().front().without_terminator()) {

@@ -24,7 +24,6 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
-#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -103,7 +102,7 @@ llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
     return budget;
   }
   double scale = llvm::StringSwitch<double>(unit.lower())
-                     .Cases("", "b", 1)
+                     .Cases({"", "b"}, 1)
                      .Case("kb", 1e3)
                      .Case("mb", 1e6)
                      .Case("gb", 1e9)
@@ -217,14 +216,7 @@ struct StepGraph {
 StepGraph analyzeStep(func::FuncOp step) {
   StepGraph graph;
   Block &body = step.getBody().front();
-  auto ret = body.getTerminator();
-  llvm::SetVector<Operation *> slice;
-  if (ret->getNumOperands())
-    if (Operation *lossOp = ret->getOperand(0).getDefiningOp()) {
-      BackwardSliceOptions options;
-      options.inclusive = true;
-      (void)getBackwardSlice(lossOp, &slice, options);
-    }
+  llvm::SetVector<Operation *> slice = getForwardOps(step);
   for (Operation &op : body.without_terminator()) {
     if (!slice.contains(&op))
       continue;
@@ -266,8 +258,6 @@ int64_t resultBytes(Operation *op) {
     bytes += getValueBytes(r);
   return bytes;
 }
-std::string nameOf(Operation *op) { return getOpName(op); }
-
 struct Applied {
   int64_t extraFlops = 0;
   bool recomputesMatmul = false; // one the user did not ask for
@@ -412,17 +402,6 @@ void evaluate(func::FuncOp step, Candidate &candidate) {
   copy->erase();
 }
 
-std::string humanBytes(int64_t bytes) {
-  double v = static_cast<double>(bytes);
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
-}
-
 /// Why `op` is kept or recomputed under `policy`.
 std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
                       const std::string &candidate) {
@@ -562,9 +541,9 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
           smallest = &c;
       return mlir::emitError(step.getLoc(),
                              "tg-remat: no plan fits the memory budget of ")
-             << humanBytes(bytes) << " (" << bytes
+             << formatBytes(bytes) << " (" << bytes
              << " bytes): the smallest planned peak is "
-             << humanBytes(smallest->peak) << " (" << smallest->peak
+             << formatBytes(smallest->peak) << " (" << smallest->peak
              << " bytes, plan '" << smallest->label
              << "'); weights and optimizer state are not part of the budget";
     }
@@ -588,7 +567,7 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     if (!cloned && !kept && !readBefore.contains(op))
       continue;
     RematDecision d;
-    d.name = nameOf(op);
+    d.name = getOpName(op);
     d.op = op->getName().getStringRef().str();
     llvm::raw_string_ostream(d.type) << op->getResult(0).getType();
     d.bytes = resultBytes(op);
@@ -608,21 +587,21 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
 void mlir::tg::printRematReport(llvm::raw_ostream &os, const RematResult &r) {
   os << "tg-remat: policy " << stringifyRematPolicy(r.policy);
   if (r.budgetBytes >= 0)
-    os << ", budget " << humanBytes(r.budgetBytes) << " (" << r.candidatesEvaluated
+    os << ", budget " << formatBytes(r.budgetBytes) << " (" << r.candidatesEvaluated
        << " candidate plans evaluated)";
   os << "\n";
   int64_t keptBytes = 0, recomputedBytes = 0;
   for (const RematDecision &d : r.decisions) {
     os << llvm::formatv("  {0,-10} {1,12} {2,14} FLOPs  {3} ({4} {5}): {6}\n",
-                        d.recomputed ? "recompute" : "keep", humanBytes(d.bytes),
+                        d.recomputed ? "recompute" : "keep", formatBytes(d.bytes),
                         d.flops, d.name, d.op, d.type, d.reason);
     (d.recomputed ? recomputedBytes : keptBytes) += d.bytes;
   }
   os << llvm::formatv("  kept {0}, recomputed {1}, extra FLOPs {2}\n",
-                      humanBytes(keptBytes), humanBytes(recomputedBytes),
+                      formatBytes(keptBytes), formatBytes(recomputedBytes),
                       r.extraFlops);
   os << llvm::formatv("  planned peak {0} (without rematerialisation {1})\n",
-                      humanBytes(r.plannedPeak), humanBytes(r.plannedPeakWithout));
+                      formatBytes(r.plannedPeak), formatBytes(r.plannedPeakWithout));
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mlir::tg {
@@ -59,6 +60,9 @@ struct MemoryPlan {
 /// written to the caller's buffers). Arguments (weights, optimizer state,
 /// batch) are not in the arena.
 MemoryPlan planMemory(func::FuncOp func);
+
+/// "83.69 MiB": bytes in binary units, two decimals.
+std::string formatBytes(int64_t bytes);
 
 /// Bytes of a statically shaped tensor or memref value.
 int64_t getValueBytes(Value value);

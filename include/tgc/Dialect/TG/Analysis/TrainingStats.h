@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +61,11 @@ struct SavedActivation {
 
 /// The saved activations of `trainStep`, in forward order.
 std::vector<SavedActivation> collectSavedActivations(func::FuncOp trainStep);
+
+/// The forward graph of `trainStep`: every op the loss (result #0) depends
+/// on, in schedule order. Everything else is the reverse graph (or the
+/// optimizer).
+llvm::SetVector<Operation *> getForwardOps(func::FuncOp trainStep);
 
 /// The location name of `op` (e.g. "model.layers.0.mlp.up_proj"), or its
 /// printed location when it has none.

@@ -389,8 +389,44 @@ llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
   return llvm::Error::success();
 }
 
+llvm::Error tgc::checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
+                                  unsigned maxDepth) {
+  unsigned depth = 0, line = 1, column = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return llvm::createStringError(
+            llvm::formatv("{0}:{1}:{2}: JSON nesting deeper than {3} levels",
+                          path, line, column, maxDepth));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
                                                   llvm::StringRef path) {
+  // llvm::json::parse recurses once per level: refuse deep nesting first.
+  if (llvm::Error err = checkJSONNesting(text, path))
+    return std::move(err);
   llvm::Expected<Value> json = llvm::json::parse(text);
   if (!json)
     return llvm::createStringError(formatParseError(path, json.takeError()));

@@ -101,6 +101,13 @@ TEST(SafeTensors, BadJson) {
             std::string::npos);
 }
 
+TEST(SafeTensors, DeepNesting) {
+  // The header parser is recursive: deep nesting is refused, not a stack
+  // overflow.
+  std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(parseError(fileWithHeader(deep, 0)).find("nesting too deep"), std::string::npos);
+}
+
 TEST(SafeTensors, MissingFile) {
   SafeTensorsFile file;
   std::string error;

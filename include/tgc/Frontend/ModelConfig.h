@@ -99,6 +99,17 @@ llvm::Expected<ModelConfig> loadModelConfig(llvm::StringRef path);
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef text,
                                              llvm::StringRef path);
 
+/// Deepest array/object nesting accepted in JSON read by tgc.
+constexpr unsigned kMaxJSONDepth = 256;
+
+/// Refuses JSON text nested deeper than `maxDepth` arrays/objects, before a
+/// recursive parser (llvm::json::parse) would run out of stack on it: the
+/// error reads "PATH:LINE:COL: JSON nesting deeper than N levels". Brackets
+/// inside string literals do not count. Call it before llvm::json::parse on
+/// any text tgc did not write itself.
+llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
+                             unsigned maxDepth = kMaxJSONDepth);
+
 /// Re-validates `config` after command-line overrides (e.g. a sequence
 /// length beyond the model's positions).
 llvm::Error validateModelConfig(const ModelConfig &config);

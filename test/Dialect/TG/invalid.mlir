@@ -370,6 +370,37 @@ func.func @param_failure_type(%w: tensor<4xi32> {tg.param = "embed"}) {
 
 // -----
 
+// Names identify parameters, inputs and state: two tensor arguments may not
+// share one (the error points at the second).
+// expected-note@+1 {{argument #0 is named here}}
+func.func @param_failure_duplicate(%w: tensor<4xf32> {tg.param = "w"},
+    // expected-error@+1 {{argument #1 of @param_failure_duplicate repeats the 'tg.param' name "w" of argument #0}}
+    %v: tensor<4xf32> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-note@+1 {{argument #0 is named here}}
+func.func @input_failure_duplicate(%a: tensor<4xi32> {tg.input = "input_ids"},
+    %w: tensor<4xf32> {tg.param = "input_ids"},
+    // expected-error@+1 {{argument #2 of @input_failure_duplicate repeats the 'tg.input' name "input_ids" of argument #0}}
+    %b: tensor<4xi32> {tg.input = "input_ids"}) {
+  return
+}
+
+// -----
+
+func.func @state_failure_duplicate(%w: tensor<4xf32> {tg.param = "w"},
+    // expected-note@+1 {{argument #1 is named here}}
+    %m: tensor<4xf32> {tg.state = "exp_avg.w"},
+    // expected-error@+1 {{argument #2 of @state_failure_duplicate repeats the 'tg.state' name "exp_avg.w" of argument #1}}
+    %v: tensor<4xf32> {tg.state = "exp_avg.w"}) {
+  return
+}
+
+// -----
+
 // expected-error@+1 {{unknown tg argument attribute 'tg.weight'}}
 func.func @arg_attr_failure_unknown(%w: tensor<4xf32> {tg.weight = "w"}) {
   return

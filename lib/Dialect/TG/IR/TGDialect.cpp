@@ -58,6 +58,42 @@ LogicalResult verifyNameAttribute(Operation *op, StringRef what,
                            << shaped.getElementType();
   return success();
 }
+
+/// Two tensor arguments of one function must not carry the same `tg.param`,
+/// `tg.input` or `tg.state` name: the name is how parameters, their
+/// gradients and optimizer state find each other. Once bufferized, an
+/// updated parameter's out-parameter shares its name on purpose, so memrefs
+/// are not checked. Reports at the later argument.
+LogicalResult verifyUniqueArgumentName(Operation *op, unsigned argIndex,
+                                       NamedAttribute attribute, Type type) {
+  StringRef name = attribute.getName().strref();
+  if (name != TGDialect::kParamAttrName && name != TGDialect::kInputAttrName &&
+      name != TGDialect::kStateAttrName)
+    return success();
+  auto func = llvm::dyn_cast<FunctionOpInterface>(op);
+  if (!func || !llvm::isa_and_present<TensorType>(type))
+    return success();
+  ArrayRef<Type> argTypes = func.getArgumentTypes();
+  for (unsigned i = 0; i < argIndex && i < argTypes.size(); ++i) {
+    if (!llvm::isa<TensorType>(argTypes[i]) ||
+        func.getArgAttr(i, attribute.getName()) != attribute.getValue())
+      continue;
+    Region &body = func.getFunctionBody();
+    bool hasArgs = !body.empty() && argIndex < body.getNumArguments();
+    InFlightDiagnostic diag =
+        hasArgs ? mlir::emitError(body.getArgument(argIndex).getLoc())
+                : op->emitError();
+    diag << "argument #" << argIndex << " of @" << func.getName()
+         << " repeats the '" << name << "' name "
+         << llvm::cast<StringAttr>(attribute.getValue()) << " of argument #"
+         << i;
+    if (hasArgs)
+      diag.attachNote(body.getArgument(i).getLoc())
+          << "argument #" << i << " is named here";
+    return diag;
+  }
+  return success();
+}
 } // namespace
 
 /// `tg.param`, `tg.input` and `tg.state` name function arguments; once
@@ -75,7 +111,9 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
   Type type = !region.empty() && argIndex < region.getNumArguments()
                   ? region.getArgument(argIndex).getType()
                   : Type();
-  return verifyNameAttribute(op, "argument", argIndex, attribute, type);
+  if (failed(verifyNameAttribute(op, "argument", argIndex, attribute, type)))
+    return failure();
+  return verifyUniqueArgumentName(op, argIndex, attribute, type);
 }
 
 /// `tg.output`, `tg.grad`, `tg.param` and `tg.state` name function results.

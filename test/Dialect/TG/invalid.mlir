@@ -401,6 +401,37 @@ func.func @state_failure_duplicate(%w: tensor<4xf32> {tg.param = "w"},
 
 // -----
 
+// Element counts (and byte sizes) must fit in int64.
+// expected-error@+1 {{argument #0 marked 'tg.param': 'tensor<4000000000x4000000000xf32>' has 2^63 or more elements}}
+func.func @param_failure_too_many_elements(%w: tensor<4000000000x4000000000xf32> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #0 marked 'tg.input': 'tensor<3000000000x3000000000xi32>' has 2^63 or more bytes (9000000000000000000 elements of 4 bytes)}}
+func.func @input_failure_too_many_bytes(%x: tensor<3000000000x3000000000xi32> {tg.input = "x"}) {
+  return
+}
+
+// -----
+
+func.func @relu_failure_too_many_elements(%x: tensor<4000000000x4000000000xf32>) {
+  // expected-error@+1 {{'tg.relu' op operand #0: 'tensor<4000000000x4000000000xf32>' has 2^63 or more elements}}
+  %0 = tg.relu %x : tensor<4000000000x4000000000xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_failure_too_many_elements(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'tg.reshape' op result #0: 'tensor<4x4611686018427387904xf32>' has 2^63 or more elements}}
+  %0 = tg.reshape %x : tensor<4xf32> -> tensor<4x4611686018427387904xf32>
+  return
+}
+
+// -----
+
 // expected-error@+1 {{unknown tg argument attribute 'tg.weight'}}
 func.func @arg_attr_failure_unknown(%w: tensor<4xf32> {tg.weight = "w"}) {
   return

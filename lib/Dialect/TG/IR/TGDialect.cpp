@@ -2,6 +2,7 @@
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/IR/TypeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -48,6 +49,11 @@ LogicalResult verifyNameAttribute(Operation *op, StringRef what,
   if (!shaped.hasRank())
     return op->emitError() << what << " #" << index << " marked '" << name
                            << "' must be ranked, got " << type;
+  if (failed(checkElementCount(shaped, [&] {
+        return op->emitError() << what << " #" << index << " marked '" << name
+                               << "': ";
+      })))
+    return failure();
   bool mustBeFloat = name == TGDialect::kParamAttrName ||
                      name == TGDialect::kStateAttrName ||
                      name == TGDialect::kGradAttrName;

@@ -55,6 +55,21 @@ bool isSplatConstant(Attribute attr, double value) {
 }
 } // namespace
 
+LogicalResult mlir::tg::verifyElementCounts(Operation *op) {
+  auto check = [&](Type type, StringRef what, unsigned index) {
+    return checkElementCount(type, [&] {
+      return op->emitOpError() << what << " #" << index << ": ";
+    });
+  };
+  for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", i)))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", i)))
+      return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//

@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -31,6 +32,37 @@ std::string shapeStr(ArrayRef<int64_t> shape) {
   os << "]";
   return s;
 }
+
+} // namespace
+
+std::optional<int64_t> mlir::tg::checkedNumElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    if (size < 0 || llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  return count;
+}
+
+LogicalResult mlir::tg::checkElementCount(Type type, ErrorEmitter emitError) {
+  auto shaped = llvm::dyn_cast_if_present<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return success();
+  std::optional<int64_t> count = checkedNumElements(shaped.getShape());
+  if (!count)
+    return fail(emitError, type, " has 2^63 or more elements");
+  Type element = shaped.getElementType();
+  int64_t bytes = 0,
+          elementBytes = element.isIntOrFloat()
+                             ? std::max<int64_t>(
+                                   1, (element.getIntOrFloatBitWidth() + 7) / 8)
+                             : 8;
+  if (llvm::MulOverflow(*count, elementBytes, bytes))
+    return fail(emitError, type, " has 2^63 or more bytes (", *count,
+                " elements of ", elementBytes, " bytes)");
+  return success();
+}
+
+namespace {
 
 LogicalResult checkSameElementType(RankedTensorType a, StringRef aName,
                                    RankedTensorType b, StringRef bName,

@@ -12,6 +12,22 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
+namespace mlir::tg {
+/// Verifies that every operand and result type of `op` has fewer than 2^63
+/// elements and bytes (see checkElementCount).
+LogicalResult verifyElementCounts(Operation *op);
+
+/// Op trait: operands and results have element counts that fit in int64.
+template <typename ConcreteType>
+class ElementCountFits
+    : public OpTrait::TraitBase<ConcreteType, ElementCountFits> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyElementCounts(op);
+  }
+};
+} // namespace mlir::tg
+
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.h.inc"
 

@@ -16,8 +16,15 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "tgc/Dialect/TG/IR/TGInterfaces.td"
 
+// Every operand and result of a tg op has fewer than 2^63 elements (and
+// bytes), so element counts and sizes computed from its type fit in int64.
+// Listed first so it runs before result type inference is re-checked.
+def TG_ElementCountFits : NativeOpTrait<"ElementCountFits"> {
+  let cppNamespace = "::mlir::tg";
+}
+
 class TG_Op<string mnemonic, list<Trait> traits = []>
-    : Op<TG_Dialect, mnemonic, !listconcat([Pure], traits)>;
+    : Op<TG_Dialect, mnemonic, !listconcat([TG_ElementCountFits, Pure], traits)>;
 
 // Ops with a vector-Jacobian rule (see GradientRules.cpp).
 defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;

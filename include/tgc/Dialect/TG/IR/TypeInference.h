@@ -19,6 +19,15 @@ namespace mlir::tg {
 /// Emits an error for op `opName` at `loc` (if any); always returns failure.
 using ErrorEmitter = function_ref<InFlightDiagnostic()>;
 
+/// Number of elements of a static shape, or nullopt when the product does not
+/// fit in int64 (2^63 elements or more).
+std::optional<int64_t> checkedNumElements(ArrayRef<int64_t> shape);
+
+/// Checks that a statically shaped `type` has fewer than 2^63 elements and
+/// bytes, so sizes computed from it cannot overflow; anything else passes.
+/// The message (emitted through `emitError`, when given) names the type.
+LogicalResult checkElementCount(Type type, ErrorEmitter emitError);
+
 /// NumPy broadcast of two shapes; nullopt when they are incompatible.
 std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> lhs,
                                                     ArrayRef<int64_t> rhs);

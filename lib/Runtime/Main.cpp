@@ -449,7 +449,8 @@ int main(int argc, char **argv) {
   std::vector<double> times;
   // Weights, state, data and the program: what the steps add is the plan's.
   double rssBeforeStepsMiB = peakRssMiB();
-  double lastLoss = NAN;
+  double lastLoss = NAN, lastEvalLoss = NAN;
+  int64_t lastEvalStep = 0;
   int64_t tokensPerStep = B * S;
   int64_t every = std::max<int64_t>(1, steps / 20);
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
@@ -497,6 +498,8 @@ int main(int argc, char **argv) {
                    (long long)(step + 1), loss, norm, ms, tokPerS);
     if (opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
       double evalLoss = evaluate();
+      lastEvalLoss = evalLoss;
+      lastEvalStep = step + 1;
       if (!opt.quiet)
         std::fprintf(stderr, "%sstep %lld eval loss %.4f\n", tty ? "\n" : "",
                      (long long)(step + 1), evalLoss);
@@ -539,12 +542,19 @@ int main(int argc, char **argv) {
     for (double t : times)
       mean += t;
     mean /= times.size();
+    // The last step's loss is that of one training batch (noisy); the
+    // held-out loss, when --eval-every ran, is the one to judge training by.
+    char evalSummary[96] = "";
+    if (lastEvalStep)
+      std::snprintf(evalSummary, sizeof evalSummary, ", held-out eval loss %.4f (step %lld)",
+                    lastEvalLoss, (long long)lastEvalStep);
     std::fprintf(stderr,
-                 "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, final loss %.4f, "
+                 "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
+                 "train loss of the last step's batch %.4f%s, "
                  "peak RSS %.1f MiB (%.1f MiB before the first step; planned arena %.1f MiB)\n",
                  times.size(), mean, sorted[sorted.size() / 2],
-                 tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, peakRssMiB(),
-                 rssBeforeStepsMiB, tgc_model.arena_bytes / (1024.0 * 1024.0));
+                 tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, evalSummary,
+                 peakRssMiB(), rssBeforeStepsMiB, tgc_model.arena_bytes / (1024.0 * 1024.0));
   }
   for (Buffer &b : buffers)
     if (!b.shared)

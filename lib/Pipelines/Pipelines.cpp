@@ -71,10 +71,17 @@ void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  // Matmuls: cache and register tiles, vector FMAs; the rest: loops. Before
+  // Matmuls of any shape: parallel output tiles, K and register tiles
+  // sized for the target CPU, vector FMAs; the rest: loops. Before
   // the arena: hoisting the accumulators out of the reduction loop needs
   // buffers that are visibly distinct allocations.
-  pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass());
+  mlir::tg::TGCVectorizeMatmulsPassOptions matmuls;
+  matmuls.vectorBits = options.vectorBits;
+  matmuls.vectorRegisters = options.vectorRegisters;
+  matmuls.l1CacheBytes = options.l1CacheBytes;
+  matmuls.l2CacheBytes = options.l2CacheBytes;
+  matmuls.tiles = options.matmulTiles;
+  pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass(matmuls));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createForallToParallelLoopPass());

@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -61,6 +62,63 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(const std::string &cpu,
 }
 } // namespace
 
+namespace {
+/// Size in bytes of this machine's cache of `level` and `type` ("Data" or
+/// "Unified"), from sysfs; 0 if unknown.
+int64_t hostCacheBytes(int level, llvm::StringRef type) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    auto read = [&](const char *file) -> std::string {
+      auto buffer = llvm::MemoryBuffer::getFile(dir + file, /*IsText=*/true);
+      return buffer ? (*buffer)->getBuffer().trim().str() : "";
+    };
+    std::string levelText = read("level");
+    if (levelText.empty())
+      break;
+    if (levelText != std::to_string(level) || read("type") != type)
+      continue;
+    llvm::StringRef size = read("size");
+    int64_t value = 0;
+    int64_t scale = size.consume_back("K") ? 1024 : size.consume_back("M") ? 1 << 20 : 1;
+    if (size.getAsInteger(10, value) || value <= 0)
+      return 0;
+    return value * scale;
+  }
+  return 0;
+}
+} // namespace
+
+std::optional<CPUDescription> tgc::describeCPU(const std::string &cpu,
+                                                std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
+  if (!tm)
+    return std::nullopt;
+  CPUDescription d;
+  d.name = tm->getTargetCPU().str();
+  const llvm::MCSubtargetInfo *info = tm->getMCSubtargetInfo();
+  auto has = [&](llvm::StringRef feature) {
+    return info->checkFeatures(("+" + feature).str());
+  };
+  llvm::Triple triple = tm->getTargetTriple();
+  if (triple.isX86()) {
+    if (has("avx512f"))
+      d.vectorBits = 512, d.vectorRegisters = 32;
+    else if (has("avx"))
+      d.vectorBits = 256, d.vectorRegisters = 16;
+    else
+      d.vectorBits = 128, d.vectorRegisters = 16;
+  } else if (triple.isAArch64()) {
+    d.vectorBits = 128, d.vectorRegisters = 32;
+  }
+  if (cpu.empty() || cpu == "native") {
+    if (int64_t l1 = hostCacheBytes(1, "Data"))
+      d.l1CacheBytes = l1;
+    if (int64_t l2 = hostCacheBytes(2, "Unified"))
+      d.l2CacheBytes = l2;
+  }
+  return d;
+}
+
 std::unique_ptr<llvm::Module>
 tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                           const std::string &cpu, std::string &error) {
@@ -75,12 +133,20 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     return nullptr;
   llvmModule->setTargetTriple(tm->getTargetTriple());
   llvmModule->setDataLayout(tm->createDataLayout());
-  // Every function may use the host's vector units.
+  std::optional<CPUDescription> described = describeCPU(cpu, error);
+  if (!described)
+    return nullptr;
+  // Every function may use the target's vector units at their full width:
+  // the matmul schedule's vectors are sized for it, and some CPUs' tuning
+  // (skylake-avx512) would otherwise split them into 256-bit halves.
+  std::string width = std::to_string(described->vectorBits);
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
       continue;
     f.addFnAttr("target-cpu", tm->getTargetCPU());
     f.addFnAttr("target-features", tm->getTargetFeatureString());
+    f.addFnAttr("prefer-vector-width", width);
+    f.addFnAttr("min-legal-vector-width", width);
   }
 
   llvm::LoopAnalysisManager lam;

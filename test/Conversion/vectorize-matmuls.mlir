@@ -1,12 +1,24 @@
-// tgc-vectorize-matmuls: full tiles, FMAs, for plain, transposed-A and
-// transposed-B matmuls, in every function of the module; a matmul whose N
-// is not a multiple of 8 stays for the scalar loops.
-// RUN: tgc-opt %s --tgc-vectorize-matmuls --canonicalize --cse | FileCheck %s
+// tgc-vectorize-matmuls: every static matmul, whatever its shape, gets
+// parallel output tiles (scf.forall), a register tile of vector FMAs and
+// masked remainders; no linalg.matmul is left for the scalar loops. The
+// tile model's inputs are given explicitly, so the output does not depend
+// on the machine running the test.
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="vector-bits=512 vector-registers=32 l1-cache-bytes=32768 l2-cache-bytes=1048576" --canonicalize --cse | FileCheck %s
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="vector-bits=256 vector-registers=16" --canonicalize --cse | FileCheck %s --check-prefix=AVX2
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32,8,2,16" --canonicalize --cse | FileCheck %s --check-prefix=FORCED
+// RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
 
+// 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
+// AVX2 model: 4 x 24 register tile.
 // CHECK-LABEL: func.func @plain
-// CHECK: scf.for
-// CHECK: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.forall
+// CHECK: vector.fma {{.*}} : vector<64xf32>
 // CHECK-NOT: linalg.matmul
+// AVX2-LABEL: func.func @plain
+// AVX2: vector.fma {{.*}} : vector<24xf32>
+// FORCED-LABEL: func.func @plain
+// FORCED: vector.fma {{.*}} : vector<16xf32>
 func.func @plain(%a: memref<64x256xf32>, %b: memref<256x128xf32>, %c: memref<64x128xf32>) {
   linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x128xf32>) outs(%c : memref<64x128xf32>)
   return
@@ -30,9 +42,47 @@ func.func @transposed_a(%a: memref<256x64xf32>, %b: memref<256x128xf32>, %c: mem
   return
 }
 
+// A classifier's 10 columns: one masked 16-lane vector per row, 8 rows.
 // CHECK-LABEL: func.func @narrow
-// CHECK: linalg.matmul
+// CHECK: vector.transfer_read {{.*}} : memref<64x10xf32>, vector<8x16xf32>
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: linalg.matmul
 func.func @narrow(%a: memref<64x256xf32>, %b: memref<256x10xf32>, %c: memref<64x10xf32>) {
   linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x10xf32>) outs(%c : memref<64x10xf32>)
+  return
+}
+
+// Primes everywhere: 8 x 48 tiles (37 columns masked), then the last 5
+// rows masked too.
+// CHECK-LABEL: func.func @primes
+// CHECK: vector.transfer_read {{.*}} : memref<37x37xf32>, vector<8x48xf32>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<48xf32>
+// CHECK: vector.transfer_read %{{.*}}[%c32, %c0]
+// CHECK-COUNT-5: vector.fma {{.*}} : vector<48xf32>
+// CHECK-NOT: linalg.matmul
+func.func @primes(%a: memref<37x17xf32>, %b: memref<17x37xf32>, %c: memref<37x37xf32>) {
+  linalg.matmul ins(%a, %b : memref<37x17xf32>, memref<17x37xf32>) outs(%c : memref<37x37xf32>)
+  return
+}
+
+// One row (a GEMV) against GPT-2's vocabulary: 1 x 64 tiles, no wasted rows.
+// CHECK-LABEL: func.func @one_row_vocab
+// CHECK: scf.forall
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK-NOT: vector<6x
+// CHECK-NOT: linalg.matmul
+func.func @one_row_vocab(%a: memref<1x64xf32>, %b: memref<64x50257xf32>, %c: memref<1x50257xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x50257xf32>) outs(%c : memref<1x50257xf32>)
+  return
+}
+
+// Attention's products: batch entries and output tiles in one forall, each
+// tile a rank-reduced 2-D matmul.
+// CHECK-LABEL: func.func @batched
+// CHECK: scf.forall {{.*}} in (6)
+// CHECK: vector.fma {{.*}} : vector<48xf32>
+// CHECK-NOT: linalg.batch_matmul
+func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<6x37x37xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%c : memref<6x37x37xf32>)
   return
 }

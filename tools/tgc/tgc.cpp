@@ -28,6 +28,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -94,6 +95,12 @@ cl::opt<std::string> targetCPU(
     cl::desc("CPU to generate code for: native (default: this machine) or an "
              "LLVM CPU name such as x86-64-v3"),
     cl::value_desc("cpu"), cl::init("native"), cl::cat(tgcCategory));
+
+cl::opt<std::string> matmulTiles(
+    "matmul-tiles",
+    cl::desc("Tile every matmul as MT,NT,KT,MR,NR instead of the tile model's "
+             "choice for --mcpu (output tile, K tile, register tile)"),
+    cl::value_desc("MT,NT,KT,MR,NR"), cl::init(""), cl::cat(tgcCategory));
 
 cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
                         cl::sub(statsCommand), cl::cat(tgcCategory));
@@ -185,6 +192,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainingConfig &training,
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
   TrainingGraphOptions options;
   setTrainingGraphOptions(options, training);
   options.returnGradients = forCompilation;
@@ -192,12 +200,31 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainingConfig &training,
   return pm.run(module);
 }
 
+/// The CPU lowering's options for --mcpu and --matmul-tiles.
+LogicalResult setCPULoweringOptions(CPULoweringOptions &options) {
+  std::string error;
+  std::optional<CPUDescription> cpu = describeCPU(targetCPU, error);
+  if (!cpu) {
+    reportError(inputFile + ": " + error);
+    return failure();
+  }
+  options.vectorBits = cpu->vectorBits;
+  options.vectorRegisters = cpu->vectorRegisters;
+  options.l1CacheBytes = cpu->l1CacheBytes;
+  options.l2CacheBytes = cpu->l2CacheBytes;
+  options.matmulTiles = matmulTiles;
+  return success();
+}
+
 /// tg @train_step → linalg, then (if `toLLVM`) → LLVM dialect.
 LogicalResult lowerTrainStep(ModuleOp module, bool toLLVM) {
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
   CPULoweringOptions options;
+  if (failed(setCPULoweringOptions(options)))
+    return failure();
   buildTGToLinalgPipeline(pm, options);
   if (toLLVM)
     buildLinalgToLLVMPipeline(pm, options);
@@ -280,6 +307,8 @@ FailureOr<int64_t> compiledArenaBytes(ModuleOp forwardModule,
     return failure();
   PassManager pm(module->getContext());
   CPULoweringOptions options;
+  if (failed(setCPULoweringOptions(options)))
+    return failure();
   buildTGToLinalgPipeline(pm, options);
   buildBufferizePipeline(pm, options);
   if (failed(pm.run(*module)))
@@ -442,6 +471,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions({&tgcCategory, &trainingFlagsCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -460,6 +490,8 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
 
   std::string error;
+  if (!describeCPU(targetCPU, error))
+    return reportError(inputFile + ": " + error);
   TrainingConfig training;
   StatsContext statsContext;
   std::optional<ModelConfig> model;

@@ -107,20 +107,49 @@ def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
 }
 
 def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
-  let summary = "Tiles and vectorises every bufferized linalg.matmul for the CPU";
+  let summary = "Tiles and vectorises every bufferized matmul for the CPU, any shape";
   let description = [{
-    For each `linalg.matmul` on static memrefs: a cache tile (up to 64x128x128)
-    and a register tile (up to 8x32) chosen to divide its sizes exactly, so
-    every tile is full and vectorises without masks; then vectorisation,
-    hoisting of the accumulator out of the reduction loop and lowering of the
-    contraction to outer products (FMAs). It is a transform-dialect schedule
-    generated per tile configuration and run by the transform interpreter.
-    Matmuls whose N is not a multiple of 8 stay scalar loops.
+    For each `linalg.matmul` and `linalg.batch_matmul` on static memrefs:
+    output tiles MT x NT as an `scf.forall` (OpenMP threads later; batch
+    entries are parallel too), a K cache tile, an MR x NR register tile
+    whose j and i loops are peeled, and vectorisation with vector sizes
+    [MR, NR, 1]: full tiles come out unmasked with the accumulators hoisted
+    out of the K loop, the remainders of any size (primes, 50257, 1) come
+    out masked. Contractions become outer products (FMAs). No size has to
+    divide another, and the cost of compiling is the same for every shape.
+
+    Tile sizes follow an analytical model of the target (in the style of
+    BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
+    vectors and one broadcast in the vector registers, maximising FMAs per
+    load; the K tile keeps the KT x NR slice of B in half of L1; MT x NT
+    keeps the KT-deep panels of A and B in L2 and still gives the threads
+    enough tiles. `tiles` overrides the model (lit tests do not depend on
+    the machine).
+
+    It is a transform-dialect schedule generated per tile configuration and
+    run by the transform interpreter in two phases around one C++ step:
+    unit-batch `batch_matmul` tiles become rank-reduced 2-D matmuls. The
+    vector lowering patterns and canonicalisation run in separate greedy
+    sets: together they do not converge on 1-row register tiles (M = 1, or
+    odd M under a divisor rule) and on constant masks, and memory grows
+    without bound.
   }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", "512",
+           "Width of the target's vector registers in bits">,
+    Option<"vectorRegisters", "vector-registers", "unsigned", "32",
+           "Number of vector registers">,
+    Option<"l1CacheBytes", "l1-cache-bytes", "int64_t", "32768",
+           "L1 data cache per core in bytes">,
+    Option<"l2CacheBytes", "l2-cache-bytes", "int64_t", "1048576",
+           "L2 cache per core in bytes">,
+    Option<"tiles", "tiles", "std::string", "\"\"",
+           "Override the model: MT,NT,KT,MR,NR for every matmul">,
+  ];
   let dependentDialects = [
     "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect"
   ];
 }
 

@@ -66,6 +66,24 @@ struct CPULoweringOptions : public mlir::PassPipelineOptions<CPULoweringOptions>
   Option<std::string> function{*this, "function",
                                llvm::cl::desc("Function to compile"),
                                llvm::cl::init("train_step")};
+  // The target CPU, for the matmul tile model (tgc fills these from --mcpu;
+  // the defaults are a 512-bit, 32-register core).
+  Option<unsigned> vectorBits{*this, "vector-bits",
+                              llvm::cl::desc("Vector register width in bits"),
+                              llvm::cl::init(512)};
+  Option<unsigned> vectorRegisters{*this, "vector-registers",
+                                   llvm::cl::desc("Number of vector registers"),
+                                   llvm::cl::init(32)};
+  Option<int64_t> l1CacheBytes{*this, "l1-cache-bytes",
+                               llvm::cl::desc("L1 data cache per core"),
+                               llvm::cl::init(32768)};
+  Option<int64_t> l2CacheBytes{*this, "l2-cache-bytes",
+                               llvm::cl::desc("L2 cache per core"),
+                               llvm::cl::init(1048576)};
+  Option<std::string> matmulTiles{
+      *this, "matmul-tiles",
+      llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)"),
+      llvm::cl::init("")};
 };
 
 /// Up to linalg on tensors (the --emit=linalg level).

@@ -7,6 +7,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -15,6 +16,22 @@ class Module;
 } // namespace llvm
 
 namespace tgc {
+
+/// What the code generator needs to know of a CPU: its vector unit and
+/// caches (the matmul tile model reads these).
+struct CPUDescription {
+  std::string name;              // LLVM CPU name
+  unsigned vectorBits = 128;     // widest vector register in use
+  unsigned vectorRegisters = 16; // architectural vector registers
+  int64_t l1CacheBytes = 32768;  // L1 data cache per core
+  int64_t l2CacheBytes = 1 << 20; // L2 cache per core
+};
+
+/// Describes `cpu`: "native" reads this machine's features (cpuid) and
+/// cache sizes (sysfs); an LLVM CPU name reads its features from LLVM's
+/// description of that CPU, with typical cache sizes. Unknown names are an
+/// error.
+std::optional<CPUDescription> describeCPU(const std::string &cpu, std::string &error);
 
 /// Registers the LLVM IR translations the CPU path needs.
 void registerCPUTranslations(mlir::DialectRegistry &registry);

@@ -1,21 +1,24 @@
 //===- VectorizeMatmuls.cpp - CPU tiling and vectorisation of matmuls -----===//
 //
-// The schedule follows shared/recipes/cpu/schedule_vec.mlir (checked on this
-// MLIR): cache tiles, register tiles, vectorize, fold aliases, CSE + LICM,
-// hoist the accumulator, contraction → outer products. Tile sizes are picked
-// per matmul so that they divide its sizes: full tiles vectorise without
-// masks (masked partial tiles made the cleanup patterns blow up).
+// A transform-dialect schedule for matmuls of any static shape (after
+// shared/recipes/cpu-any-shape): parallel output tiles, a K cache tile, an
+// MR x NR register tile with its loops peeled, vectorisation with vector
+// sizes so remainders are masked, then FMAs. Tile sizes come from a model
+// of the target CPU (vector width, registers, caches).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Parser/Parser.h"
 
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -31,14 +34,6 @@ namespace {
 
 constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
 
-/// Largest multiple of `step` that divides `n` and is at most `limit`.
-int64_t divisorTile(int64_t n, int64_t step, int64_t limit) {
-  for (int64_t t = (limit / step) * step; t >= step; t -= step)
-    if (n % t == 0)
-      return t;
-  return 0;
-}
-
 struct Tiles {
   int64_t mt, nt, kt, mr, nr;
   bool batched = false;
@@ -48,112 +43,259 @@ struct Tiles {
   }
 };
 
-std::optional<Tiles> chooseTiles(int64_t m, int64_t n, int64_t k) {
+struct CPUShape {
+  int64_t lanes;     // f32 lanes per vector register
+  int64_t registers; // vector registers
+  int64_t l1, l2;    // bytes per core
+};
+
+int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t roundDown(int64_t x, int64_t m) { return std::max(m, x / m * m); }
+
+/// Rows of the register tile that fit beside `vectors` accumulators per
+/// row, the `vectors` B loads and one broadcast of A.
+int64_t rowsFor(int64_t vectors, const CPUShape &cpu) {
+  return std::clamp<int64_t>((cpu.registers - vectors - 1) / vectors, 1, 8);
+}
+
+/// The analytical model (see the pass description).
+Tiles chooseTiles(int64_t m, int64_t n, int64_t k, const CPUShape &cpu) {
   Tiles t;
-  t.nr = n % 32 == 0 ? 32 : n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : 0;
-  t.mr = m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : m % 2 == 0 ? 2 : 1;
-  if (!t.nr)
-    return std::nullopt;
-  t.mt = divisorTile(m, t.mr, 64);
-  t.nt = divisorTile(n, t.nr, 128);
-  t.kt = divisorTile(k, 1, 128);
+  // Register tile: most FMAs per load (MR·V / (MR + V)), wider on ties.
+  int64_t bestVectors = 1;
+  double bestScore = 0;
+  for (int64_t v = 1; v <= 4; ++v) {
+    int64_t r = rowsFor(v, cpu);
+    double score = double(r * v) / double(r + v);
+    if (score >= bestScore)
+      bestScore = score, bestVectors = v;
+  }
+  // Narrow N: no wider than N rounded up to whole vectors; the registers
+  // freed go to rows.
+  int64_t vectors = std::min(bestVectors, roundUp(n, cpu.lanes) / cpu.lanes);
+  t.nr = vectors * cpu.lanes;
+  t.mr = std::min(rowsFor(vectors, cpu), m);
+  // K tile: the KT x NR slice of B in half of L1.
+  t.kt = std::min(k, std::clamp<int64_t>(cpu.l1 / 2 / (t.nr * 4), 16, 512));
+  // Output tile: the KT-deep panels of B (KT x NT) and A (MT x KT) in L2.
+  t.nt = std::min(roundUp(n, t.nr), roundDown(cpu.l2 / 4 / (t.kt * 4), t.nr));
+  t.mt = std::min(roundUp(m, t.mr), roundDown(cpu.l2 / 4 / (t.kt * 4), t.mr));
+  // Enough tiles for the threads: halve the larger side while there are
+  // fewer than 8 and a tile stays at least 4 register tiles deep.
+  auto count = [&] { return ((m + t.mt - 1) / t.mt) * ((n + t.nt - 1) / t.nt); };
+  while (count() < 8) {
+    if (t.mt >= t.nt && t.mt >= 8 * t.mr)
+      t.mt = roundUp(t.mt / 2, t.mr);
+    else if (t.nt >= 8 * t.nr)
+      t.nt = roundUp(t.nt / 2, t.nr);
+    else if (t.mt >= 8 * t.mr)
+      t.mt = roundUp(t.mt / 2, t.mr);
+    else
+      break;
+  }
   return t;
 }
 
-std::string scheduleFor(const std::map<std::string, Tiles> &configs) {
-  std::string s;
+/// Parses the `tiles` option, "MT,NT,KT,MR,NR".
+std::optional<Tiles> parseTiles(StringRef text) {
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  if (parts.size() != 5)
+    return std::nullopt;
+  int64_t v[5];
+  for (auto [i, p] : llvm::enumerate(parts))
+    if (p.trim().getAsInteger(10, v[i]) || v[i] <= 0)
+      return std::nullopt;
+  return Tiles{v[0], v[1], v[2], v[3], v[4]};
+}
+
+const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
+                      "transform.named_sequence @__transform_main(%root: "
+                      "!transform.any_op {transform.readonly}) {\n";
+const char *kFooter = "  transform.yield\n}\n}\n";
+
+std::string anyOps(int n) {
+  SmallVector<std::string> v(n, "!transform.any_op");
+  return llvm::join(v, ", ");
+}
+
+/// Phase 1: parallel output tiles (and batch entries).
+std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
+  std::string s = kHeader;
   llvm::raw_string_ostream os(s);
-  os << "module attributes {transform.with_named_sequence} {\n"
-        "transform.named_sequence @__transform_main(%root: !transform.any_op "
-        "{transform.readonly}) {\n";
-  for (auto &[key, t] : configs) {
-    std::string b = t.batched ? "1, " : "";
+  for (auto &[key, t] : configs)
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", \"linalg.batch_matmul\"]} "
         "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        // Output tiles in parallel (scf.forall → OpenMP), then the K cache
-        // tile and the register tile, sequential inside each.
         "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} tile_sizes "
-        "[{8}{2}, {3}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-        "  %a_{0}, %la_{0} = transform.structured.tile_using_for %p_{0} tile_sizes "
-        "[{10}0, 0, {4}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-        "  %b_{0}, %lb_{0}:{7} = transform.structured.tile_using_for %a_{0} tile_sizes "
-        "[{8}{5}, {6}, 1] : (!transform.any_op) -> (!transform.any_op, {9})\n"
-        "  transform.structured.vectorize %b_{0} : !transform.any_op\n",
-        key, kScheduleAttr, t.mt, t.nt, t.kt, t.mr, t.nr, t.batched ? 4 : 3, b,
-        t.batched ? "!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op"
-                  : "!transform.any_op, !transform.any_op, !transform.any_op",
-        t.batched ? "0, " : "");
+        "[{2}{3}, {4}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n",
+        key, kScheduleAttr, t.batched ? "1, " : "", t.mt, t.nt);
+  os << kFooter;
+  return s;
+}
+
+/// Phase 2, on 2-D matmuls inside the output tiles: K tile, register tile,
+/// peeling, vectorisation and the lowering to FMAs.
+std::string registerSchedule(const std::map<std::string, Tiles> &configs) {
+  std::string s = kHeader;
+  llvm::raw_string_ostream os(s);
+  for (auto &[key, t] : configs) {
+    os << llvm::formatv(
+        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
+        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
+        "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} tile_sizes "
+        "[0, 0, {2}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+        "  %r_{0}, %rl_{0}:3 = transform.structured.tile_using_for %k_{0} tile_sizes "
+        "[{3}, {4}, 1] : (!transform.any_op) -> ({5})\n",
+        key, kScheduleAttr, t.kt, t.mr, t.nr, anyOps(4));
+    // Peel j, then i (which clones both j loops): full tiles get static
+    // shapes. A trip count that divides evenly makes loop.peel fail
+    // silenceably: nothing to peel.
+    for (int loop : {1, 0})
+      os << llvm::formatv(
+          "  %c{1}_{0} = transform.cast %rl_{0}#{1} : !transform.any_op to !transform.op<\"scf.for\">\n"
+          "  transform.sequence %c{1}_{0} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
+          "  ^bb0(%l: !transform.op<\"scf.for\">):\n"
+          "    %main, %rest = transform.loop.peel %l : (!transform.op<\"scf.for\">) -> "
+          "(!transform.any_op, !transform.any_op)\n"
+          "  }\n",
+          key, loop);
   }
+  os << "  %f0 = transform.structured.match ops{[\"func.func\"]} in %root : "
+        "(!transform.any_op) -> !transform.any_op\n"
+        "  transform.apply_patterns to %f0 { transform.apply_patterns.canonicalization } "
+        ": !transform.any_op\n";
+  for (auto &[key, t] : configs)
+    os << llvm::formatv(
+        "  %v_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
+        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
+        "  transform.structured.vectorize %v_{0} vector_sizes [{2}, {3}, 1] : !transform.any_op\n",
+        key, kScheduleAttr, t.mr, t.nr);
+  // Each greedy set apart: lower_masks or the vector lowerings in one set
+  // with canonicalisation ping-pong on constant masks and 1-row tiles.
   os << R"mlir(
   %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
   transform.foreach %funcs : !transform.any_op {
   ^bb0(%f: !transform.any_op):
-  transform.apply_patterns to %f {
-    transform.apply_patterns.vector.reduction_to_contract
-    transform.apply_patterns.vector.transfer_permutation_patterns
-    transform.apply_patterns.memref.fold_memref_alias_ops
-    transform.apply_patterns.canonicalization
-  } : !transform.any_op
-  transform.apply_cse to %f : !transform.any_op
-  %loops = transform.structured.match ops{["scf.for"]} in %f : (!transform.any_op) -> !transform.any_op
-  transform.apply_licm to %loops : !transform.any_op
-  %f2 = transform.structured.hoist_redundant_vector_transfers %f : (!transform.any_op) -> !transform.any_op
-  transform.apply_patterns to %f2 {
-    transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-    transform.apply_patterns.vector.transfer_permutation_patterns
-    transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-    transform.apply_patterns.vector.lower_outerproduct
-    transform.apply_patterns.vector.lower_broadcast
-    transform.apply_patterns.vector.lower_shape_cast
-    transform.apply_patterns.canonicalization
-  } : !transform.any_op
+    transform.apply_patterns to %f { transform.apply_patterns.vector.lower_masked_transfers } : !transform.any_op
+    transform.apply_patterns to %f {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %f : !transform.any_op
+    %loops = transform.structured.match ops{["scf.for"]} in %f : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops : !transform.any_op
+    %f2 = transform.structured.hoist_redundant_vector_transfers %f : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_shape_cast
+    } : !transform.any_op
+    transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.apply_patterns to %f2 { transform.apply_patterns.vector.lower_masks } : !transform.any_op
   }
-  transform.yield
-}
-}
 )mlir";
+  os << kFooter;
   return s;
+}
+
+/// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
+/// `linalg.matmul` on rank-reduced views, which phase 2 schedules.
+void rankReduceUnitBatches(ModuleOp module) {
+  SmallVector<linalg::BatchMatmulOp> unit;
+  module.walk([&](linalg::BatchMatmulOp op) {
+    if (op->hasAttr(kScheduleAttr))
+      unit.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::BatchMatmulOp op : unit) {
+    auto dropBatch = [&](Value v) -> Value {
+      auto type = llvm::cast<MemRefType>(v.getType());
+      SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes{rewriter.getIndexAttr(1)};
+      for (int d = 1; d < 3; ++d)
+        sizes.push_back(type.isDynamicDim(d)
+                            ? OpFoldResult(memref::DimOp::create(rewriter, op.getLoc(), v, d)
+                                               .getResult())
+                            : rewriter.getIndexAttr(type.getDimSize(d)));
+      auto reduced = memref::SubViewOp::inferRankReducedResultType(
+          {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
+      return memref::SubViewOp::create(rewriter, op.getLoc(), reduced, v, offsets, sizes,
+                                       strides);
+    };
+    rewriter.setInsertionPoint(op);
+    Value a = dropBatch(op.getDpsInputs()[0]), b = dropBatch(op.getDpsInputs()[1]),
+          c = dropBatch(op.getDpsInits()[0]);
+    auto mm = linalg::MatmulOp::create(rewriter, op.getLoc(), ValueRange{a, b}, ValueRange{c});
+    mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
+    rewriter.eraseOp(op);
+  }
 }
 
 struct TGCVectorizeMatmulsPass
     : tg::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
   using Base::Base;
 
+  LogicalResult runSchedule(ModuleOp module, const std::string &text) {
+    OwningOpRef<ModuleOp> schedule = parseSourceString<ModuleOp>(text, &getContext());
+    if (!schedule)
+      return module.emitError("tgc-vectorize-matmuls: internal error: bad schedule");
+    Operation *entry = nullptr;
+    schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
+    return transform::applyTransformNamedSequence(module, entry, *schedule,
+                                                  transform::TransformOptions());
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<Tiles> forced;
+    if (!tiles.empty() && !(forced = parseTiles(tiles))) {
+      module.emitError("tgc-vectorize-matmuls: tiles='")
+          << tiles << "' is not MT,NT,KT,MR,NR (five positive integers)";
+      return signalPassFailure();
+    }
+    if (vectorBits < 128 || vectorBits % 32 != 0 || vectorRegisters < 4) {
+      module.emitError("tgc-vectorize-matmuls: unsupported vector unit (")
+          << vectorBits << " bits, " << vectorRegisters << " registers)";
+      return signalPassFailure();
+    }
+    CPUShape cpu{vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes};
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
       if (!batched && !llvm::isa<linalg::MatmulOp>(op))
         return;
-      auto a = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
-      auto b = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
-      if (!a || !b || !a.hasStaticShape() || !b.hasStaticShape() ||
-          !op.hasPureBufferSemantics())
+      // Batch matmuls with their own maps are left to the loops.
+      if (batched && op.getIndexingMapsArray() !=
+                         linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext()))
+        return;
+      if (!op.hasPureBufferSemantics() || !llvm::all_of(op->getOperandTypes(), [](Type t) {
+            auto m = llvm::dyn_cast<MemRefType>(t);
+            return m && m.hasStaticShape();
+          }))
         return;
       // Loop ranges (…, M, N, K) whatever the operands' layouts.
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       size_t r = ranges.size();
-      std::optional<Tiles> t = chooseTiles(ranges[r - 3], ranges[r - 2], ranges[r - 1]);
-      if (!t)
-        return;
-      t->batched = batched;
-      configs.emplace(t->key(), *t);
-      op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t->key()));
+      Tiles t = forced ? *forced : chooseTiles(ranges[r - 3], ranges[r - 2], ranges[r - 1], cpu);
+      t.batched = batched;
+      configs.emplace(t.key(), t);
+      op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t.key()));
     });
     if (configs.empty())
       return;
-    OwningOpRef<ModuleOp> schedule =
-        parseSourceString<ModuleOp>(scheduleFor(configs), &getContext());
-    if (!schedule) {
-      module.emitError("tgc-vectorize-matmuls: internal error: bad schedule");
+    if (failed(runSchedule(module, forallSchedule(configs))))
       return signalPassFailure();
-    }
-    Operation *entry = nullptr;
-    schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
-    if (failed(transform::applyTransformNamedSequence(
-            module, entry, *schedule, transform::TransformOptions())))
+    rankReduceUnitBatches(module);
+    for (auto &entry : configs)
+      entry.second.batched = false;
+    if (failed(runSchedule(module, registerSchedule(configs))))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });
   }

@@ -37,14 +37,14 @@ func.func @relu_add(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Attention: per-head 2-D products in a loop, causal mask, softmax.
+// Attention: batched products over (batch, kv head), causal mask, softmax;
+// no target-specific loop around the products.
 // CHECK-LABEL: func.func @attention
-// CHECK: scf.for
-// CHECK: linalg.matmul
+// CHECK-NOT: scf.for
+// CHECK: linalg.batch_matmul
 // CHECK: arith.cmpi ugt
 // CHECK: math.exp
-// CHECK: scf.for
-// CHECK: linalg.matmul
+// CHECK: linalg.batch_matmul
 func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>) -> tensor<1x4x2x8xf32> {
   %o = tg.attention %q, %k, %k {causal} : tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32> -> tensor<1x4x2x8xf32>
   return %o : tensor<1x4x2x8xf32>
@@ -63,4 +63,16 @@ func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>) -> tensor
 func.func @embedding_grad(%g: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>) -> tensor<5x4xf32> {
   %d = tg.embedding_grad %g, %ids : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<5x4xf32>
   return %d : tensor<5x4xf32>
+}
+
+// -----
+
+// A narrow product (a classifier's 10 columns) stays a plain matmul: the
+// layout for a target's vector unit is that target's business.
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<32x10xf32>)
+func.func @narrow(%a: tensor<64x32xf32>, %b: tensor<32x10xf32>) -> tensor<64x10xf32> {
+  %y = tg.matmul %a, %b : tensor<64x32xf32>, tensor<32x10xf32> -> tensor<64x10xf32>
+  return %y : tensor<64x10xf32>
 }

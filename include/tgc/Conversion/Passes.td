@@ -122,8 +122,10 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
     vectors and one broadcast in the vector registers, maximising FMAs per
     load; the K tile keeps the KT x NR slice of B in half of L1; MT x NT
-    keeps the KT-deep panels of A and B in L2 and still gives the threads
-    enough tiles. `tiles` overrides the model (lit tests do not depend on
+    keeps the KT-deep panels of A and B in L2, splits until there are 16
+    output tiles (or a tile would be under 4 register tiles deep) and
+    balances the tiles of each dimension, so a static schedule gives every
+    thread the same work. `tiles` overrides the model (lit tests do not depend on
     the machine).
 
     It is a transform-dialect schedule generated per tile configuration and

@@ -15,7 +15,6 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -36,43 +35,15 @@ Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
-/// out[n] = a[n] · b[n] for every batch entry n: a loop of 2-D
-/// linalg.matmul on slices, so each product gets the CPU matmul schedule
-/// (vectorising the 3-D batch_matmul directly made the vector patterns blow
-/// up).
+/// out[n] = a[n] · b[n] for every batch entry n: a named
+/// linalg.batch_matmul on contiguous operands.
 Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   RankedTensorType a = tensorType(lhs), bt = tensorType(rhs);
-  int64_t n = a.getDimSize(0), m = a.getDimSize(1), k = a.getDimSize(2),
-          cols = bt.getDimSize(2);
-  Type elt = a.getElementType();
-  Value out = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, m, cols}, elt);
-  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-  Value ub = arith::ConstantIndexOp::create(b, loc, n);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto slice = [&](OpBuilder &nb, Location nl, Value src, Value i, int64_t rows,
-                   int64_t cs) -> Value {
-    SmallVector<OpFoldResult> offsets{i, nb.getIndexAttr(0), nb.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1), nb.getIndexAttr(rows), nb.getIndexAttr(cs)};
-    SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(nb, nl, RankedTensorType::get({rows, cs}, elt), src,
-                                          offsets, sizes, strides);
-  };
-  auto loop = scf::ForOp::create(
-      b, loc, lb, ub, one, ValueRange{out},
-      [&](OpBuilder &nb, Location nl, Value i, ValueRange acc) {
-        Value init = filled(nb, nl, RankedTensorType::get({m, cols}, elt), 0.0);
-        Value prod = linalg::MatmulOp::create(nb, nl,
-                                              ValueRange{slice(nb, nl, lhs, i, m, k),
-                                                         slice(nb, nl, rhs, i, k, cols)},
-                                              ValueRange{init})
-                         .getResult(0);
-        SmallVector<OpFoldResult> offsets{i, nb.getIndexAttr(0), nb.getIndexAttr(0)};
-        SmallVector<OpFoldResult> sizes{nb.getIndexAttr(1), nb.getIndexAttr(m), nb.getIndexAttr(cols)};
-        SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
-        Value next = tensor::InsertSliceOp::create(nb, nl, prod, acc[0], offsets, sizes, strides);
-        scf::YieldOp::create(nb, nl, next);
-      });
-  return loop.getResult(0);
+  auto outType = RankedTensorType::get({a.getDimSize(0), a.getDimSize(1), bt.getDimSize(2)},
+                                       a.getElementType());
+  Value init = filled(b, loc, outType, 0.0);
+  return linalg::BatchMatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
+      .getResult(0);
 }
 
 /// Swaps the two matrix dimensions of [N, R, C].

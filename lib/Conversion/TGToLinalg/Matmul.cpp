@@ -29,18 +29,8 @@ Value transpose2D(OpBuilder &b, Location loc, Value v) {
 }
 
 /// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
-/// the op the CPU tiling/vectorisation schedule targets. The schedule
-/// vectorises along N in multiples of 8; a narrow N (a classifier's 10
-/// classes) with a wide M is computed transposed, (bᵀ·aᵀ)ᵀ, instead.
+/// the op targets' matmul schedules recognise (any M, N, K).
 Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
-  int64_t m = tensorType(lhs).getDimSize(0), n = tensorType(rhs).getDimSize(1);
-  if (n % 8 != 0 && m % 8 == 0) {
-    Value t = linalg::MatmulOp::create(
-                  b, loc, ValueRange{transpose2D(b, loc, rhs), transpose2D(b, loc, lhs)},
-                  ValueRange{transpose2D(b, loc, init)})
-                  .getResult(0);
-    return transpose2D(b, loc, t);
-  }
   return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
       .getResult(0);
 }

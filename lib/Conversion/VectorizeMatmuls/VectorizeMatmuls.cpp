@@ -50,7 +50,6 @@ struct CPUShape {
 };
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-int64_t roundDown(int64_t x, int64_t m) { return std::max(m, x / m * m); }
 
 /// Rows of the register tile that fit beside `vectors` accumulators per
 /// row, the `vectors` B loads and one broadcast of A.
@@ -78,21 +77,25 @@ Tiles chooseTiles(int64_t m, int64_t n, int64_t k, const CPUShape &cpu) {
   // K tile: the KT x NR slice of B in half of L1.
   t.kt = std::min(k, std::clamp<int64_t>(cpu.l1 / 2 / (t.nr * 4), 16, 512));
   // Output tile: the KT-deep panels of B (KT x NT) and A (MT x KT) in L2.
-  t.nt = std::min(roundUp(n, t.nr), roundDown(cpu.l2 / 4 / (t.kt * 4), t.nr));
-  t.mt = std::min(roundUp(m, t.mr), roundDown(cpu.l2 / 4 / (t.kt * 4), t.mr));
-  // Enough tiles for the threads: halve the larger side while there are
-  // fewer than 8 and a tile stays at least 4 register tiles deep.
-  auto count = [&] { return ((m + t.mt - 1) / t.mt) * ((n + t.nt - 1) / t.nt); };
-  while (count() < 8) {
-    if (t.mt >= t.nt && t.mt >= 8 * t.mr)
-      t.mt = roundUp(t.mt / 2, t.mr);
-    else if (t.nt >= 8 * t.nr)
-      t.nt = roundUp(t.nt / 2, t.nr);
-    else if (t.mt >= 8 * t.mr)
-      t.mt = roundUp(t.mt / 2, t.mr);
+  int64_t panel = std::max<int64_t>(1, cpu.l2 / 4 / (t.kt * 4));
+  int64_t tilesM = (m + panel - 1) / panel, tilesN = (n + panel - 1) / panel;
+  // Enough tiles for the threads (at least 16 where a tile stays at least 4
+  // register tiles deep), split the long side first; tiles of one dimension
+  // are balanced so a static schedule shares them evenly.
+  auto deep = [&](int64_t size, int64_t tilesCount, int64_t reg) {
+    return (size + tilesCount) / (tilesCount + 1) >= 4 * reg;
+  };
+  while (tilesM * tilesN < 16) {
+    bool splitM = deep(m, tilesM, t.mr), splitN = deep(n, tilesN, t.nr);
+    if (splitM && (!splitN || m / tilesM >= n / tilesN))
+      ++tilesM;
+    else if (splitN)
+      ++tilesN;
     else
       break;
   }
+  t.mt = roundUp((m + tilesM - 1) / tilesM, t.mr);
+  t.nt = roundUp((n + tilesN - 1) / tilesN, t.nr);
   return t;
 }
 

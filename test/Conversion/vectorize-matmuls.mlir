@@ -42,33 +42,41 @@ func.func @transposed_a(%a: memref<256x64xf32>, %b: memref<256x128xf32>, %c: mem
   return
 }
 
-// A classifier's 10 columns: one masked 16-lane vector per row, 8 rows.
+// A classifier's 10 columns: 8 x 10 tiles, static, the accumulators
+// carried through the K loop.
 // CHECK-LABEL: func.func @narrow
-// CHECK: vector.transfer_read {{.*}} : memref<64x10xf32>, vector<8x16xf32>
-// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.transfer_read {{.*}} : memref<64x10xf32>, vector<8x10xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x10xf32>)
+// CHECK: vector.fma {{.*}} : vector<10xf32>
 // CHECK-NOT: linalg.matmul
 func.func @narrow(%a: memref<64x256xf32>, %b: memref<256x10xf32>, %c: memref<64x10xf32>) {
   linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x10xf32>) outs(%c : memref<64x10xf32>)
   return
 }
 
-// Primes everywhere: 8 x 48 tiles (37 columns masked), then the last 5
-// rows masked too.
+// Primes everywhere: 8-row tiles of whole 16-lane vectors, then the last
+// 5 columns, then the last 5 rows one at a time; every tile static, every
+// accumulator carried through the K loop.
 // CHECK-LABEL: func.func @primes
-// CHECK: vector.transfer_read {{.*}} : memref<37x37xf32>, vector<8x48xf32>
-// CHECK-COUNT-8: vector.fma {{.*}} : vector<48xf32>
-// CHECK: vector.transfer_read %{{.*}}[%c32, %c0]
-// CHECK-COUNT-5: vector.fma {{.*}} : vector<48xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x16xf32>)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x5xf32>)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<5xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x16xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x5xf32>)
+// CHECK-NOT: vector.create_mask
 // CHECK-NOT: linalg.matmul
 func.func @primes(%a: memref<37x17xf32>, %b: memref<17x37xf32>, %c: memref<37x37xf32>) {
   linalg.matmul ins(%a, %b : memref<37x17xf32>, memref<17x37xf32>) outs(%c : memref<37x37xf32>)
   return
 }
 
-// One row (a GEMV) against GPT-2's vocabulary: 1 x 64 tiles, no wasted rows.
+// One row (a GEMV) against GPT-2's vocabulary: 1 x 64 tiles, no wasted
+// rows; the tiles' boundaries are dynamic, so the last columns are masked.
 // CHECK-LABEL: func.func @one_row_vocab
 // CHECK: scf.forall
 // CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: vector.create_mask {{.*}} : vector<16xi1>
 // CHECK-NOT: vector<6x
 // CHECK-NOT: linalg.matmul
 func.func @one_row_vocab(%a: memref<1x64xf32>, %b: memref<64x50257xf32>, %c: memref<1x50257xf32>) {
@@ -80,7 +88,7 @@ func.func @one_row_vocab(%a: memref<1x64xf32>, %b: memref<64x50257xf32>, %c: mem
 // tile a rank-reduced 2-D matmul.
 // CHECK-LABEL: func.func @batched
 // CHECK: scf.forall {{.*}} in (6)
-// CHECK: vector.fma {{.*}} : vector<48xf32>
+// CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: linalg.batch_matmul
 func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<6x37x37xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%c : memref<6x37x37xf32>)

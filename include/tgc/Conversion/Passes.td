@@ -111,12 +111,14 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
   let description = [{
     For each `linalg.matmul` and `linalg.batch_matmul` on static memrefs:
     output tiles MT x NT as an `scf.forall` (OpenMP threads later; batch
-    entries are parallel too), a K cache tile, an MR x NR register tile
-    whose j and i loops are peeled, and vectorisation with vector sizes
-    [MR, NR, 1]: full tiles come out unmasked with the accumulators hoisted
-    out of the K loop, the remainders of any size (primes, 50257, 1) come
-    out masked. Contractions become outer products (FMAs). No size has to
-    divide another, and the cost of compiling is the same for every shape.
+    entries are parallel too), a K cache tile, and MR x NR register tiles.
+    The register loops are peeled: full tiles are static; the column
+    remainder is cut into whole vectors (peeled again) and the row remainder
+    done a row at a time, so only the last partial vector of a tile whose
+    size is only known at run time is masked. The unit K loop is innermost
+    for every variant, so the accumulators stay in registers across it.
+    Contractions become outer products (FMAs). No size has to divide
+    another (primes, 50257, 1), and compiling costs the same for every shape.
 
     Tile sizes follow an analytical model of the target (in the style of
     BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
@@ -128,9 +130,10 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     thread the same work. `tiles` overrides the model (lit tests do not depend on
     the machine).
 
-    It is a transform-dialect schedule generated per tile configuration and
-    run by the transform interpreter in two phases around one C++ step:
-    unit-batch `batch_matmul` tiles become rank-reduced 2-D matmuls. The
+    Transform-dialect schedules generated per tile configuration, run by the
+    transform interpreter, with C++ steps between them: unit-batch
+    `batch_matmul` tiles become rank-reduced 2-D matmuls, and each tile is
+    vectorised with its own sizes (static, or masked up to a bound). The
     vector lowering patterns and canonicalisation run in separate greedy
     sets: together they do not converge on 1-row register tiles (M = 1, or
     odd M under a divisor rule) and on constant masks, and memory grows

@@ -11,6 +11,7 @@
 #include "tgc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -33,6 +34,10 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
+/// Marks tiles of the peeled whole-vector column loop: their width is one
+/// vector even where the bound is too indirect for the peeling's own
+/// simplification to make it static.
+constexpr llvm::StringLiteral kFullVectorAttr = "tgc.full_vector_columns";
 
 struct Tiles {
   int64_t mt, nt, kt, mr, nr;
@@ -137,46 +142,110 @@ std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
   return s;
 }
 
-/// Phase 2, on 2-D matmuls inside the output tiles: K tile, register tile,
-/// peeling, vectorisation and the lowering to FMAs.
-std::string registerSchedule(const std::map<std::string, Tiles> &configs) {
+/// Phase 2, on 2-D matmuls inside the output tiles: K cache tile, MR x NR
+/// register tiles. The j loop is peeled and its remainder tiled by whole
+/// vectors (peeled again: only the last < lanes columns stay partial); the
+/// i loop is peeled and its remainder done a row at a time. The unit K loop
+/// comes last, so every variant has the accumulators' loop innermost.
+std::string registerSchedule(const std::map<std::string, Tiles> &configs, int64_t lanes) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
+  // Each loop of `handle` on its own (one handle holds the loops of every
+  // matmul of a configuration).
+  auto peel = [&](StringRef handle, StringRef name, StringRef rest) {
+    os << llvm::formatv(
+        "  transform.foreach {0} : !transform.any_op {{\n"
+        "  ^bb0(%each_{1}: !transform.any_op):\n"
+        "  %{1} = transform.cast %each_{1} : !transform.any_op to !transform.op<\"scf.for\">\n"
+        "  transform.sequence %{1} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
+        "  ^bb0(%l_{1}: !transform.op<\"scf.for\">):\n"
+        "    %main_{1}, %rest_{1} = transform.loop.peel %l_{1} : (!transform.op<\"scf.for\">) -> "
+        "(!transform.any_op, !transform.any_op)\n{2}"
+        "  }\n"
+        "  }\n",
+        handle, name, rest);
+  };
   for (auto &[key, t] : configs) {
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
         "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
         "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} tile_sizes "
         "[0, 0, {2}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-        "  %r_{0}, %rl_{0}:3 = transform.structured.tile_using_for %k_{0} tile_sizes "
-        "[{3}, {4}, 1] : (!transform.any_op) -> ({5})\n",
-        key, kScheduleAttr, t.kt, t.mr, t.nr, anyOps(4));
-    // Peel j, then i (which clones both j loops): full tiles get static
-    // shapes. A trip count that divides evenly makes loop.peel fail
-    // silenceably: nothing to peel.
-    for (int loop : {1, 0})
-      os << llvm::formatv(
-          "  %c{1}_{0} = transform.cast %rl_{0}#{1} : !transform.any_op to !transform.op<\"scf.for\">\n"
-          "  transform.sequence %c{1}_{0} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
-          "  ^bb0(%l: !transform.op<\"scf.for\">):\n"
-          "    %main, %rest = transform.loop.peel %l : (!transform.op<\"scf.for\">) -> "
-          "(!transform.any_op, !transform.any_op)\n"
-          "  }\n",
-          key, loop);
+        "  %r_{0}, %rl_{0}:2 = transform.structured.tile_using_for %k_{0} tile_sizes "
+        "[{3}, {4}, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
+        "!transform.any_op)\n",
+        key, kScheduleAttr, t.kt, t.mr, t.nr);
+    // A trip count that divides evenly makes loop.peel fail silenceably:
+    // nothing to peel.
+    std::string columns;
+    if (t.nr > lanes)
+      columns = llvm::formatv(
+          "    transform.foreach %rest_j_{0} : !transform.any_op {{\n"
+          "    ^bb3(%restloop_j_{0}: !transform.any_op):\n"
+          "    %rm_j_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %restloop_j_{0} "
+          ": (!transform.any_op) -> !transform.any_op\n"
+          "    transform.foreach %rm_j_{0} : !transform.any_op {{\n"
+          "    ^bb1(%vop_{0}: !transform.any_op):\n"
+          "    %v_{0}, %vl_{0} = transform.structured.tile_using_for %vop_{0} tile_sizes "
+          "[0, {1}, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+          "    %vc_{0} = transform.cast %vl_{0} : !transform.any_op to !transform.op<\"scf.for\">\n"
+          "    transform.sequence %vc_{0} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
+          "    ^bb2(%vloop_{0}: !transform.op<\"scf.for\">):\n"
+          "      %vm_{0}, %vr_{0} = transform.loop.peel %vloop_{0} : (!transform.op<\"scf.for\">) "
+          "-> (!transform.any_op, !transform.any_op)\n"
+          "      %vmm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %vm_{0} "
+          ": (!transform.any_op) -> !transform.any_op\n"
+          "      transform.annotate %vmm_{0} \"{2}\" : !transform.any_op\n"
+          "    }\n"
+          "    }\n"
+          "    }\n",
+          key, lanes, kFullVectorAttr);
+    peel(("%rl_" + key + "#1"), "j_" + key, columns);
+    std::string rows;
+    if (t.mr > 1)
+      rows = llvm::formatv(
+          "    transform.foreach %rest_i_{0} : !transform.any_op {{\n"
+          "    ^bb3(%restloop_i_{0}: !transform.any_op):\n"
+          "    %rm_i_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %restloop_i_{0} "
+          ": (!transform.any_op) -> !transform.any_op\n"
+          "    transform.foreach %rm_i_{0} : !transform.any_op {{\n"
+          "    ^bb1(%rop_{0}: !transform.any_op):\n"
+          "    %one_{0}, %onel_{0} = transform.structured.tile_using_for %rop_{0} tile_sizes "
+          "[1, 0, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+          "    }\n"
+          "    }\n",
+          key);
+    peel(("%rl_" + key + "#0"), "i_" + key, rows);
   }
-  os << "  %f0 = transform.structured.match ops{[\"func.func\"]} in %root : "
-        "(!transform.any_op) -> !transform.any_op\n"
-        "  transform.apply_patterns to %f0 { transform.apply_patterns.canonicalization } "
-        ": !transform.any_op\n";
   for (auto &[key, t] : configs)
     os << llvm::formatv(
-        "  %v_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
+        "  %all_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
         "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "  transform.structured.vectorize %v_{0} vector_sizes [{2}, {3}, 1] : !transform.any_op\n",
-        key, kScheduleAttr, t.mr, t.nr);
-  // Each greedy set apart: lower_masks or the vector lowerings in one set
-  // with canonicalisation ping-pong on constant masks and 1-row tiles.
-  os << R"mlir(
+        "  transform.foreach %all_{0} : !transform.any_op {{\n"
+        "  ^bb0(%uop_{0}: !transform.any_op):\n"
+        "  %u_{0}, %ul_{0} = transform.structured.tile_using_for %uop_{0} tile_sizes [0, 0, 1] "
+        ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+        "  }\n",
+        key, kScheduleAttr);
+  // Folds the tiles' affine.min where the loop bounds decide them (static
+  // shapes for the full tiles, also where a peel had nothing to do).
+  os << "  %f0 = transform.structured.match ops{[\"func.func\"]} in %root : "
+        "(!transform.any_op) -> !transform.any_op\n"
+        "  transform.apply_patterns to %f0 {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        "    transform.apply_patterns.scf.for_loop_canonicalization\n"
+        "  } : !transform.any_op\n";
+  os << kFooter;
+  return s;
+}
+
+/// Phase 4, after vectorisation: accumulators out of the K loop, the
+/// contractions as FMAs. Each greedy set apart: lower_masks or the vector
+/// lowerings in one set with canonicalisation ping-pong on constant masks
+/// and 1-row tiles (memory without bound).
+std::string loweringSchedule() {
+  std::string s = kHeader;
+  s += R"mlir(
   %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
   transform.foreach %funcs : !transform.any_op {
   ^bb0(%f: !transform.any_op):
@@ -203,8 +272,47 @@ std::string registerSchedule(const std::map<std::string, Tiles> &configs) {
     transform.apply_patterns to %f2 { transform.apply_patterns.vector.lower_masks } : !transform.any_op
   }
 )mlir";
-  os << kFooter;
+  s += kFooter;
   return s;
+}
+
+/// Phase 3: vectorises every scheduled matmul tile. Static tiles vectorise
+/// as they are; a dynamic size (a partial vector of columns, or rows where
+/// nothing was peeled) is masked up to its bound: one vector of `lanes`,
+/// or MR rows.
+LogicalResult vectorizeTiles(ModuleOp module, const std::map<std::string, Tiles> &configs,
+                             int64_t lanes) {
+  SmallVector<linalg::MatmulOp> tiles;
+  module.walk([&](linalg::MatmulOp op) {
+    if (op->hasAttr(kScheduleAttr))
+      tiles.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::MatmulOp op : tiles) {
+    const Tiles &t = configs.at(op->getAttrOfType<StringAttr>(kScheduleAttr).str());
+    SmallVector<int64_t> ranges = llvm::cast<linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
+    SmallVector<int64_t> sizes;
+    bool dynamic = false, onlyColumnsDynamic = true;
+    for (auto [d, r] : llvm::enumerate(ranges)) {
+      bool dyn = ShapedType::isDynamic(r);
+      dynamic |= dyn;
+      onlyColumnsDynamic &= !dyn || d == 1;
+      sizes.push_back(!dyn ? r : d == 0 ? t.mr : d == 1 ? std::min(t.nr, lanes) : 1);
+    }
+    bool fullColumns = dynamic && onlyColumnsDynamic && op->hasAttr(kFullVectorAttr);
+    rewriter.setInsertionPoint(op);
+    // Scalable flags given explicitly: an empty list builds mask types that
+    // print alike but differ from the transfers' (verifier failure).
+    SmallVector<bool> scalable(sizes.size(), false);
+    if (!dynamic)
+      sizes.clear(), scalable.clear();
+    if (failed(linalg::vectorize(rewriter, op, sizes, scalable, /*vectorizeNDExtract=*/false,
+                                 /*flatten1DDepthwiseConv=*/false,
+                                 /*assumeDynamicDimsMatchVecSizes=*/fullColumns)))
+      return op.emitError("tgc-vectorize-matmuls: internal error: a tile did not vectorise");
+    rewriter.eraseOp(op);
+  }
+  return success();
 }
 
 /// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
@@ -298,7 +406,10 @@ struct TGCVectorizeMatmulsPass
     rankReduceUnitBatches(module);
     for (auto &entry : configs)
       entry.second.batched = false;
-    if (failed(runSchedule(module, registerSchedule(configs))))
+    int64_t lanes = vectorBits / 32;
+    if (failed(runSchedule(module, registerSchedule(configs, lanes))) ||
+        failed(vectorizeTiles(module, configs, lanes)) ||
+        failed(runSchedule(module, loweringSchedule())))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });
   }

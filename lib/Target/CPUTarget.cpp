@@ -10,6 +10,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/TargetParser/Host.h"
 
 using namespace tgc;
@@ -119,9 +121,34 @@ std::optional<CPUDescription> tgc::describeCPU(const std::string &cpu,
   return d;
 }
 
+namespace {
+/// Removes argument and result attributes of other dialects (the tg.param /
+/// tg.input names the header was generated from). The translation warns
+/// once per such attribute and each warning prints the whole function: a
+/// 12-layer step spent minutes formatting warnings nobody sees.
+void dropForeignArgumentAttrs(mlir::ModuleOp module) {
+  module.walk([](mlir::LLVM::LLVMFuncOp func) {
+    auto strip = [](mlir::DictionaryAttr attrs) -> mlir::DictionaryAttr {
+      if (!attrs)
+        return attrs;
+      llvm::SmallVector<mlir::NamedAttribute> kept;
+      for (mlir::NamedAttribute a : attrs)
+        if (a.getName().strref().starts_with("llvm."))
+          kept.push_back(a);
+      return mlir::DictionaryAttr::get(attrs.getContext(), kept);
+    };
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      func.setArgAttrs(i, strip(func.getArgAttrDict(i)));
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+      func.setResultAttrs(i, strip(func.getResultAttrDict(i)));
+  });
+}
+} // namespace
+
 std::unique_ptr<llvm::Module>
 tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                           const std::string &cpu, std::string &error) {
+  dropForeignArgumentAttrs(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule) {
@@ -148,6 +175,10 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     f.addFnAttr("prefer-vector-width", width);
     f.addFnAttr("min-legal-vector-width", width);
   }
+
+  // Identical loop nests (every layer's, usually) become one function
+  // before O3, so compile time does not grow with the number of layers.
+  llvm::MergeFunctionsPass::runOnModule(*llvmModule);
 
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;

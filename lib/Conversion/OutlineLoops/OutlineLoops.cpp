@@ -112,33 +112,62 @@ struct TGCOutlineLoopNestsPass
       if (func.isExternal() || func.isPrivate())
         continue;
       int index = 0;
-      SmallVector<scf::ForOp> nests;
+      SmallVector<SmallVector<Operation *>> nests;
       auto collect = [&](Block &block) {
         for (auto loop : block.getOps<scf::ForOp>())
           if (loop.getNumResults() == 0)
-            nests.push_back(loop);
+            nests.push_back({loop});
       };
       collect(func.getBody().front());
-      // The body of each parallel loop too (a matmul's tile: OpenMP's
-      // outlined region would otherwise hide from LLVM which buffers are
-      // distinct).
-      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>())
-        collect(*parallel.getBody());
-      for (scf::ForOp loop : nests)
-        if (failed(outline(rewriter, func, loop, index)))
+      for (SmallVector<Operation *> &nest : nests)
+        if (failed(outline(rewriter, func, nest, index)))
           return signalPassFailure();
+      // The whole body of each parallel loop too (a matmul's tile: OpenMP's
+      // outlined region would otherwise hide from LLVM which buffers are
+      // distinct, and a body of several blocks cannot sit in the alloca
+      // scope OpenMP conversion puts around it); failing that, its loops.
+      nests.clear();
+      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>()) {
+        Block &body = *parallel.getBody();
+        SmallVector<Operation *> ops;
+        for (Operation &op : body.without_terminator())
+          ops.push_back(&op);
+        if (!ops.empty())
+          nests.push_back(ops);
+      }
+      for (SmallVector<Operation *> &nest : nests) {
+        Block *body = nest.front()->getBlock();
+        bool outlined = false;
+        if (failed(outline(rewriter, func, nest, index, &outlined)))
+          return signalPassFailure();
+        if (outlined)
+          continue;
+        SmallVector<SmallVector<Operation *>> loops;
+        for (auto loop : body->getOps<scf::ForOp>())
+          if (loop.getNumResults() == 0)
+            loops.push_back({loop});
+        for (SmallVector<Operation *> &loop : loops)
+          if (failed(outline(rewriter, func, loop, index)))
+            return signalPassFailure();
+      }
     }
   }
 
-  LogicalResult outline(IRRewriter &rewriter, func::FuncOp func,
-                        scf::ForOp loop, int &index) {
-    Location loc = loop.getLoc();
-    rewriter.setInsertionPoint(loop);
+  /// Outlines `ops` (consecutive, in one block, their results unused after
+  /// them) into a private function; `done` tells whether it happened
+  /// (not when a captured value cannot be passed).
+  LogicalResult outline(IRRewriter &rewriter, func::FuncOp func, ArrayRef<Operation *> ops,
+                        int &index, bool *done = nullptr) {
+    if (done)
+      *done = false;
+    Location loc = ops.front()->getLoc();
+    rewriter.setInsertionPoint(ops.front());
     auto region = scf::ExecuteRegionOp::create(rewriter, loc, TypeRange());
     Block *block = rewriter.createBlock(&region.getRegion());
     rewriter.setInsertionPointToEnd(block);
     auto yield = scf::YieldOp::create(rewriter, loc);
-    rewriter.moveOpBefore(loop, yield);
+    for (Operation *op : ops)
+      rewriter.moveOpBefore(op, yield);
     sinkClonableProducers(region.getRegion());
 
     llvm::SetVector<Value> captured;
@@ -150,6 +179,8 @@ struct TGCOutlineLoopNestsPass
       rewriter.eraseOp(region);
       return success();
     }
+    if (done)
+      *done = true;
     func::CallOp call;
     std::string name = (func.getName() + "_nest" + llvm::Twine(index++)).str();
     FailureOr<func::FuncOp> outlined = outlineSingleBlockRegion(

@@ -84,6 +84,8 @@ void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass(matmuls));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Large elementwise and reduction ops: parallel chunks too.
+  pm.addPass(mlir::tg::createTGCParallelizeLoopsPass());
   pm.addPass(createForallToParallelLoopPass());
   // Intermediates live in one static arena; what remains (buffers inside
   // loops) is freed by the deallocation pipeline.

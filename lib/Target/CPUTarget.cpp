@@ -122,11 +122,20 @@ std::optional<CPUDescription> tgc::describeCPU(const std::string &cpu,
 }
 
 namespace {
-/// Removes argument and result attributes of other dialects (the tg.param /
+/// Prepares the module for translation. Removes argument and result
+/// attributes of other dialects (the tg.param /
 /// tg.input names the header was generated from). The translation warns
 /// once per such attribute and each warning prints the whole function: a
 /// 12-layer step spent minutes formatting warnings nobody sees.
 void dropForeignArgumentAttrs(mlir::ModuleOp module) {
+  // OpenMP constructs' source locations become ident strings in the
+  // parallel regions' outlined code: with them, each layer's copy of a
+  // region would differ and MergeFunctions could not merge them.
+  mlir::Location unknown = mlir::UnknownLoc::get(module.getContext());
+  module.walk([&](mlir::Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "omp")
+      op->setLoc(unknown);
+  });
   module.walk([](mlir::LLVM::LLVMFuncOp func) {
     auto strip = [](mlir::DictionaryAttr attrs) -> mlir::DictionaryAttr {
       if (!attrs)
@@ -174,6 +183,11 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     f.addFnAttr("target-features", tm->getTargetFeatureString());
     f.addFnAttr("prefer-vector-width", width);
     f.addFnAttr("min-legal-vector-width", width);
+    // No code compares our functions' addresses: identical ones (OpenMP's
+    // outlined regions, whose addresses go to the runtime) may then be
+    // merged outright instead of kept as thunks.
+    if (f.hasLocalLinkage())
+      f.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
   }
 
   // Identical loop nests (every layer's, usually) become one function
@@ -196,6 +210,9 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(*llvmModule, mam);
+  // Again: OpenMP's outlined regions only become identical once O3 has
+  // folded the calls to merged nests; fewer functions for code generation.
+  llvm::MergeFunctionsPass::runOnModule(*llvmModule);
   return llvmModule;
 }
 

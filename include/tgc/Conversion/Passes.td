@@ -158,4 +158,29 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
   ];
 }
 
+def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "Splits the step's large elementwise and reduction ops into parallel chunks";
+  let description = [{
+    On bufferized linalg ops at the top level of a function (after the
+    matmul schedule): an op with static loop ranges, a parallel outermost
+    loop and at least `min-chunk-work` iterations in all is tiled along
+    that loop into an `scf.forall` of up to `max-chunks` chunks of at least
+    `min-chunk-work` iterations each. `scf-forall-to-parallel` and OpenMP
+    run the chunks on the step's threads; `tgc-outline-loop-nests` puts each
+    chunk's body in its own function whose buffers are `noalias`, so LLVM
+    vectorises the chunks as it vectorised the whole loop (parallel loops
+    without that ran one thread 70% slower). Small ops stay sequential: a
+    fork and join costs more than they do. Matmuls are left to
+    `tgc-vectorize-matmuls`.
+  }];
+  let options = [
+    Option<"minChunkWork", "min-chunk-work", "int64_t", "32768",
+           "Fewest iterations of a chunk (and of an op worth splitting)">,
+    Option<"maxChunks", "max-chunks", "int64_t", "16",
+           "Most chunks per op">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // TGC_CONVERSION_PASSES_TD

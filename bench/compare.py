@@ -44,6 +44,22 @@ def run_peer(model, steps, threads):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_model():
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def compile_model(tgc, model, exe):
+    out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M", tgc, model, "-o", exe],
+                         capture_output=True, text=True, check=True)
+    wall = float(re.search(r"wall_s=([\d.]+)", out.stderr).group(1))
+    rss = int(re.search(r"maxrss_kb=(\d+)", out.stderr).group(1)) / 1024
+    return wall, rss
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", default=os.path.join(ROOT, "build", "bin", "tgc"))
@@ -52,22 +68,30 @@ def main():
                     default=[os.path.join(ROOT, "examples", "mlp.json"),
                              os.path.join(ROOT, "examples", "tiny-llama.json")])
     args = ap.parse_args()
-    print(f"{'model':<16}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}"
-          f"{'tgc RSS':>10}{'torch RSS':>11}")
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)")
+    print(f"{'model':<20}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"
+          f"{'tgc x':>7}{'tgc RSS':>10}{'torch RSS':>11}{'compile':>10}{'tgc-mem':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
             name = os.path.splitext(os.path.basename(model))[0]
             exe = os.path.join(tmp, name)
-            subprocess.run([args.tgc, model, "-o", exe], check=True)
+            wall, crss = compile_model(args.tgc, model, exe)
+            rows = []
             for threads in (1, 2):
-                ours = run_tgc(exe, args.steps, threads)
-                peer = run_peer(model, args.steps, threads)
+                rows.append((threads, run_tgc(exe, args.steps, threads),
+                             run_peer(model, args.steps, threads)))
+            best_peer = min(p["median_ms"] for _, _, p in rows)
+            one = rows[0][1]["median_ms"]
+            for threads, ours, peer in rows:
                 ratio = ours["median_ms"] / peer["median_ms"]
-                print(f"{name:<16}{threads:>4}{ours['median_ms']:>10.2f}{peer['median_ms']:>10.2f}"
-                      f"{ratio:>8.2f}{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M",
-                      flush=True)
-    print("ratio = tgc / torch median ms per step (lower is better); RSS = peak resident set."
-          " tgc runs its matmuls on --threads / OMP_NUM_THREADS threads.")
+                vs_best = ours["median_ms"] / best_peer
+                print(f"{name:<20}{threads:>4}{ours['median_ms']:>10.2f}{peer['median_ms']:>10.2f}"
+                      f"{ratio:>8.2f}{vs_best:>9.2f}{one / ours['median_ms']:>7.2f}"
+                      f"{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M"
+                      f"{wall:>9.1f}s{crss:>8.0f}M", flush=True)
+    print("ratio = tgc / torch median ms per step at the same thread count; vs best = tgc / "
+          "torch's best time at <= 2 threads; tgc x = tgc's speed-up over its 1-thread time; "
+          "RSS = peak resident set; compile = tgc's wall time and peak memory for -o.")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ void usage() {
       "  --eval-every N         every N steps, report the loss on held-out data (the last\n"
       "                         10%% of the data)\n"
       "  --log FILE             one JSON object per step (step, loss, grad_norm, ms, tokens_per_s)\n"
-      "  --threads N            threads of the matmuls (default: OMP_NUM_THREADS, or every core)\n"
+      "  --threads N            threads of the step (default: OMP_NUM_THREADS, or every core)\n"
       "  --quiet                no progress output\n"
       "  --help                 this text\n",
       kProgram, tgc_model.model_type, (long long)tgc_model.batch_size,

@@ -84,11 +84,13 @@ cl::opt<EmitLevel> emitLevel(
         clEnumValN(EmitLevel::Exe, "exe",
                    "a standalone training executable (object + runtime)")));
 
-enum class Target { CPU };
+enum class Target { CPU, CUDA };
 cl::opt<Target> target("target", cl::desc("Code generation target"),
                        cl::init(Target::CPU), cl::cat(tgcCategory),
                        cl::values(clEnumValN(Target::CPU, "cpu",
-                                             "the host CPU (default)")));
+                                             "the host CPU (default)"),
+                                  clEnumValN(Target::CUDA, "cuda",
+                                             "NVIDIA GPUs through NVVM (not built yet)")));
 
 cl::opt<std::string> targetCPU(
     "mcpu",
@@ -490,6 +492,8 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
 
   std::string error;
+  if (target == Target::CUDA)
+    return reportError("--target=cuda: this tgc has no CUDA backend yet; use --target=cpu");
   if (!describeCPU(targetCPU, error))
     return reportError(inputFile + ": " + error);
   TrainingConfig training;

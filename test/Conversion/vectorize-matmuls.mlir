@@ -1,13 +1,15 @@
 // tgc-vectorize-matmuls: every static matmul, whatever its shape, gets
-// parallel output tiles (scf.forall), a register tile of vector FMAs and
-// masked remainders; no linalg.matmul is left for the scalar loops. The
-// tile model's inputs are given explicitly, so the output does not depend
-// on the machine running the test.
+// parallel output tiles (scf.forall), register tiles of vector FMAs and
+// remainders in whole vectors and single rows; no linalg.matmul is left for
+// the scalar loops. The tile model's inputs are given explicitly, so the
+// output does not depend on the machine running the test.
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="vector-bits=512 vector-registers=32 l1-cache-bytes=32768 l2-cache-bytes=1048576" --canonicalize --cse | FileCheck %s
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="vector-bits=256 vector-registers=16" --canonicalize --cse | FileCheck %s --check-prefix=AVX2
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32,8,2,16" --canonicalize --cse | FileCheck %s --check-prefix=FORCED
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
+// RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: error: tgc-vectorize-matmuls: register tile 64x64 is too large (at most 16 rows and 128 columns)
 
 // 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
 // AVX2 model: 4 x 24 register tile.

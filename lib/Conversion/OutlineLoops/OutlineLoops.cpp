@@ -150,6 +150,15 @@ struct TGCOutlineLoopNestsPass
           if (failed(outline(rewriter, func, loop, index)))
             return signalPassFailure();
       }
+      // Then each parallel loop itself: OpenMP's translation extracts every
+      // parallel region with an analysis of its whole enclosing function,
+      // which in the step function made compile time quadratic in layers.
+      nests.clear();
+      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>())
+        nests.push_back({parallel});
+      for (SmallVector<Operation *> &nest : nests)
+        if (failed(outline(rewriter, func, nest, index)))
+          return signalPassFailure();
     }
   }
 

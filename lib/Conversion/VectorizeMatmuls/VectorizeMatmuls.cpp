@@ -1,10 +1,11 @@
 //===- VectorizeMatmuls.cpp - CPU tiling and vectorisation of matmuls -----===//
 //
-// A transform-dialect schedule for matmuls of any static shape (after
-// shared/recipes/cpu-any-shape): parallel output tiles, a K cache tile, an
-// MR x NR register tile with its loops peeled, vectorisation with vector
-// sizes so remainders are masked, then FMAs. Tile sizes come from a model
-// of the target CPU (vector width, registers, caches).
+// Transform-dialect schedules for matmuls of any static shape (after
+// shared/recipes/cpu-any-shape): parallel output tiles, a K cache tile,
+// MR x NR register tiles with their loops peeled (remainders in whole
+// vectors, then single rows), each tile vectorised with its own sizes, then
+// FMAs. Tile sizes come from a model of the target CPU (vector width,
+// registers, caches); see the pass description.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,11 +122,6 @@ const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
                       "transform.named_sequence @__transform_main(%root: "
                       "!transform.any_op {transform.readonly}) {\n";
 const char *kFooter = "  transform.yield\n}\n}\n";
-
-std::string anyOps(int n) {
-  SmallVector<std::string> v(n, "!transform.any_op");
-  return llvm::join(v, ", ");
-}
 
 /// Phase 1: parallel output tiles (and batch entries).
 std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
@@ -377,6 +373,13 @@ struct TGCVectorizeMatmulsPass
       return signalPassFailure();
     }
     CPUShape cpu{vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes};
+    // Register tiles are unrolled: bound them so a typo cannot explode code.
+    if (forced && (forced->mr > 16 || forced->nr > 8 * cpu.lanes)) {
+      module.emitError("tgc-vectorize-matmuls: register tile ")
+          << forced->mr << "x" << forced->nr << " is too large (at most 16 rows and "
+          << 8 * cpu.lanes << " columns)";
+      return signalPassFailure();
+    }
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       bool batched = llvm::isa<linalg::BatchMatmulOp>(op);

@@ -39,3 +39,35 @@ func.func @step(%x: memref<32xf32>,
   }
   return
 }
+
+// A parallel loop: its whole body (here straight-line code and a loop, as a
+// matmul tile whose single-trip loops folded away leaves it) becomes one
+// noalias function, then the parallel loop itself another, so OpenMP's
+// translation never works on the step function.
+// CHECK-LABEL: func.func private @par_nest0(%{{[^:]*}}: index, %{{[^:]*}}: memref<64xf32> {llvm.noalias}, %{{[^:]*}}: memref<64xf32> {llvm.noalias})
+// CHECK: memref.load
+// CHECK: scf.for
+// CHECK-LABEL: func.func private @par_nest1(
+// CHECK: scf.parallel
+// CHECK: call @par_nest0
+// CHECK-LABEL: func.func @par
+// CHECK-NOT: scf.parallel
+// CHECK: call @par_nest1
+func.func @par(%a: memref<64xf32>, %b: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%p) = (%c0) to (%c4) step (%c1) {
+    %base = arith.muli %p, %c16 : index
+    %first = memref.load %a[%base] : memref<64xf32>
+    scf.for %i = %c0 to %c16 step %c1 {
+      %j = arith.addi %base, %i : index
+      %v = memref.load %a[%j] : memref<64xf32>
+      %s = arith.addf %v, %first : f32
+      memref.store %s, %b[%j] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  return
+}

@@ -87,8 +87,13 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
     memrefs. LLVM's loop passes cost time superlinear in the size of one
     function (SCEV walks the chain of dominating blocks for every guard);
     a train step is hundreds of loop nests in a row, so this turns a minute
-    of `IndVarSimplify` into seconds. Nests that would capture a memref with
-    a non-identity layout or a dynamic shape stay in place.
+    of `IndVarSimplify` into seconds. Each top-level `scf.parallel` (matmul
+    tiles, parallel chunks) has its whole body outlined the same way (its
+    loops one by one if the body cannot be), so LLVM sees `noalias` buffers
+    inside OpenMP's regions, and is then outlined itself: OpenMP's
+    translation analyses the function around every parallel region, which
+    in the step function was quadratic. Nests that would capture a memref
+    with a non-identity layout or a dynamic shape stay in place.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }

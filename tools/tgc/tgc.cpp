@@ -494,6 +494,16 @@ int main(int argc, char **argv) {
   std::string error;
   if (target == Target::CUDA)
     return reportError("--target=cuda: this tgc has no CUDA backend yet; use --target=cpu");
+  if (!matmulTiles.empty()) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(matmulTiles).split(parts, ',');
+    int64_t value;
+    if (parts.size() != 5 || llvm::any_of(parts, [&](llvm::StringRef p) {
+          return p.trim().getAsInteger(10, value) || value <= 0;
+        }))
+      return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five positive integers), got '" +
+                         matmulTiles + "'");
+  }
   if (!describeCPU(targetCPU, error))
     return reportError(inputFile + ": " + error);
   TrainingConfig training;

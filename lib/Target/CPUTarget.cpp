@@ -122,12 +122,12 @@ std::optional<CPUDescription> tgc::describeCPU(const std::string &cpu,
 }
 
 namespace {
-/// Prepares the module for translation. Removes argument and result
-/// attributes of other dialects (the tg.param /
+/// Prepares the module for translation: drops OpenMP constructs' locations
+/// and the argument and result attributes of other dialects (the tg.param /
 /// tg.input names the header was generated from). The translation warns
 /// once per such attribute and each warning prints the whole function: a
 /// 12-layer step spent minutes formatting warnings nobody sees.
-void dropForeignArgumentAttrs(mlir::ModuleOp module) {
+void prepareForTranslation(mlir::ModuleOp module) {
   // OpenMP constructs' source locations become ident strings in the
   // parallel regions' outlined code: with them, each layer's copy of a
   // region would differ and MergeFunctions could not merge them.
@@ -157,7 +157,7 @@ void dropForeignArgumentAttrs(mlir::ModuleOp module) {
 std::unique_ptr<llvm::Module>
 tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                           const std::string &cpu, std::string &error) {
-  dropForeignArgumentAttrs(module);
+  prepareForTranslation(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule) {
@@ -191,7 +191,7 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   }
 
   // Identical loop nests (every layer's, usually) become one function
-  // before O3, so compile time does not grow with the number of layers.
+  // before O3: LLVM optimises each distinct nest once, not once per layer.
   llvm::MergeFunctionsPass::runOnModule(*llvmModule);
 
   llvm::LoopAnalysisManager lam;

@@ -299,6 +299,11 @@ void readMLP(ConfigReader &r, ModelConfig &c) {
                                       i, describe((*sizes)[i])));
       return;
     }
+    if (*n > ConfigReader::kMaxSize) {
+      r.error("layers", llvm::formatv("entry {0} is too large: {1} (at most {2})", i, *n,
+                                      ConfigReader::kMaxSize));
+      return;
+    }
     c.layerSizes.push_back(*n);
   }
   c.activation = Activation::ReLU;

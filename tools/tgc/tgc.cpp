@@ -178,8 +178,10 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   stats.optimizer = training.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   if (failed(verify(*module))) {
-    error = (path + ": internal error: the generated forward graph does not "
-                    "verify")
+    // The verifier's error above names the problem (e.g. sizes whose
+    // element or byte counts overflow 64 bits).
+    error = (path + ": the forward graph built from this model is invalid (see the "
+                    "error above)")
                 .str();
     return nullptr;
   }

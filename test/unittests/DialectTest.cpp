@@ -145,3 +145,39 @@ TEST_F(TGDialectTest, ScaleFoldsIntoOne) {
 }
 
 } // namespace
+
+namespace {
+
+// Every tg op states its cost: statistics and rematerialisation read costs
+// through CostOpInterface only, so an op without one would silently count as
+// free. (The interface has no default, so a missing implementation fails to
+// compile; this also catches an op left out of the interface list.)
+TEST(TGCostInterface, EveryOpHasACost) {
+  MLIRContext context;
+  context.loadDialect<TGDialect>();
+  int ops = 0;
+  for (RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != TGDialect::getDialectNamespace())
+      continue;
+    ++ops;
+    EXPECT_TRUE(name.hasInterface<CostOpInterface>()) << name.getStringRef().str();
+  }
+  EXPECT_GT(ops, 30);
+}
+
+TEST(TGCostInterface, MatmulCountsMultiplications) {
+  MLIRContext context;
+  context.loadDialect<TGDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @f(%a: tensor<2x8x64xf32>, %b: tensor<64x32xf32>) -> tensor<2x8x32xf32> {
+      %y = tg.matmul %a, %b : tensor<2x8x64xf32>, tensor<64x32xf32> -> tensor<2x8x32xf32>
+      return %y : tensor<2x8x32xf32>
+    })mlir", &context);
+  ASSERT_TRUE(module);
+  OpCost cost{};
+  module->walk([&](MatmulOp op) { cost = op.getCost(); });
+  EXPECT_EQ(cost.matmulMultiplications, 2 * 8 * 32 * 64);
+  EXPECT_EQ(cost.flops, 2 * 2 * 8 * 32 * 64);
+}
+
+} // namespace

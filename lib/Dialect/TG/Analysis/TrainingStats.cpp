@@ -1,7 +1,6 @@
 //===- TrainingStats.cpp - counting a training step's work and memory -----===//
 //
-// The per-element FLOP counts below are the model documented in
-// docs/stats.md; matrix products are exact.
+// Costs come from each op's CostOpInterface (lib/Dialect/TG/IR/Costs.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +11,6 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -28,20 +26,6 @@ int64_t elementBytes(Value v) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
-OpCost elementwise(Value v, int64_t perElement) {
-  return {0, perElement * numel(v)};
-}
-
-OpCost products(int64_t multiplications, int64_t extraFlops = 0) {
-  return {multiplications, 2 * multiplications + extraFlops};
-}
-
-/// Multiplications of attention's score and value products per (B, Hq, S, Skv).
-int64_t attentionPairs(AttentionOp op) {
-  auto q = op.getQuery().getType(), k = op.getKey().getType();
-  return q.getDimSize(0) * q.getDimSize(2) * q.getDimSize(1) * k.getDimSize(1);
-}
-
 bool isOptimizerOp(Operation *op) {
   return llvm::isa<GlobalNormOp, ClipFactorOp, SGDUpdateOp,
                    SGDMomentumUpdateOp, AdamWUpdateOp>(op);
@@ -50,61 +34,9 @@ bool isOptimizerOp(Operation *op) {
 } // namespace
 
 OpCost mlir::tg::getOpCost(Operation *op) {
-  return llvm::TypeSwitch<Operation *, OpCost>(op)
-      .Case([](MatmulOp o) {
-        auto lhs = o.getLhs().getType();
-        int64_t k = o.getTransposeLhs() ? lhs.getShape().end()[-2]
-                                        : lhs.getShape().back();
-        return products(numel(o) * k);
-      })
-      .Case([](LinearOp o) {
-        int64_t in = o.getWeight().getType().getDimSize(1);
-        return products(numel(o) * in, o.getBias() ? numel(o) : 0);
-      })
-      .Case<AddOp, SubOp, MulOp, ScaleOp, ReluOp, ReluGradOp>(
-          [](Operation *o) { return elementwise(o->getResult(0), 1); })
-      .Case<ReduceSumOp>(
-          [](ReduceSumOp o) { return elementwise(o.getInput(), 1); })
-      .Case([](GeluOp o) { return elementwise(o, 8); })
-      .Case([](GeluGradOp o) { return elementwise(o, 12); })
-      .Case([](SiluOp o) { return elementwise(o, 4); })
-      .Case([](SiluGradOp o) { return elementwise(o, 7); })
-      .Case([](SoftmaxOp o) { return elementwise(o, 5); })
-      .Case([](SoftmaxGradOp o) { return elementwise(o, 4); })
-      .Case([](RMSNormOp o) { return elementwise(o, 4); })
-      .Case([](RMSNormGradOp o) { return elementwise(o.getInputGrad(), 11); })
-      .Case([](LayerNormOp o) { return elementwise(o, 8); })
-      .Case([](LayerNormGradOp o) { return elementwise(o.getInputGrad(), 14); })
-      .Case([](RopeOp o) { return elementwise(o, 3); })
-      .Case([](EmbeddingGradOp o) { return elementwise(o.getGrad(), 1); })
-      .Case([](CrossEntropyOp o) { return elementwise(o.getLogits(), 4); })
-      .Case([](CrossEntropyGradOp o) { return elementwise(o, 6); })
-      .Case([](AttentionOp o) {
-        int64_t pairs = attentionPairs(o);
-        int64_t d = o.getQuery().getType().getDimSize(3),
-                dv = o.getValue().getType().getDimSize(3);
-        // Q·Kᵀ and P·V, plus scaling and the softmax of every score.
-        return products(pairs * (d + dv), 6 * pairs);
-      })
-      .Case([](AttentionGradOp o) {
-        auto q = o.getQuery().getType(), k = o.getKey().getType();
-        int64_t pairs = q.getDimSize(0) * q.getDimSize(2) * q.getDimSize(1) *
-                        k.getDimSize(1);
-        int64_t d = q.getDimSize(3), dv = o.getValue().getType().getDimSize(3);
-        // Recomputed scores Q·Kᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
-        // dK = dSᵀ·Q; softmax recomputation and its gradient per score.
-        return products(pairs * (3 * d + 2 * dv), 10 * pairs);
-      })
-      .Case([](GlobalNormOp o) {
-        int64_t n = 0;
-        for (Value v : o.getInputs())
-          n += numel(v);
-        return OpCost{0, 2 * n};
-      })
-      .Case([](SGDUpdateOp o) { return elementwise(o.getNewParam(), 4); })
-      .Case([](SGDMomentumUpdateOp o) { return elementwise(o.getNewParam(), 6); })
-      .Case([](AdamWUpdateOp o) { return elementwise(o.getNewParam(), 14); })
-      .Default([](Operation *) { return OpCost{}; });
+  if (auto costed = llvm::dyn_cast<CostOpInterface>(op))
+    return costed.getCost();
+  return {};
 }
 
 TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -20,17 +21,7 @@
 
 namespace mlir::tg {
 
-/// Work of executing one op as its semantics are documented.
-struct OpCost {
-  /// Multiplications inside matrix products (as in a hand count of
-  /// backprop); attention's products count every score it computes.
-  int64_t matmulMultiplications = 0;
-  /// Floating-point operations of everything: 2 per multiply-add, and a
-  /// documented per-element count for elementwise, norm and loss ops.
-  int64_t flops = 0;
-};
-
-/// Cost of one op; zero for ops that only move data.
+/// Cost of one op: its CostOpInterface; zero for ops of other dialects.
 OpCost getOpCost(Operation *op);
 
 struct TrainingStats {

@@ -39,4 +39,22 @@ def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::tg";
+  let description = [{
+    The work of executing an op once: multiplications inside matrix products
+    and floating-point operations of everything (2 per multiply-add, a
+    documented per-element count for elementwise, norm and loss ops; see
+    docs/stats.md). `tgc stats` and rematerialisation read costs only
+    through this interface. Every tg op implements it, with no default: a
+    new or fused op that forgot its cost does not compile (ops that only
+    move data say so with a zero cost).
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Multiplications and FLOPs of one execution of this op.",
+      "::mlir::tg::OpCost", "getCost", (ins)>,
+  ];
+}
+
 #endif // TGC_DIALECT_TG_IR_TGINTERFACES_TD

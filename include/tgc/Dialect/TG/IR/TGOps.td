@@ -23,8 +23,11 @@ def TG_ElementCountFits : NativeOpTrait<"ElementCountFits"> {
   let cppNamespace = "::mlir::tg";
 }
 
+// Every tg op states its cost (Costs.cpp): no default implementation.
 class TG_Op<string mnemonic, list<Trait> traits = []>
-    : Op<TG_Dialect, mnemonic, !listconcat([TG_ElementCountFits, Pure], traits)>;
+    : Op<TG_Dialect, mnemonic,
+         !listconcat([TG_ElementCountFits, Pure,
+                      DeclareOpInterfaceMethods<TG_CostOpInterface>], traits)>;
 
 // Ops with a vector-Jacobian rule (see GradientRules.cpp).
 defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;

@@ -1,0 +1,117 @@
+//===- Costs.cpp - CostOpInterface of every tg op -------------------------===//
+//
+// The per-element FLOP counts are the model documented in docs/stats.md;
+// matrix products are exact. Ops that only move data cost nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+int64_t numel(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+OpCost elementwise(Value v, int64_t perElement) { return {0, perElement * numel(v)}; }
+
+OpCost products(int64_t multiplications, int64_t extraFlops = 0) {
+  return {multiplications, 2 * multiplications + extraFlops};
+}
+
+/// Score pairs (B · Hq · S · Skv) of attention over `query` and `key`.
+int64_t attentionPairs(Value query, Value key) {
+  auto q = llvm::cast<RankedTensorType>(query.getType());
+  auto k = llvm::cast<RankedTensorType>(key.getType());
+  return q.getDimSize(0) * q.getDimSize(2) * q.getDimSize(1) * k.getDimSize(1);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Data movement: no arithmetic
+//===----------------------------------------------------------------------===//
+
+OpCost ConstantOp::getCost() { return {}; }
+OpCost ReshapeOp::getCost() { return {}; }
+OpCost TransposeOp::getCost() { return {}; }
+OpCost BroadcastOp::getCost() { return {}; }
+OpCost SliceOp::getCost() { return {}; }
+OpCost PadOp::getCost() { return {}; }
+OpCost EmbeddingOp::getCost() { return {}; }
+OpCost ClipFactorOp::getCost() { return {}; }
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+OpCost MatmulOp::getCost() {
+  auto lhs = getLhs().getType();
+  int64_t k = getTransposeLhs() ? lhs.getShape().end()[-2] : lhs.getShape().back();
+  return products(numel(getResult()) * k);
+}
+
+OpCost LinearOp::getCost() {
+  int64_t in = getWeight().getType().getDimSize(1);
+  int64_t outputs = numel(getResult());
+  return products(outputs * in, getBias() ? outputs : 0);
+}
+
+OpCost AttentionOp::getCost() {
+  int64_t pairs = attentionPairs(getQuery(), getKey());
+  int64_t d = getQuery().getType().getDimSize(3), dv = getValue().getType().getDimSize(3);
+  // Q·Kᵀ and P·V, plus scaling and the softmax of every score.
+  return products(pairs * (d + dv), 6 * pairs);
+}
+
+OpCost AttentionGradOp::getCost() {
+  int64_t pairs = attentionPairs(getQuery(), getKey());
+  int64_t d = getQuery().getType().getDimSize(3), dv = getValue().getType().getDimSize(3);
+  // Recomputed scores Q·Kᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
+  // dK = dSᵀ·Q; softmax recomputation and its gradient per score.
+  return products(pairs * (3 * d + 2 * dv), 10 * pairs);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise, reductions, norms, losses: FLOPs per element
+//===----------------------------------------------------------------------===//
+
+OpCost AddOp::getCost() { return elementwise(getResult(), 1); }
+OpCost SubOp::getCost() { return elementwise(getResult(), 1); }
+OpCost MulOp::getCost() { return elementwise(getResult(), 1); }
+OpCost ScaleOp::getCost() { return elementwise(getResult(), 1); }
+OpCost ReluOp::getCost() { return elementwise(getResult(), 1); }
+OpCost ReluGradOp::getCost() { return elementwise(getResult(), 1); }
+OpCost ReduceSumOp::getCost() { return elementwise(getInput(), 1); }
+OpCost GeluOp::getCost() { return elementwise(getResult(), 8); }
+OpCost GeluGradOp::getCost() { return elementwise(getResult(), 12); }
+OpCost SiluOp::getCost() { return elementwise(getResult(), 4); }
+OpCost SiluGradOp::getCost() { return elementwise(getResult(), 7); }
+OpCost SoftmaxOp::getCost() { return elementwise(getResult(), 5); }
+OpCost SoftmaxGradOp::getCost() { return elementwise(getResult(), 4); }
+OpCost RMSNormOp::getCost() { return elementwise(getResult(), 4); }
+OpCost RMSNormGradOp::getCost() { return elementwise(getInputGrad(), 11); }
+OpCost LayerNormOp::getCost() { return elementwise(getResult(), 8); }
+OpCost LayerNormGradOp::getCost() { return elementwise(getInputGrad(), 14); }
+OpCost RopeOp::getCost() { return elementwise(getResult(), 3); }
+OpCost EmbeddingGradOp::getCost() { return elementwise(getGrad(), 1); }
+OpCost CrossEntropyOp::getCost() { return elementwise(getLogits(), 4); }
+OpCost CrossEntropyGradOp::getCost() { return elementwise(getResult(), 6); }
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+OpCost GlobalNormOp::getCost() {
+  int64_t n = 0;
+  for (Value v : getInputs())
+    n += numel(v);
+  return OpCost{0, 2 * n};
+}
+
+OpCost SGDUpdateOp::getCost() { return elementwise(getNewParam(), 4); }
+OpCost SGDMomentumUpdateOp::getCost() { return elementwise(getNewParam(), 6); }
+OpCost AdamWUpdateOp::getCost() { return elementwise(getNewParam(), 14); }

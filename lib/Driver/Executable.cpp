@@ -151,8 +151,7 @@ bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
       if (!name)
         continue;
       Operation *update = ret->getOperand(r).getDefiningOp();
-      if (!update || !llvm::isa<tg::SGDUpdateOp, tg::SGDMomentumUpdateOp,
-                                tg::AdamWUpdateOp>(update))
+      if (!update || !update->hasTrait<tg::ParameterUpdate>())
         return false;
       // The old value: the argument with the same name.
       BlockArgument old;

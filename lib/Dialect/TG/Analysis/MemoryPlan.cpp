@@ -73,7 +73,7 @@ int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,
 
 namespace {
 /// Ops whose result shares its operand's storage once bufferized.
-bool isAliasingOp(Operation *op) { return llvm::isa<ReshapeOp, SliceOp>(op); }
+bool isAliasingOp(Operation *op) { return op->hasTrait<StorageView>(); }
 } // namespace
 
 MemoryPlan mlir::tg::planMemory(func::FuncOp func) {
@@ -92,7 +92,7 @@ MemoryPlan mlir::tg::planMemory(func::FuncOp func) {
                                  body.getTerminator()->operand_end());
   SmallVector<Value> intermediates;
   for (Operation &op : body.without_terminator()) {
-    if (llvm::isa<ConstantOp>(op))
+    if (op.hasTrait<OpTrait::ConstantLike>())
       continue;
     for (Value result : op.getResults()) {
       if (!llvm::isa<RankedTensorType>(result.getType()))

@@ -26,10 +26,7 @@ int64_t elementBytes(Value v) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
-bool isOptimizerOp(Operation *op) {
-  return llvm::isa<GlobalNormOp, ClipFactorOp, SGDUpdateOp,
-                   SGDMomentumUpdateOp, AdamWUpdateOp>(op);
-}
+bool isOptimizerOp(Operation *op) { return op->hasTrait<OptimizerStep>(); }
 
 } // namespace
 
@@ -77,7 +74,7 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
       continue;
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (def && forward.contains(def) && !llvm::isa<ConstantOp>(def) &&
+      if (def && forward.contains(def) && !def->hasTrait<OpTrait::ConstantLike>() &&
           saved.insert(operand).second) {
         stats.savedActivationElements += numel(operand);
         stats.savedActivationBytes += numel(operand) * elementBytes(operand);
@@ -123,7 +120,7 @@ mlir::tg::collectSavedActivations(func::FuncOp step) {
 
   std::vector<SavedActivation> saved;
   for (Operation &op : step.getBody().front().without_terminator()) {
-    if (!forward.contains(&op) || llvm::isa<ConstantOp>(op))
+    if (!forward.contains(&op) || op.hasTrait<OpTrait::ConstantLike>())
       continue;
     for (Value result : op.getResults()) {
       SavedActivation a;

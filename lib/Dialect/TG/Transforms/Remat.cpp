@@ -221,7 +221,7 @@ StepGraph analyzeStep(func::FuncOp step) {
     if (!slice.contains(&op))
       continue;
     graph.forward.insert(&op);
-    if (llvm::isa<ConstantOp>(op))
+    if (op.hasTrait<OpTrait::ConstantLike>())
       continue;
     graph.index[&op] = graph.forwardOps.size();
     graph.forwardOps.push_back(&op);
@@ -237,11 +237,11 @@ StepGraph analyzeStep(func::FuncOp step) {
   return graph;
 }
 
-bool isView(Operation *op) { return llvm::isa<ReshapeOp, SliceOp>(op); }
+bool isView(Operation *op) { return op->hasTrait<StorageView>(); }
 /// Projections through weights: never recomputed unless a budget leaves no
 /// other choice. The attention core (scores, softmax, P·V) is not one: like
 /// Megatron's selective recomputation, it is recomputed when that pays.
-bool isMatmulClass(Operation *op) { return llvm::isa<LinearOp, MatmulOp>(op); }
+bool isMatmulClass(Operation *op) { return op->hasTrait<MatrixProduct>(); }
 StringRef annotation(Operation *op) {
   if (auto a = op->getAttrOfType<StringAttr>(TGDialect::kRematAttrName))
     return a.getValue();

@@ -26,6 +26,26 @@ public:
     return verifyElementCounts(op);
   }
 };
+
+/// Op trait: the result is a view of operand 0's storage (no copy); the
+/// memory planner and tg-remat read this instead of a list of op kinds.
+template <typename ConcreteType>
+class StorageView : public OpTrait::TraitBase<ConcreteType, StorageView> {};
+
+/// Op trait: a matrix product (recomputing it costs a product, so
+/// rematerialisation only does when nothing cheaper fits).
+template <typename ConcreteType>
+class MatrixProduct : public OpTrait::TraitBase<ConcreteType, MatrixProduct> {};
+
+/// Op trait: part of the optimizer step (gradient norm, clipping, updates);
+/// `tgc stats` counts it under `optimizer`.
+template <typename ConcreteType>
+class OptimizerStep : public OpTrait::TraitBase<ConcreteType, OptimizerStep> {};
+
+/// Op trait: computes a parameter's (and its state's) new value from the
+/// old one; the runtime may run it in place (Executable.cpp checks when).
+template <typename ConcreteType>
+class ParameterUpdate : public OpTrait::TraitBase<ConcreteType, ParameterUpdate> {};
 } // namespace mlir::tg
 
 #define GET_OP_CLASSES

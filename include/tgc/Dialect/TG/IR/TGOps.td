@@ -23,6 +23,12 @@ def TG_ElementCountFits : NativeOpTrait<"ElementCountFits"> {
   let cppNamespace = "::mlir::tg";
 }
 
+// Facts analyses read instead of lists of op kinds (see TGOps.h).
+def TG_StorageView : NativeOpTrait<"StorageView"> { let cppNamespace = "::mlir::tg"; }
+def TG_MatrixProduct : NativeOpTrait<"MatrixProduct"> { let cppNamespace = "::mlir::tg"; }
+def TG_OptimizerStep : NativeOpTrait<"OptimizerStep"> { let cppNamespace = "::mlir::tg"; }
+def TG_ParameterUpdate : NativeOpTrait<"ParameterUpdate"> { let cppNamespace = "::mlir::tg"; }
+
 // Every tg op states its cost (Costs.cpp): no default implementation.
 class TG_Op<string mnemonic, list<Trait> traits = []>
     : Op<TG_Dialect, mnemonic,
@@ -57,7 +63,7 @@ def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
-def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable]> {
+def TG_ReshapeOp : TG_Op<"reshape", [TG_StorageView, TG_Differentiable]> {
   let summary = "Reinterprets a tensor with a new shape of the same size";
   let description = [{
     Row-major reshape: the result has the operand's elements in the same
@@ -132,7 +138,7 @@ def TG_ReduceSumOp : TG_InferredOp<"reduce_sum", [TG_Differentiable]> {
   let hasFolder = 1;
 }
 
-def TG_SliceOp : TG_InferredOp<"slice", [TG_Differentiable]> {
+def TG_SliceOp : TG_InferredOp<"slice", [TG_StorageView, TG_Differentiable]> {
   let summary = "Takes a contiguous range along one dimension";
   let description = [{
     `result = input[..., start : start + size, ...]` along `axis`. Used to
@@ -157,7 +163,7 @@ def TG_SliceOp : TG_InferredOp<"slice", [TG_Differentiable]> {
 // Math
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferredOp<"matmul", [TG_Differentiable]> {
+def TG_MatmulOp : TG_InferredOp<"matmul", [TG_MatrixProduct, TG_Differentiable]> {
   let summary = "Batched matrix product with optional operand transposes";
   let description = [{
     `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`),
@@ -179,7 +185,7 @@ def TG_MatmulOp : TG_InferredOp<"matmul", [TG_Differentiable]> {
   }];
 }
 
-def TG_LinearOp : TG_InferredOp<"linear", [TG_Differentiable]> {
+def TG_LinearOp : TG_InferredOp<"linear", [TG_MatrixProduct, TG_Differentiable]> {
   let summary = "Affine map x·Wᵀ + b with the Hugging Face weight layout";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]` (as `torch.nn.Linear`
@@ -701,7 +707,7 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
 // Optimizer: ops that tg-optimizer appends to train_step
 //===----------------------------------------------------------------------===//
 
-def TG_GlobalNormOp : TG_Op<"global_norm"> {
+def TG_GlobalNormOp : TG_Op<"global_norm", [TG_OptimizerStep]> {
   let summary = "L2 norm of all elements of several tensors";
   let description = [{
     `sqrt(Σ_t Σ_i t_i²)` over every operand, accumulated in the result's
@@ -718,7 +724,7 @@ def TG_GlobalNormOp : TG_Op<"global_norm"> {
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
 }
 
-def TG_ClipFactorOp : TG_Op<"clip_factor", [SameOperandsAndResultType]> {
+def TG_ClipFactorOp : TG_Op<"clip_factor", [TG_OptimizerStep, SameOperandsAndResultType]> {
   let summary = "Scale factor of global-norm gradient clipping";
   let description = [{
     `min(1, max_norm / (norm + 1e-6))`, as `torch.nn.utils.clip_grad_norm_`:
@@ -734,7 +740,7 @@ def TG_ClipFactorOp : TG_Op<"clip_factor", [SameOperandsAndResultType]> {
   let assemblyFormat = "$norm attr-dict `:` type($result)";
 }
 
-def TG_SGDUpdateOp : TG_Op<"sgd_update", [
+def TG_SGDUpdateOp : TG_Op<"sgd_update", [TG_OptimizerStep, TG_ParameterUpdate,
     AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "One SGD step of one parameter";
   let description = [{
@@ -754,7 +760,7 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update", [
   let assemblyFormat = "$param `,` $grad `,` $lr attr-dict `:` type($param)";
 }
 
-def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [
+def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [TG_OptimizerStep, TG_ParameterUpdate,
     AllTypesMatch<["param", "grad", "new_param"]>,
     AllTypesMatch<["momentum_buffer", "new_momentum_buffer"]>]> {
   let summary = "One SGD step of one parameter with momentum";
@@ -780,7 +786,7 @@ def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [
   }];
 }
 
-def TG_AdamWUpdateOp : TG_Op<"adamw_update", [
+def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_OptimizerStep, TG_ParameterUpdate,
     AllTypesMatch<["param", "grad", "new_param"]>,
     AllTypesMatch<["exp_avg", "exp_avg_sq", "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "One AdamW step of one parameter";

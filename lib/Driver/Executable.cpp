@@ -173,7 +173,7 @@ ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,
                             llvm::StringRef source) {
   ModelSummary s;
   s.source = source.str();
-  s.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  s.optimizer = stringifyOptimizerKind(t.optimizer).str();
   s.batchSize = t.batchSize;
   s.steps = t.steps;
   s.lr = t.lr;
@@ -230,53 +230,4 @@ std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
      << "  " << buffers.size() << ", buffers,\n"
      << "  " << s.arenaBytes << ", " << (s.updateInPlace ? 1 : 0) << ",\n};\n";
   return out;
-}
-
-llvm::Error tgc::linkExecutable(llvm::StringRef objectFile,
-                                const std::vector<BufferDesc> &buffers,
-                                const ModelSummary &summary,
-                                llvm::StringRef runtimeLibrary,
-                                llvm::StringRef output) {
-  if (!llvm::sys::fs::exists(runtimeLibrary))
-    return llvm::createStringError("the tgc runtime library is missing: " +
-                                   runtimeLibrary.str());
-  llvm::SmallString<128> dir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
-    return llvm::createStringError("cannot create a temporary directory: " + ec.message());
-  auto write = [&](llvm::StringRef name, const std::string &text) -> llvm::Error {
-    llvm::SmallString<128> path(dir);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return llvm::createStringError(path.str().str() + ": " + ec.message());
-    os << text;
-    return llvm::Error::success();
-  };
-  if (llvm::Error err = write("train_step.h", generateHeader(buffers, summary)))
-    return err;
-  if (llvm::Error err = write("model_info.c", generateModelInfo(buffers, summary)))
-    return err;
-  llvm::SmallString<128> info(dir);
-  llvm::sys::path::append(info, "model_info.c");
-
-  std::string compiler = "clang++-22";
-  if (const char *env = std::getenv("TGC_CXX"))
-    compiler = env;
-  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
-  if (!program)
-    return llvm::createStringError("cannot find the linker driver '" + compiler +
-                                   "' (install clang-22, or set TGC_CXX)");
-  std::string include = "-I" + dir.str().str();
-  llvm::SmallVector<llvm::StringRef> args{*program, "-O2", "-x", "c", info, "-x", "none",
-                                          include, objectFile, runtimeLibrary, "-lomp",
-                                          "-lm", "-o", output};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &message);
-  llvm::sys::fs::remove_directories(dir);
-  if (rc != 0)
-    return llvm::createStringError("linking " + output.str() + " failed (" + compiler +
-                                   " exited with " + std::to_string(rc) +
-                                   (message.empty() ? "" : ": " + message) + ")");
-  return llvm::Error::success();
 }

@@ -28,12 +28,10 @@ struct Flag : cl::opt<T> {
 
 Flag<int64_t> batchSize("batch-size", "Sequences (or samples) per step", "n");
 Flag<int64_t> seqLen("seq-len", "Tokens per sequence", "n");
-cl::opt<OptimizerKind> optimizer(
-    "optimizer", cl::desc("Optimizer"), cl::cat(trainingCategory),
-    cl::sub(cl::SubCommand::getAll()),
-    cl::values(clEnumValN(OptimizerKind::SGD, "sgd", "stochastic gradient descent"),
-               clEnumValN(OptimizerKind::AdamW, "adamw",
-                          "Adam with decoupled weight decay")));
+cl::opt<OptimizerKind, false, EnumFlagParser<OptimizerKind>> optimizer("optimizer", cl::desc("Optimizer"),
+                                 cl::cat(trainingCategory),
+                                 cl::sub(cl::SubCommand::getAll()),
+                                 TG_OPTIMIZER_KIND_CL_VALUES);
 Flag<double> lr("lr", "Learning rate", "x");
 Flag<double> beta1("beta1", "AdamW beta1", "x");
 Flag<double> beta2("beta2", "AdamW beta2", "x");
@@ -41,7 +39,7 @@ Flag<double> eps("eps", "AdamW epsilon", "x");
 Flag<double> weightDecay("weight-decay", "Decoupled weight decay (AdamW)", "x");
 Flag<double> momentum("momentum", "SGD momentum", "x");
 Flag<double> gradClip("grad-clip", "Clip gradients to this global L2 norm", "x");
-cl::opt<DType> dtype(
+cl::opt<DType, false, EnumFlagParser<DType>> dtype(
     "dtype", cl::desc("Element type of weights and activations"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
     cl::values(clEnumValN(DType::F32, "f32", "32-bit float"),
@@ -49,13 +47,11 @@ cl::opt<DType> dtype(
                clEnumValN(DType::F16, "f16", "16-bit float")));
 Flag<uint64_t> seed("seed", "Random seed for weight init and data order", "n");
 Flag<int64_t> steps("steps", "Training steps", "n");
-cl::opt<std::string> remat(
-    "remat",
-    cl::desc("Rematerialisation: none (default), layers (checkpoint every "
-             "layer), selective (recompute cheap ops), budget (fewest extra "
-             "FLOPs within --memory-budget)"),
-    cl::value_desc("policy"), cl::cat(trainingCategory),
-    cl::sub(cl::SubCommand::getAll()));
+cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>> remat("remat",
+                           cl::desc("Rematerialisation (default: none)"),
+                           cl::cat(trainingCategory),
+                           cl::sub(cl::SubCommand::getAll()),
+                           TG_REMAT_POLICY_CL_VALUES);
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -112,23 +108,19 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
   if (memoryBudget.given()) {
     t.memoryBudget = memoryBudget;
     if (!remat.getNumOccurrences())
-      t.remat = "budget";
+      t.remat = RematPolicy::Budget;
   }
   if (rematReport)
     t.rematReport = true;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
-  if (!mlir::tg::parseRematPolicy(t.remat))
-    return llvm::createStringError("--remat: unknown policy '" + t.remat +
-                                   "' (expected none, layers, selective or "
-                                   "budget)");
-  if (t.remat == "budget" && t.memoryBudget.empty())
+  if (t.remat == RematPolicy::Budget && t.memoryBudget.empty())
     return llvm::createStringError("--remat=budget needs --memory-budget=SIZE");
   if (!t.memoryBudget.empty()) {
-    if (t.remat != "budget")
+    if (t.remat != RematPolicy::Budget)
       return llvm::createStringError("--memory-budget needs --remat=budget, not "
-                                     "--remat=" + t.remat);
+                                     "--remat=" + stringifyRematPolicy(t.remat));
     llvm::Expected<mlir::tg::MemoryBudget> budget =
         mlir::tg::parseMemoryBudget(t.memoryBudget);
     if (!budget)
@@ -163,7 +155,7 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
 
 void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
                                   const TrainingConfig &t) {
-  options.optimizer = t.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  options.optimizer = t.optimizer;
   options.beta1 = t.beta1;
   options.beta2 = t.beta2;
   options.eps = t.eps;

@@ -319,10 +319,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
   if (auto v = r.integer("seq_len", false))
     t.seqLen = *v;
   if (auto name = r.string("optimizer", false)) {
-    if (*name == "sgd")
-      t.optimizer = OptimizerKind::SGD;
-    else if (*name == "adamw")
-      t.optimizer = OptimizerKind::AdamW;
+    if (std::optional<OptimizerKind> kind = mlir::tg::parseOptimizerKind(*name))
+      t.optimizer = *kind;
     else
       r.error("optimizer", "expected \"sgd\" or \"adamw\", got \"" + *name +
                                "\"");

@@ -5,6 +5,7 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Target/CPU/CPUBackend.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -21,4 +22,5 @@ void tgc::registerAllPasses() {
   mlir::tg::registerTGPasses();
   mlir::tg::registerTGConversionPasses();
   tgc::registerPipelines();
+  tgc::cpu::registerCPUBackendPasses();
 }

@@ -4,12 +4,7 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -44,9 +39,9 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
 }
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
-                                  const CPULoweringOptions &options) {
+                                  llvm::StringRef function) {
   // Only the compiled function survives (the forward function is dropped).
-  pm.addPass(mlir::createSymbolPrivatizePass({options.function}));
+  pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
   pm.addPass(mlir::tg::createConvertTGToLinalgPass());
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
@@ -54,12 +49,13 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createCanonicalizerPass());
 }
 
-void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
-                                 const CPULoweringOptions &options) {
+void tgc::buildBufferizePipeline(
+    mlir::OpPassManager &pm,
+    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule) {
   using namespace mlir;
   // No linalg-fuse-elementwise-ops here: its reshape-propagation patterns
   // rewrite the named matmuls (fed through reshapes) into higher-rank generic
-  // contractions that the matmul schedule cannot vectorise.
+  // contractions that a matmul schedule no longer recognises.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -71,68 +67,9 @@ void tgc::buildBufferizePipeline(mlir::OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  // Matmuls of any shape: parallel output tiles, K and register tiles
-  // sized for the target CPU, vector FMAs; the rest: loops. Before
-  // the arena: hoisting the accumulators out of the reduction loop needs
-  // buffers that are visibly distinct allocations.
-  mlir::tg::TGCVectorizeMatmulsPassOptions matmuls;
-  matmuls.vectorBits = options.vectorBits;
-  matmuls.vectorRegisters = options.vectorRegisters;
-  matmuls.l1CacheBytes = options.l1CacheBytes;
-  matmuls.l2CacheBytes = options.l2CacheBytes;
-  matmuls.tiles = options.matmulTiles;
-  pm.addPass(mlir::tg::createTGCVectorizeMatmulsPass(matmuls));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  // Large elementwise and reduction ops: parallel chunks too.
-  pm.addPass(mlir::tg::createTGCParallelizeLoopsPass());
-  pm.addPass(createForallToParallelLoopPass());
-  // Intermediates live in one static arena; what remains (buffers inside
-  // loops) is freed by the deallocation pipeline.
+  buildTargetSchedule(pm);
+  // Intermediates live in one static arena.
   pm.addPass(mlir::tg::createTGCPlanBuffersPass());
-}
-
-void tgc::buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
-                                    const CPULoweringOptions &options) {
-  using namespace mlir;
-  buildBufferizePipeline(pm, options);
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createCanonicalizerPass());
-  VectorTransferToSCFOptions vectorToSCF;
-  vectorToSCF.enableFullUnroll(true);
-  pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  // Arithmetic instead of scalar libm calls: the loops vectorise.
-  pm.addPass(mlir::tg::createTGCExpandMathPass());
-  // One function per loop nest keeps LLVM's loop passes linear.
-  pm.addPass(mlir::tg::createTGCOutlineLoopNestsPass());
-  // The matmuls' output tiles (scf.parallel) run on OpenMP threads
-  // (OMP_NUM_THREADS).
-  pm.addPass(createConvertSCFToOpenMPPass());
-  // Inlines the alloca scopes it adds (nothing is stack-allocated in them):
-  // scf-to-cf cannot leave multi-block regions inside one.
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(mlir::tg::createTGCLowerArenaAllocsPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  ConvertFuncToLLVMPassOptions funcOptions;
-  funcOptions.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertOpenMPToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  mlir::tg::TGCEmitCEntryPassOptions entry;
-  entry.functions = {options.function};
-  pm.addPass(mlir::tg::createTGCEmitCEntryPass(entry));
 }
 
 void tgc::registerPipelines() {
@@ -140,11 +77,4 @@ void tgc::registerPipelines() {
       "tgc-training-graph",
       "Reverse graph and optimizer update: @forward → @train_step",
       buildTrainingGraphPipeline);
-  mlir::PassPipelineRegistration<CPULoweringOptions>(
-      "tgc-cpu-lowering",
-      "@train_step in tg → LLVM dialect for the host CPU with the C entry point",
-      [](mlir::OpPassManager &pm, const CPULoweringOptions &options) {
-        buildTGToLinalgPipeline(pm, options);
-        buildLinalgToLLVMPipeline(pm, options);
-      });
 }

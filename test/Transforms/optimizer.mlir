@@ -45,5 +45,5 @@ func.func @forward(%w: tensor<4x8xf32> {tg.param = "w"}, %b: tensor<4xf32> {tg.p
 // MOMENTUM: tg.sgd_momentum_update {{.*}} {momentum = 9.000000e-01 : f64} : tensor<4x8xf32>, tensor<4x8xf32>
 
 // NOSTEP: error: tg-optimizer: no function @train_step (run tg-autodiff first)
-// UNKNOWN: error: tg-optimizer: unknown optimizer 'lion' (expected sgd or adamw)
+// UNKNOWN: for the --optimizer option: Cannot find option named 'lion'
 // TWICE: error: tg-optimizer: @train_step must return (loss, one tg.grad per tg.param); run tg-autodiff first and tg-optimizer once

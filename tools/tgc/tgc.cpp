@@ -10,16 +10,12 @@
 
 #include "tgc/Driver/TrainingFlags.h"
 
-#include "tgc/Dialect/TG/Analysis/TrainingStats.h"
-#include "tgc/Dialect/TG/IR/TGOps.h"
-#include "tgc/Dialect/TG/Transforms/Remat.h"
-#include "tgc/Driver/Executable.h"
-#include "tgc/Driver/StatsReport.h"
-#include "tgc/Target/CPUTarget.h"
+#include "tgc/Driver/Compile.h"
+#include "tgc/Driver/Stats.h"
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Frontend/ModelConfig.h"
 #include "tgc/InitAll.h"
-#include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Target/TargetBackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -63,9 +59,7 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::sub(cl::SubCommand::getTopLevel()),
                                 cl::sub(statsCommand));
 
-/// Output levels, in pipeline order: each is a longer prefix of one pipeline.
-enum class EmitLevel { TG, Grad, Header, Linalg, LLVMMLIR, LLVM, Asm, Obj, Exe };
-cl::opt<EmitLevel> emitLevel(
+cl::opt<EmitLevel, false, EnumFlagParser<EmitLevel>> emitLevel(
     "emit",
     cl::desc("What to produce (default: exe with -o FILE, tg otherwise)"),
     cl::init(EmitLevel::TG), cl::cat(tgcCategory),
@@ -84,13 +78,12 @@ cl::opt<EmitLevel> emitLevel(
         clEnumValN(EmitLevel::Exe, "exe",
                    "a standalone training executable (object + runtime)")));
 
-enum class Target { CPU, CUDA };
-cl::opt<Target> target("target", cl::desc("Code generation target"),
-                       cl::init(Target::CPU), cl::cat(tgcCategory),
-                       cl::values(clEnumValN(Target::CPU, "cpu",
-                                             "the host CPU (default)"),
-                                  clEnumValN(Target::CUDA, "cuda",
-                                             "NVIDIA GPUs through NVVM (not built yet)")));
+cl::opt<TargetKind, false, EnumFlagParser<TargetKind>> target(
+    "target", cl::desc("Code generation target"), cl::init(TargetKind::CPU),
+    cl::cat(tgcCategory), cl::sub(cl::SubCommand::getTopLevel()), cl::sub(statsCommand),
+    cl::values(clEnumValN(TargetKind::CPU, "cpu", "the CPU (default; see --mcpu)"),
+               clEnumValN(TargetKind::CUDA, "cuda",
+                          "NVIDIA GPUs through NVVM (not in this build)")));
 
 cl::opt<std::string> targetCPU(
     "mcpu",
@@ -175,7 +168,7 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   stats.batchSize = training.batchSize;
   stats.seqLen = config->family == ModelFamily::MLP ? 1 : config->seqLen();
   stats.dtype = stringifyDType(training.dtype).str();
-  stats.optimizer = training.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+  stats.optimizer = stringifyOptimizerKind(training.optimizer).str();
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   if (failed(verify(*module))) {
     // The verifier's error above names the problem (e.g. sizes whose
@@ -189,281 +182,20 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
 }
 
 
-/// Runs the tg-level pipeline (training graph) on `module`; compiled levels
-/// also return the gradients (for the runtime's --dump-grads).
-LogicalResult buildTrainStep(ModuleOp module, const TrainingConfig &training,
-                             bool forCompilation) {
-  PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  applyDefaultTimingPassManagerCLOptions(pm);
-  TrainingGraphOptions options;
-  setTrainingGraphOptions(options, training);
-  options.returnGradients = forCompilation;
-  buildTrainingGraphPipeline(pm, options);
-  return pm.run(module);
-}
-
-/// The CPU lowering's options for --mcpu and --matmul-tiles.
-LogicalResult setCPULoweringOptions(CPULoweringOptions &options) {
-  std::string error;
-  std::optional<CPUDescription> cpu = describeCPU(targetCPU, error);
-  if (!cpu) {
-    reportError(inputFile + ": " + error);
-    return failure();
-  }
-  options.vectorBits = cpu->vectorBits;
-  options.vectorRegisters = cpu->vectorRegisters;
-  options.l1CacheBytes = cpu->l1CacheBytes;
-  options.l2CacheBytes = cpu->l2CacheBytes;
-  options.matmulTiles = matmulTiles;
-  return success();
-}
-
-/// tg @train_step → linalg, then (if `toLLVM`) → LLVM dialect.
-LogicalResult lowerTrainStep(ModuleOp module, bool toLLVM) {
-  PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  applyDefaultTimingPassManagerCLOptions(pm);
-  CPULoweringOptions options;
-  if (failed(setCPULoweringOptions(options)))
-    return failure();
-  buildTGToLinalgPipeline(pm, options);
-  if (toLLVM)
-    buildLinalgToLLVMPipeline(pm, options);
-  return pm.run(module);
-}
-
-/// Runs the pipeline up to `level` on `module` (the stats use this too).
-LogicalResult lower(ModuleOp module, EmitLevel level,
-                    const TrainingConfig &training) {
-  if (level == EmitLevel::TG)
-    return success();
-  return buildTrainStep(module, training, level > EmitLevel::Grad);
-}
-
-/// The --remat-sweep rows: budgets from the peak without rematerialisation
-/// down to a tenth of it, and the fixed policies for reference.
-FailureOr<std::vector<RematSweepRow>> sweepRemat(ModuleOp forwardModule,
-                                                 const TrainingConfig &training) {
-  OwningOpRef<ModuleOp> module = forwardModule.clone();
-  TrainingConfig plain = training;
-  plain.remat = "none";
-  plain.memoryBudget.clear();
-  plain.rematReport = false;
-  if (failed(buildTrainStep(*module, plain, /*forCompilation=*/false)))
-    return failure();
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  mlir::tg::TrainingStats base = mlir::tg::computeTrainingStats(step);
-  double stepFlops = static_cast<double>(base.forward.flops + base.backward.flops +
-                                         base.optimizer.flops);
-  std::vector<RematSweepRow> rows;
-  auto run = [&](std::string label, mlir::tg::RematPolicy policy,
-                 mlir::tg::MemoryBudget budget) {
-    RematSweepRow row;
-    row.label = std::move(label);
-    auto copy = llvm::cast<func::FuncOp>(step->clone());
-    // Diagnostics of infeasible budgets are the table's "no plan fits".
-    ScopedDiagnosticHandler quiet(module->getContext(),
-                                  [](Diagnostic &) { return success(); });
-    FailureOr<mlir::tg::RematResult> result =
-        mlir::tg::rematerialize(copy, policy, budget);
-    if (succeeded(result)) {
-      mlir::tg::TrainingStats stats = mlir::tg::computeTrainingStats(copy);
-      row.budgetBytes = result->budgetBytes;
-      row.plannedPeak = stats.plannedPeakBytes;
-      row.savedActivationBytes = stats.savedActivationBytes;
-      row.extraFlops = stats.recompute.flops;
-      row.extraFlopsPercent = 100.0 * row.extraFlops / std::max(1.0, stepFlops);
-    } else {
-      row.feasible = false;
-      row.budgetBytes = budget.bytes;
-    }
-    copy->erase();
-    rows.push_back(std::move(row));
-  };
-  run("none", mlir::tg::RematPolicy::None, {});
-  run("selective", mlir::tg::RematPolicy::Selective, {});
-  bool hasLayers = false;
-  step.walk([&](Operation *op) {
-    hasLayers |= op->hasAttr(mlir::tg::TGDialect::kLayerAttrName);
-  });
-  if (hasLayers)
-    run("layers", mlir::tg::RematPolicy::Layers, {});
-  for (int percent = 100; percent >= 10; percent -= 10) {
-    mlir::tg::MemoryBudget budget;
-    budget.bytes = base.plannedPeakBytes * percent / 100;
-    run(llvm::formatv("budget {0}%", percent).str(), mlir::tg::RematPolicy::Budget,
-        budget);
-  }
-  return rows;
-}
-
-/// The arena the compiled executable would plan (tgc-plan-buffers), from a
-/// copy of the forward module.
-FailureOr<int64_t> compiledArenaBytes(ModuleOp forwardModule,
-                                      const TrainingConfig &training) {
-  OwningOpRef<ModuleOp> module = forwardModule.clone();
-  TrainingConfig quiet = training;
-  quiet.rematReport = false;
-  if (failed(buildTrainStep(*module, quiet, /*forCompilation=*/true)))
-    return failure();
-  PassManager pm(module->getContext());
-  CPULoweringOptions options;
-  if (failed(setCPULoweringOptions(options)))
-    return failure();
-  buildTGToLinalgPipeline(pm, options);
-  buildBufferizePipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return failure();
-  auto arena = (*module)->getAttrOfType<IntegerAttr>("tgc.arena_bytes");
-  return arena ? arena.getInt() : 0;
-}
-
-/// `tgc stats`: figures read off the generated train step.
-int printStats(ModuleOp module, const TrainingConfig &training,
-               StatsContext context) {
-  OwningOpRef<ModuleOp> forwardModule = module.clone();
-  if (failed(lower(module, EmitLevel::Grad, training)))
-    return reportError(inputFile + ": building the train step failed (see "
-                                   "the diagnostics above)");
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  StatsReport report;
-  context.remat = training.remat;
-  if (!training.memoryBudget.empty())
-    context.remat += " " + training.memoryBudget;
-  report.context = context;
-  report.stats = mlir::tg::computeTrainingStats(step);
-  if (statsMemory) {
-    report.saved = mlir::tg::collectSavedActivations(step);
-    FailureOr<int64_t> arena = compiledArenaBytes(*forwardModule, training);
-    if (failed(arena))
-      return reportError(inputFile + ": lowering the train step failed (see "
-                                     "the diagnostics above)");
-    report.compiledArenaBytes = *arena;
-  }
-  if (rematSweep || !rematSweepSvg.empty()) {
-    FailureOr<std::vector<RematSweepRow>> rows = sweepRemat(*forwardModule, training);
-    if (failed(rows))
-      return reportError(inputFile + ": building the train step failed");
-    report.sweep = std::move(*rows);
-  }
-  auto writeFile = [&](const std::string &path,
-                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
-    std::string error;
-    auto file = openOutputFile(path, &error);
-    if (!file)
-      return reportError(path + ": cannot write: " + error);
-    write(file->os());
-    file->keep();
-    return 0;
-  };
-  if (!memoryTimeline.empty())
-    if (int rc = writeFile(memoryTimeline, [&](llvm::raw_ostream &os) {
-          writeMemoryTimeline(os, step);
-        }))
-      return rc;
-  if (!rematSweepSvg.empty())
-    if (int rc = writeFile(rematSweepSvg, [&](llvm::raw_ostream &os) {
-          writeRematSweepSvg(os, report);
-        }))
-      return rc;
-  return writeFile(outputFile, [&](llvm::raw_ostream &os) {
-    if (statsJson)
-      printStatsJson(os, report);
-    else
-      printStatsTable(os, report);
-  });
-}
-
 std::string runtimeLibraryPath(const char *argv0) {
-  std::string exe = llvm::sys::fs::getMainExecutable(argv0, (void *)&runtimeLibraryPath);
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+  std::string exe =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&runtimeLibraryPath);
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(path, "lib", "libtgc_runtime.a");
   return path.str().str();
 }
 
-/// Writes `text` to the output file.
-int writeOutput(llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  std::string error;
-  auto output = openOutputFile(outputFile, &error);
-  if (!output)
-    return reportError(outputFile + ": cannot write: " + error);
-  write(output->os());
-  output->keep();
-  return 0;
-}
-
-/// Produces `level` from a module holding @forward.
-int compile(ModuleOp module, EmitLevel level, const TrainingConfig &training,
-            const ModelConfig *config, const char *argv0) {
-  auto failedCompile = [&] {
-    return reportError(inputFile + ": compilation failed (see the diagnostics above)");
-  };
-  if (failed(lower(module, level, training)))
-    return failedCompile();
-  if (level <= EmitLevel::Grad)
-    return writeOutput([&](llvm::raw_ostream &os) { module.print(os); });
-
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  llvm::Expected<std::vector<BufferDesc>> buffers = describeBuffers(step, config);
-  if (!buffers)
-    return reportError(inputFile + ": " + llvm::toString(buffers.takeError()));
-  ModelSummary summary = summarize(config, training, inputFile);
-  summary.updateInPlace = canUpdateInPlace(step);
-  if (level == EmitLevel::Header)
-    return writeOutput([&](llvm::raw_ostream &os) { os << generateHeader(*buffers, summary); });
-
-  for (const BufferDesc &b : *buffers)
-    if (b.dtype != 0 /*TGC_F32*/ && (b.role == 0 || b.role == 4))
-      return reportError(inputFile + ": the CPU target compiles f32 models only (parameter '" +
-                         b.name + "' is not f32); use --dtype=f32");
-  if (failed(lowerTrainStep(module, level >= EmitLevel::LLVMMLIR)))
-    return failedCompile();
-  if (auto arena = module->getAttrOfType<IntegerAttr>("tgc.arena_bytes"))
-    summary.arenaBytes = arena.getInt();
-  if (level <= EmitLevel::LLVMMLIR)
-    return writeOutput([&](llvm::raw_ostream &os) { module.print(os); });
-
-  llvm::LLVMContext llvmContext;
-  std::string error;
-  std::unique_ptr<llvm::Module> llvmModule = translateAndOptimize(module, llvmContext, targetCPU, error);
-  if (!llvmModule)
-    return reportError(inputFile + ": " + error);
-  if (level == EmitLevel::LLVM)
-    return writeOutput([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
-
-  if (level == EmitLevel::Asm || level == EmitLevel::Obj) {
-    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputFile, &error);
-    if (!output)
-      return reportError(outputFile + ": cannot write: " + error);
-    if (!emitCode(*llvmModule,
-                  level == EmitLevel::Obj ? CodeFileType::Object : CodeFileType::Assembly,
-                  targetCPU, output->os(), error))
-      return reportError(error);
-    output->keep();
+/// Prints `err` as tgc's error; the exit code.
+int report(llvm::Error err) {
+  if (!err)
     return 0;
-  }
-
-  // An executable: object in a temporary file, then the link.
-  if (outputFile == "-")
-    return reportError("--emit=exe needs -o FILE");
-  llvm::SmallString<128> objectPath;
-  int fd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc", "o", fd, objectPath))
-    return reportError("cannot create a temporary object file: " + ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (!emitCode(*llvmModule, CodeFileType::Object, targetCPU, os, error))
-      return reportError(error);
-  }
-  llvm::Error linked = linkExecutable(objectPath, *buffers, summary,
-                                      runtimeLibraryPath(argv0), outputFile);
-  llvm::sys::fs::remove(objectPath);
-  if (linked)
-    return reportError(llvm::toString(std::move(linked)));
-  return 0;
+  return reportError(llvm::toString(std::move(err)));
 }
 
 } // namespace
@@ -488,14 +220,6 @@ int main(int argc, char **argv) {
       "  --mlir-print-ir-after-all, --mlir-print-ir-after=<pass>,\n"
       "  --mlir-print-ir-tree-dir=<dir>, --mlir-timing.\n");
 
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerCPUTranslations(registry);
-  MLIRContext context(registry);
-
-  std::string error;
-  if (target == Target::CUDA)
-    return reportError("--target=cuda: this tgc has no CUDA backend yet; use --target=cpu");
   if (!matmulTiles.empty()) {
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(matmulTiles).split(parts, ',');
@@ -506,8 +230,21 @@ int main(int argc, char **argv) {
       return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five positive integers), got '" +
                          matmulTiles + "'");
   }
-  if (!describeCPU(targetCPU, error))
-    return reportError(inputFile + ": " + error);
+  TargetOptions targetOptions;
+  targetOptions.cpu = targetCPU;
+  targetOptions.matmulTiles = matmulTiles;
+  targetOptions.runtimeLibrary = runtimeLibraryPath(argv[0]);
+  llvm::Expected<std::unique_ptr<TargetBackend>> backend =
+      createTargetBackend(target, targetOptions);
+  if (!backend)
+    return reportError(inputFile + ": " + llvm::toString(backend.takeError()));
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  (*backend)->registerTranslations(registry);
+  MLIRContext context(registry);
+
+  std::string error;
   TrainingConfig training;
   StatsContext statsContext;
   std::optional<ModelConfig> model;
@@ -516,10 +253,21 @@ int main(int argc, char **argv) {
   if (!module)
     return reportError(error);
 
-  if (statsCommand)
-    return printStats(*module, training, statsContext);
-  EmitLevel level = emitLevel;
+  if (statsCommand) {
+    StatsRequest request;
+    request.output = outputFile;
+    request.json = statsJson;
+    request.memory = statsMemory;
+    request.rematSweep = rematSweep;
+    request.memoryTimeline = memoryTimeline;
+    request.rematSweepSvg = rematSweepSvg;
+    return report(runStats(*module, training, statsContext, request, **backend));
+  }
+  CompileRequest request;
+  request.input = inputFile;
+  request.output = outputFile;
+  request.level = emitLevel;
   if (!emitLevel.getNumOccurrences() && outputFile != "-")
-    level = EmitLevel::Exe;
-  return compile(*module, level, training, model ? &*model : nullptr, argv[0]);
+    request.level = EmitLevel::Exe;
+  return report(compile(*module, request, training, model ? &*model : nullptr, **backend));
 }

@@ -29,6 +29,14 @@ namespace mlir::tg {
 #define GEN_PASS_REGISTRATION
 #include "tgc/Conversion/Passes.h.inc"
 
+/// Attributes the lowering passes leave for later passes and the driver.
+/// Module (and function) attribute: bytes of the planned static arena.
+constexpr llvm::StringLiteral kArenaBytesAttrName = "tgc.arena_bytes";
+/// On a planned `memref.alloc`: its byte offset in the arena.
+constexpr llvm::StringLiteral kArenaOffsetAttrName = "tgc.arena_offset";
+/// On functions a backend outlined from the step (no C entry point).
+constexpr llvm::StringLiteral kOutlinedAttrName = "tgc.outlined";
+
 /// Patterns of each category (lib/Conversion/TGToLinalg/*.cpp).
 void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);

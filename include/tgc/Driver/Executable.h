@@ -58,14 +58,6 @@ std::string generateHeader(const std::vector<BufferDesc> &buffers,
 std::string generateModelInfo(const std::vector<BufferDesc> &buffers,
                               const ModelSummary &summary);
 
-/// Links `objectFile` with the model info and the runtime into `output`
-/// using clang++-22 (or $TGC_CXX). `runtimeLibrary` is libtgc_runtime.a.
-llvm::Error linkExecutable(llvm::StringRef objectFile,
-                           const std::vector<BufferDesc> &buffers,
-                           const ModelSummary &summary,
-                           llvm::StringRef runtimeLibrary,
-                           llvm::StringRef output);
-
 } // namespace tgc
 
 #endif // TGC_DRIVER_EXECUTABLE_H

@@ -5,9 +5,36 @@
 #include "tgc/Frontend/ModelConfig.h"
 #include "tgc/Pipelines/Pipelines.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <string>
+
 namespace tgc {
+
+/// The parser of an enum flag (cl::opt<T, false, EnumFlagParser<T>>): an
+/// unknown value's error lists the accepted ones.
+template <typename T>
+class EnumFlagParser : public llvm::cl::parser<T> {
+public:
+  using llvm::cl::parser<T>::parser;
+
+  bool parse(llvm::cl::Option &option, llvm::StringRef argName,
+             llvm::StringRef arg, T &value) {
+    (void)argName;
+    std::string expected;
+    for (auto [i, info] : llvm::enumerate(this->Values)) {
+      if (info.Name == arg) {
+        value = info.V.getValue();
+        return false;
+      }
+      if (i)
+        expected += i + 1 == this->Values.size() ? " or " : ", ";
+      expected += info.Name;
+    }
+    return option.error("unknown value '" + arg + "' (expected " + expected + ")");
+  }
+};
 
 /// The --help category of the training flags.
 llvm::cl::OptionCategory &trainingFlagsCategory();

@@ -8,6 +8,8 @@
 #ifndef TGC_FRONTEND_MODELCONFIG_H
 #define TGC_FRONTEND_MODELCONFIG_H
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -25,7 +27,8 @@ enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
 
 llvm::StringRef stringifyActivation(Activation act);
 
-enum class OptimizerKind { SGD, AdamW };
+using mlir::tg::OptimizerKind;
+using mlir::tg::RematPolicy;
 
 enum class DType { F32, BF16, F16 };
 
@@ -51,9 +54,9 @@ struct TrainingConfig {
   DType dtype = DType::F32;
   uint64_t seed = 0;
   int64_t steps = 100;
-  /// Rematerialisation (tg-remat): policy, budget text, and whether to
-  /// report every decision.
-  std::string remat = "none";
+  /// Rematerialisation (tg-remat): policy, budget text (parsed by
+  /// tg-remat; checked by the flags), and whether to report every decision.
+  RematPolicy remat = RematPolicy::None;
   std::string memoryBudget;
   bool rematReport = false;
 };

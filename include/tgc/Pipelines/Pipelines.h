@@ -8,6 +8,8 @@
 #ifndef TGC_PIPELINES_PIPELINES_H
 #define TGC_PIPELINES_PIPELINES_H
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -17,9 +19,9 @@ namespace tgc {
 /// optimizer, rematerialisation).
 struct TrainingGraphOptions
     : public mlir::PassPipelineOptions<TrainingGraphOptions> {
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd or adamw"),
-                                llvm::cl::init("adamw")};
+  Option<mlir::tg::OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("The optimizer"),
+      llvm::cl::init(mlir::tg::OptimizerKind::AdamW), TG_OPTIMIZER_KIND_CL_VALUES};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW β1"),
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW β2"),
@@ -38,10 +40,9 @@ struct TrainingGraphOptions
       *this, "return-gradients",
       llvm::cl::desc("Also return the gradients from the train step"),
       llvm::cl::init(false)};
-  Option<std::string> remat{
-      *this, "remat",
-      llvm::cl::desc("Rematerialisation policy: none, layers, selective, budget"),
-      llvm::cl::init("none")};
+  Option<mlir::tg::RematPolicy> remat{
+      *this, "remat", llvm::cl::desc("Rematerialisation policy"),
+      llvm::cl::init(mlir::tg::RematPolicy::None), TG_REMAT_POLICY_CL_VALUES};
   Option<std::string> memoryBudget{
       *this, "memory-budget",
       llvm::cl::desc("Budget of --remat=budget (bytes, 1.5GiB, or a fraction)"),
@@ -58,46 +59,21 @@ struct TrainingGraphOptions
 void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                 const TrainingGraphOptions &options);
 
-/// @train_step in tg → LLVM dialect for the host CPU: tg → linalg,
-/// elementwise fusion, bufferization (results become out-parameters),
-/// loops, LLVM dialect with bare-pointer memrefs and the C entry point
-/// `tgc_train_step(void **buffers)`.
-struct CPULoweringOptions : public mlir::PassPipelineOptions<CPULoweringOptions> {
-  Option<std::string> function{*this, "function",
-                               llvm::cl::desc("Function to compile"),
-                               llvm::cl::init("train_step")};
-  // The target CPU, for the matmul tile model (tgc fills these from --mcpu;
-  // the defaults are a 512-bit, 32-register core).
-  Option<unsigned> vectorBits{*this, "vector-bits",
-                              llvm::cl::desc("Vector register width in bits"),
-                              llvm::cl::init(512)};
-  Option<unsigned> vectorRegisters{*this, "vector-registers",
-                                   llvm::cl::desc("Number of vector registers"),
-                                   llvm::cl::init(32)};
-  Option<int64_t> l1CacheBytes{*this, "l1-cache-bytes",
-                               llvm::cl::desc("L1 data cache per core"),
-                               llvm::cl::init(32768)};
-  Option<int64_t> l2CacheBytes{*this, "l2-cache-bytes",
-                               llvm::cl::desc("L2 cache per core"),
-                               llvm::cl::init(1048576)};
-  Option<std::string> matmulTiles{
-      *this, "matmul-tiles",
-      llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)"),
-      llvm::cl::init("")};
-};
+/// Up to linalg on tensors (the --emit=linalg level), target-neutral: only
+/// `function` survives, tg → linalg, canonicalised.
+void buildTGToLinalgPipeline(mlir::OpPassManager &pm, llvm::StringRef function);
 
-/// Up to linalg on tensors (the --emit=linalg level).
-void buildTGToLinalgPipeline(mlir::OpPassManager &pm,
-                             const CPULoweringOptions &options);
-/// Linalg on tensors → bufferized, scheduled matmuls, planned arena (the
-/// module attribute tgc.arena_bytes); the first part of the next pipeline.
-void buildBufferizePipeline(mlir::OpPassManager &pm,
-                            const CPULoweringOptions &options);
-/// The rest, linalg on tensors → LLVM dialect.
-void buildLinalgToLLVMPipeline(mlir::OpPassManager &pm,
-                               const CPULoweringOptions &options);
+/// Linalg on tensors → bufferized step (results become out-parameters) with
+/// intermediates planned into one static arena (`tgc.arena_bytes`).
+/// `buildTargetSchedule` adds the target's schedule (e.g. the CPU matmul
+/// tiling), which runs on the bufferized IR before the planner so that the
+/// buffers it introduces are planned too. Shared by every backend.
+void buildBufferizePipeline(
+    mlir::OpPassManager &pm,
+    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule);
 
-/// Registers every tgc pipeline with the global registry.
+/// Registers the target-neutral pipelines with the global registry (each
+/// backend registers its own).
 void registerPipelines();
 
 } // namespace tgc

@@ -28,7 +28,7 @@ struct TGCEmitCEntryPass : tg::impl::TGCEmitCEntryPassBase<TGCEmitCEntryPass> {
     // Outlined loop nests stay functions of their own (see
     // tgc-outline-loop-nests); inlining them back would undo it.
     module.walk([](LLVM::LLVMFuncOp func) {
-      if (func->hasAttr("tgc.outlined")) {
+      if (func->hasAttr(tg::kOutlinedAttrName)) {
         func.setNoInline(true);
         func.setLinkage(LLVM::Linkage::Internal);
       }

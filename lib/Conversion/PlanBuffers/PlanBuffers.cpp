@@ -27,7 +27,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr llvm::StringLiteral kArenaOffsetAttrName = "tgc.arena_offset";
 
 struct PlannedAlloc {
   memref::AllocOp alloc;
@@ -66,7 +65,7 @@ struct TGCPlanBuffersPass
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isExternal())
         total = std::max(total, plan(func));
-    module->setAttr("tgc.arena_bytes",
+    module->setAttr(tg::kArenaBytesAttrName,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
   }
 
@@ -102,8 +101,8 @@ struct TGCPlanBuffersPass
 
     OpBuilder b(func);
     for (auto [planned, block] : llvm::zip(allocs, blocks))
-      planned.alloc->setAttr(kArenaOffsetAttrName, b.getI64IntegerAttr(block.offset));
-    func->setAttr("tgc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+      planned.alloc->setAttr(tg::kArenaOffsetAttrName, b.getI64IntegerAttr(block.offset));
+    func->setAttr(tg::kArenaBytesAttrName, b.getI64IntegerAttr(arenaBytes));
     return arenaBytes;
   }
 };
@@ -120,13 +119,14 @@ struct ArenaAllocLowering : ConvertOpToLLVMPattern<memref::AllocOp> {
   LogicalResult
   matchAndRewrite(memref::AllocOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto offset = op->getAttrOfType<IntegerAttr>(kArenaOffsetAttrName);
+    auto offset = op->getAttrOfType<IntegerAttr>(tg::kArenaOffsetAttrName);
     if (!offset)
       return failure();
     Location loc = op.getLoc();
     Value bytes = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
                                            offset.getInt());
-    auto call = LLVM::CallOp::create(rewriter, loc, getVoidPtrType(),
+    auto call = LLVM::CallOp::create(rewriter, loc,
+                                     LLVM::LLVMPointerType::get(rewriter.getContext()),
                                      kArenaAllocFn, ValueRange{bytes});
     Value descriptor = MemRefDescriptor::fromStaticShape(
         rewriter, loc, *getTypeConverter(), op.getType(), call.getResult());
@@ -156,10 +156,10 @@ struct TGCLowerArenaAllocsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    auto arena = module->getAttrOfType<IntegerAttr>("tgc.arena_bytes");
+    auto arena = module->getAttrOfType<IntegerAttr>(tg::kArenaBytesAttrName);
     bool planned = false;
     module.walk([&](memref::AllocOp op) {
-      planned |= op->hasAttr(kArenaOffsetAttrName);
+      planned |= op->hasAttr(tg::kArenaOffsetAttrName);
     });
     if (!planned)
       return;
@@ -172,7 +172,7 @@ struct TGCLowerArenaAllocsPass
     target.addLegalDialect<LLVM::LLVMDialect>();
     target.addLegalOp<UnrealizedConversionCastOp>();
     target.addDynamicallyLegalOp<memref::AllocOp>(
-        [](memref::AllocOp op) { return !op->hasAttr(kArenaOffsetAttrName); });
+        [](memref::AllocOp op) { return !op->hasAttr(tg::kArenaOffsetAttrName); });
     target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
       return !llvm::isa<MemRefType>(op.getMemref().getType());
     });

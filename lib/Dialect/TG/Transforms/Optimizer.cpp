@@ -32,11 +32,6 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
                          << " (run tg-autodiff first)";
       return signalPassFailure();
     }
-    if (optimizer != "sgd" && optimizer != "adamw") {
-      module.emitError() << "tg-optimizer: unknown optimizer '" << optimizer
-                         << "' (expected sgd or adamw)";
-      return signalPassFailure();
-    }
     if (failed(appendUpdate(step)))
       return signalPassFailure();
   }
@@ -64,7 +59,7 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
                 "tg-autodiff first and tg-optimizer once";
 
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
-    bool adamw = optimizer == "adamw";
+    bool adamw = optimizer == OptimizerKind::AdamW;
     bool withMomentum = !adamw && momentum > 0.0;
     unsigned statesPerParam = adamw ? 2 : (withMomentum ? 1 : 0);
 

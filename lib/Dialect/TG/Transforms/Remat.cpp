@@ -48,29 +48,6 @@ using namespace mlir::tg;
 // Options
 //===----------------------------------------------------------------------===//
 
-std::optional<RematPolicy> mlir::tg::parseRematPolicy(StringRef text) {
-  return llvm::StringSwitch<std::optional<RematPolicy>>(text)
-      .Case("none", RematPolicy::None)
-      .Case("layers", RematPolicy::Layers)
-      .Case("selective", RematPolicy::Selective)
-      .Case("budget", RematPolicy::Budget)
-      .Default(std::nullopt);
-}
-
-StringRef mlir::tg::stringifyRematPolicy(RematPolicy policy) {
-  switch (policy) {
-  case RematPolicy::None:
-    return "none";
-  case RematPolicy::Layers:
-    return "layers";
-  case RematPolicy::Selective:
-    return "selective";
-  case RematPolicy::Budget:
-    return "budget";
-  }
-  llvm_unreachable("unknown policy");
-}
-
 llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
   auto invalid = [&] {
     return llvm::createStringError(
@@ -613,12 +590,6 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    std::optional<RematPolicy> parsed = parseRematPolicy(policy);
-    if (!parsed) {
-      mlir::emitError(getOperation().getLoc(), "tg-remat: unknown policy '")
-          << policy << "' (expected none, layers, selective or budget)";
-      return signalPassFailure();
-    }
     MemoryBudget budget;
     if (!memoryBudget.empty()) {
       llvm::Expected<MemoryBudget> b = parseMemoryBudget(memoryBudget);
@@ -633,7 +604,7 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
       mlir::emitError(getOperation().getLoc(), "tg-remat: no function @") << trainStepName;
       return signalPassFailure();
     }
-    FailureOr<RematResult> result = rematerialize(step, *parsed, budget);
+    FailureOr<RematResult> result = rematerialize(step, policy, budget);
     if (failed(result))
       return signalPassFailure();
     if (report)

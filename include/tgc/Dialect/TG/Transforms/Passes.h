@@ -3,6 +3,7 @@
 #define TGC_DIALECT_TG_TRANSFORMS_PASSES_H
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -68,8 +68,9 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     (and, once bufferized, the compiled code) updates them in place.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd or adamw">,
+    Option<"optimizer", "optimizer", "::mlir::tg::OptimizerKind",
+           "::mlir::tg::OptimizerKind::AdamW", "sgd or adamw",
+           "TG_OPTIMIZER_KIND_CL_VALUES">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to extend">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW β1">,
@@ -110,7 +111,7 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
       matmuls pinned.
     * `budget` (needs `memory-budget`): the fewest extra FLOPs whose planned
       peak of the whole step fits the budget. Candidates are the minimum cuts
-      of `bytes kept + λ·FLOPs recomputed` for λ from 2^-12 to 2^12 bytes per
+      of `bytes kept + λ·FLOPs recomputed` for λ from 2^-20 to 2^12 bytes per
       FLOP (the Lagrangian of the budget constraint), the per-layer
       checkpoint plans and `selective`; each is applied to a copy of the
       step and planned exactly. Plans that recompute a matmul are used only
@@ -125,8 +126,9 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     forward ops.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", "\"none\"",
-           "none, layers, selective or budget">,
+    Option<"policy", "policy", "::mlir::tg::RematPolicy",
+           "::mlir::tg::RematPolicy::None", "none, layers, selective or budget",
+           "TG_REMAT_POLICY_CL_VALUES">,
     Option<"memoryBudget", "memory-budget", "std::string", "\"\"",
            "Budget for the planned peak of intermediates: bytes (1.5GiB, "
            "800MB) or a fraction of the peak without rematerialisation "

@@ -13,16 +13,13 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir::tg {
-
-enum class RematPolicy { None, Layers, Selective, Budget };
-
-std::optional<RematPolicy> parseRematPolicy(llvm::StringRef text);
-llvm::StringRef stringifyRematPolicy(RematPolicy policy);
 
 /// A memory budget for the planned peak of intermediates: bytes, or a
 /// fraction of the peak without rematerialisation.

@@ -6,15 +6,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
 
-namespace mlir::tg {
+namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCOUTLINELOOPNESTSPASS
-#include "tgc/Conversion/Passes.h.inc"
-} // namespace mlir::tg
+#include "tgc/Target/CPU/Passes.h.inc"
+} // namespace tgc::cpu
 
 using namespace mlir;
 
@@ -76,7 +78,7 @@ const void *storageOf(Value value, func::FuncOp step) {
   auto arg = llvm::dyn_cast<BlockArgument>(value);
   if (!arg || arg.getOwner()->getParentOp() != step)
     return nullptr;
-  for (StringRef role : {"tg.param", "tg.state"})
+  for (StringRef role : {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
     if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role))
       return name.getAsOpaquePointer();
   return arg.getAsOpaquePointer();
@@ -104,7 +106,7 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
 }
 
 struct TGCOutlineLoopNestsPass
-    : tg::impl::TGCOutlineLoopNestsPassBase<TGCOutlineLoopNestsPass> {
+    : tgc::cpu::impl::TGCOutlineLoopNestsPassBase<TGCOutlineLoopNestsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
@@ -198,7 +200,7 @@ struct TGCOutlineLoopNestsPass
       return region.emitError("tgc-outline-loop-nests: cannot outline this loop nest");
     outlined->setPrivate();
     markNoAlias(*outlined, call, func);
-    (*outlined)->setAttr("tgc.outlined", rewriter.getUnitAttr());
+    (*outlined)->setAttr(tg::kOutlinedAttrName, rewriter.getUnitAttr());
     // The region now only calls the function: replace it by the call.
     rewriter.moveOpBefore(call, region);
     rewriter.eraseOp(region);

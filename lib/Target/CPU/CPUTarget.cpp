@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tgc/Target/CPUTarget.h"
+#include "tgc/Target/CPU/CPUTarget.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -26,8 +26,9 @@
 #include "llvm/TargetParser/Host.h"
 
 using namespace tgc;
+using namespace tgc::cpu;
 
-void tgc::registerCPUTranslations(mlir::DialectRegistry &registry) {
+void tgc::cpu::registerCPUTranslations(mlir::DialectRegistry &registry) {
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerOpenMPDialectTranslation(registry);
@@ -79,7 +80,8 @@ int64_t hostCacheBytes(int level, llvm::StringRef type) {
       break;
     if (levelText != std::to_string(level) || read("type") != type)
       continue;
-    llvm::StringRef size = read("size");
+    std::string sizeText = read("size");
+    llvm::StringRef size = sizeText;
     int64_t value = 0;
     int64_t scale = size.consume_back("K") ? 1024 : size.consume_back("M") ? 1 << 20 : 1;
     if (size.getAsInteger(10, value) || value <= 0)
@@ -90,7 +92,7 @@ int64_t hostCacheBytes(int level, llvm::StringRef type) {
 }
 } // namespace
 
-std::optional<CPUDescription> tgc::describeCPU(const std::string &cpu,
+std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
                                                 std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
   if (!tm)
@@ -155,7 +157,7 @@ void prepareForTranslation(mlir::ModuleOp module) {
 } // namespace
 
 std::unique_ptr<llvm::Module>
-tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
+tgc::cpu::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                           const std::string &cpu, std::string &error) {
   prepareForTranslation(module);
   std::unique_ptr<llvm::Module> llvmModule =
@@ -216,7 +218,7 @@ tgc::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   return llvmModule;
 }
 
-bool tgc::emitCode(llvm::Module &module, CodeFileType type,
+bool tgc::cpu::emitCode(llvm::Module &module, CodeFileType type,
                    const std::string &cpu, llvm::raw_pwrite_stream &os,
                    std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tgc/Conversion/Passes.h"
+#include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -25,10 +25,10 @@
 
 #include <map>
 
-namespace mlir::tg {
+namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCVECTORIZEMATMULSPASS
-#include "tgc/Conversion/Passes.h.inc"
-} // namespace mlir::tg
+#include "tgc/Target/CPU/Passes.h.inc"
+} // namespace tgc::cpu
 
 using namespace mlir;
 
@@ -346,7 +346,7 @@ void rankReduceUnitBatches(ModuleOp module) {
 }
 
 struct TGCVectorizeMatmulsPass
-    : tg::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
+    : tgc::cpu::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
   using Base::Base;
 
   LogicalResult runSchedule(ModuleOp module, const std::string &text) {

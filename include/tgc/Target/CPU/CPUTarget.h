@@ -1,6 +1,6 @@
 //===- CPUTarget.h - LLVM dialect → optimised host object code ---*- C++ -*-===//
-#ifndef TGC_TARGET_CPUTARGET_H
-#define TGC_TARGET_CPUTARGET_H
+#ifndef TGC_TARGET_CPU_CPUTARGET_H
+#define TGC_TARGET_CPU_CPUTARGET_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -15,7 +15,7 @@ class LLVMContext;
 class Module;
 } // namespace llvm
 
-namespace tgc {
+namespace tgc::cpu {
 
 /// What the code generator needs to know of a CPU: its vector unit and
 /// caches (the matmul tile model reads these).
@@ -49,6 +49,6 @@ enum class CodeFileType { Assembly, Object };
 bool emitCode(llvm::Module &module, CodeFileType type, const std::string &cpu,
               llvm::raw_pwrite_stream &os, std::string &error);
 
-} // namespace tgc
+} // namespace tgc::cpu
 
-#endif // TGC_TARGET_CPUTARGET_H
+#endif // TGC_TARGET_CPU_CPUTARGET_H

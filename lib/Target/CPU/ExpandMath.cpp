@@ -1,19 +1,19 @@
 //===- ExpandMath.cpp - vectorisable exp/log/tanh/erf ---------------------===//
 
-#include "tgc/Conversion/Passes.h"
+#include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-namespace mlir::tg {
+namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCEXPANDMATHPASS
-#include "tgc/Conversion/Passes.h.inc"
-} // namespace mlir::tg
+#include "tgc/Target/CPU/Passes.h.inc"
+} // namespace tgc::cpu
 
 using namespace mlir;
 
 namespace {
-struct TGCExpandMathPass : tg::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
+struct TGCExpandMathPass : tgc::cpu::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {

@@ -5,24 +5,24 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tgc/Conversion/Passes.h"
+#include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
-namespace mlir::tg {
+namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCPARALLELIZELOOPSPASS
-#include "tgc/Conversion/Passes.h.inc"
-} // namespace mlir::tg
+#include "tgc/Target/CPU/Passes.h.inc"
+} // namespace tgc::cpu
 
 using namespace mlir;
 
 namespace {
 
 struct TGCParallelizeLoopsPass
-    : tg::impl::TGCParallelizeLoopsPassBase<TGCParallelizeLoopsPass> {
+    : tgc::cpu::impl::TGCParallelizeLoopsPassBase<TGCParallelizeLoopsPass> {
   using Base::Base;
 
   /// Chunks along the outermost loop for `op`, or 0 to leave it alone.

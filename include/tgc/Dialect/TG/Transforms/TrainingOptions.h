@@ -1,0 +1,85 @@
+//===- TrainingOptions.h - typed training settings --------------*- C++ -*-===//
+//
+// The enums of the training settings, one definition used from the model
+// file and the flags through the pipelines to the passes (whose options are
+// typed with them, so each is parsed once, where it is read).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H
+#define TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <optional>
+
+namespace mlir::tg {
+
+/// The optimizer tg-optimizer appends.
+enum class OptimizerKind { SGD, AdamW };
+
+/// What tg-remat does with the values the reverse graph reads.
+enum class RematPolicy { None, Layers, Selective, Budget };
+
+inline std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<OptimizerKind>>(text)
+      .Case("sgd", OptimizerKind::SGD)
+      .Case("adamw", OptimizerKind::AdamW)
+      .Default(std::nullopt);
+}
+
+inline llvm::StringRef stringifyOptimizerKind(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  llvm_unreachable("unknown optimizer");
+}
+
+inline std::optional<RematPolicy> parseRematPolicy(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<RematPolicy>>(text)
+      .Case("none", RematPolicy::None)
+      .Case("layers", RematPolicy::Layers)
+      .Case("selective", RematPolicy::Selective)
+      .Case("budget", RematPolicy::Budget)
+      .Default(std::nullopt);
+}
+
+inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::Layers:
+    return "layers";
+  case RematPolicy::Selective:
+    return "selective";
+  case RematPolicy::Budget:
+    return "budget";
+  }
+  llvm_unreachable("unknown policy");
+}
+
+} // namespace mlir::tg
+
+/// The cl::values of the enums, for flags and pass options.
+#define TG_OPTIMIZER_KIND_CL_VALUES                                            \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::OptimizerKind::SGD, "sgd",                        \
+                 "stochastic gradient descent"),                               \
+      clEnumValN(::mlir::tg::OptimizerKind::AdamW, "adamw",                    \
+                 "Adam with decoupled weight decay"))
+#define TG_REMAT_POLICY_CL_VALUES                                              \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::RematPolicy::None, "none",                        \
+                 "keep every value the reverse graph reads"),                  \
+      clEnumValN(::mlir::tg::RematPolicy::Layers, "layers",                    \
+                 "checkpoint every layer"),                                    \
+      clEnumValN(::mlir::tg::RematPolicy::Selective, "selective",              \
+                 "recompute cheap ops, keep matmul outputs"),                  \
+      clEnumValN(::mlir::tg::RematPolicy::Budget, "budget",                    \
+                 "fewest extra FLOPs within the memory budget"))
+
+#endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

@@ -1,0 +1,54 @@
+//===- Compile.h - from a tg module to each --emit level --------*- C++ -*-===//
+//
+// The driver's stages, shared by `tgc` and `tgc stats`: the training graph
+// (tg), the target-neutral lowering to linalg and bufferization, and the
+// target backend for everything after that. Nothing here knows which target
+// it drives.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_DRIVER_COMPILE_H
+#define TGC_DRIVER_COMPILE_H
+
+#include "tgc/Frontend/ModelConfig.h"
+#include "tgc/Target/TargetBackend.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace tgc {
+
+/// Output levels, in pipeline order: each is a longer prefix of one pipeline.
+enum class EmitLevel { TG, Grad, Header, Linalg, LLVMMLIR, LLVM, Asm, Obj, Exe };
+
+/// Adds @train_step (reverse graph, optimizer update, remat) beside @forward.
+/// With `returnGradients` the step also returns the gradients (compiled
+/// executables do, for --dump-grads).
+mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
+                                   const TrainingConfig &training,
+                                   bool returnGradients);
+
+/// Lowers tg @train_step to a bufferized step whose intermediates are planned
+/// into one arena (the module attribute tgc.arena_bytes), running the
+/// target's schedule before the planner. Returns the arena's size.
+mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
+                                       const TargetBackend &target);
+
+/// Where compile() reads from and writes to.
+struct CompileRequest {
+  std::string input;        // the model file, for messages
+  std::string output = "-"; // "-": stdout (not for executables)
+  EmitLevel level = EmitLevel::TG;
+};
+
+/// Produces `request.level` from a module holding @forward, through `target`.
+/// `model` is null for tg IR input.
+llvm::Error compile(mlir::ModuleOp module, const CompileRequest &request,
+                    const TrainingConfig &training, const ModelConfig *model,
+                    const TargetBackend &target);
+
+} // namespace tgc
+
+#endif // TGC_DRIVER_COMPILE_H

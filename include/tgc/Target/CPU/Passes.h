@@ -1,0 +1,26 @@
+//===- Passes.h - the CPU backend's passes ----------------------*- C++ -*-===//
+#ifndef TGC_TARGET_CPU_PASSES_H
+#define TGC_TARGET_CPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace tgc::cpu {
+
+#define GEN_PASS_DECL
+#include "tgc/Target/CPU/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "tgc/Target/CPU/Passes.h.inc"
+
+} // namespace tgc::cpu
+
+#endif // TGC_TARGET_CPU_PASSES_H

@@ -1,0 +1,126 @@
+//===- Passes.td - the CPU backend's passes ----------------*- tablegen -*-===//
+//
+// The CPU target's schedule (run on bufferized linalg before the shared arena
+// planner) and its lowering helpers. Target-neutral passes live in
+// include/tgc/Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_TARGET_CPU_PASSES_TD
+#define TGC_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp"> {
+  let summary = "Moves each top-level loop nest of the step into its own function";
+  let description = [{
+    On loops over memrefs (after `convert-linalg-to-loops`): every top-level
+    `scf.for` without results in a public function's body becomes a call of
+    a private function `@<fn>_nest<i>` (marked `tgc.outlined`, kept out of
+    line in LLVM). Constants and views (subviews, reshapes, casts) it uses
+    are cloned into it, so it takes the root buffers as identity-layout
+    memrefs. LLVM's loop passes cost time superlinear in the size of one
+    function (SCEV walks the chain of dominating blocks for every guard);
+    a train step is hundreds of loop nests in a row, so this turns a minute
+    of `IndVarSimplify` into seconds. Each top-level `scf.parallel` (matmul
+    tiles, parallel chunks) has its whole body outlined the same way (its
+    loops one by one if the body cannot be), so LLVM sees `noalias` buffers
+    inside OpenMP's regions, and is then outlined itself: OpenMP's
+    translation analyses the function around every parallel region, which
+    in the step function was quadratic. Nests that would capture a memref
+    with a non-identity layout or a dynamic shape stay in place.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
+def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
+  let summary = "Polynomial approximations of exp, log, tanh and erf";
+  let description = [{
+    Rewrites f32 `math.exp`, `math.expm1`, `math.log`, `math.log1p`,
+    `math.tanh` and `math.erf` into MLIR's polynomial approximations
+    (plain arithmetic, a few ULP), so LLVM vectorises the loops around them
+    (softmax, SiLU, cross-entropy, GELU) instead of calling scalar libm
+    functions once per element.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
+  let summary = "Tiles and vectorises every bufferized matmul for the CPU, any shape";
+  let description = [{
+    For each `linalg.matmul` and `linalg.batch_matmul` on static memrefs:
+    output tiles MT x NT as an `scf.forall` (OpenMP threads later; batch
+    entries are parallel too), a K cache tile, and MR x NR register tiles.
+    The register loops are peeled: full tiles are static; the column
+    remainder is cut into whole vectors (peeled again) and the row remainder
+    done a row at a time, so only the last partial vector of a tile whose
+    size is only known at run time is masked. The unit K loop is innermost
+    for every variant, so the accumulators stay in registers across it.
+    Contractions become outer products (FMAs). No size has to divide
+    another (primes, 50257, 1), and compiling costs the same for every shape.
+
+    Tile sizes follow an analytical model of the target (in the style of
+    BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
+    vectors and one broadcast in the vector registers, maximising FMAs per
+    load; the K tile keeps the KT x NR slice of B in half of L1; MT x NT
+    keeps the KT-deep panels of A and B in L2, splits until there are 16
+    output tiles (or a tile would be under 4 register tiles deep) and
+    balances the tiles of each dimension, so a static schedule gives every
+    thread the same work. `tiles` overrides the model (lit tests do not depend on
+    the machine).
+
+    Transform-dialect schedules generated per tile configuration, run by the
+    transform interpreter, with C++ steps between them: unit-batch
+    `batch_matmul` tiles become rank-reduced 2-D matmuls, and each tile is
+    vectorised with its own sizes (static, or masked up to a bound). The
+    vector lowering patterns and canonicalisation run in separate greedy
+    sets: together they do not converge on 1-row register tiles (M = 1, or
+    odd M under a divisor rule) and on constant masks, and memory grows
+    without bound.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", "512",
+           "Width of the target's vector registers in bits">,
+    Option<"vectorRegisters", "vector-registers", "unsigned", "32",
+           "Number of vector registers">,
+    Option<"l1CacheBytes", "l1-cache-bytes", "int64_t", "32768",
+           "L1 data cache per core in bytes">,
+    Option<"l2CacheBytes", "l2-cache-bytes", "int64_t", "1048576",
+           "L2 cache per core in bytes">,
+    Option<"tiles", "tiles", "std::string", "\"\"",
+           "Override the model: MT,NT,KT,MR,NR for every matmul">,
+  ];
+  let dependentDialects = [
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "Splits the step's large elementwise and reduction ops into parallel chunks";
+  let description = [{
+    On bufferized linalg ops at the top level of a function (after the
+    matmul schedule): an op with static loop ranges, a parallel outermost
+    loop and at least `min-chunk-work` iterations in all is tiled along
+    that loop into an `scf.forall` of up to `max-chunks` chunks of at least
+    `min-chunk-work` iterations each. `scf-forall-to-parallel` and OpenMP
+    run the chunks on the step's threads; `tgc-outline-loop-nests` puts each
+    chunk's body in its own function whose buffers are `noalias`, so LLVM
+    vectorises the chunks as it vectorised the whole loop (parallel loops
+    without that ran one thread 70% slower). Small ops stay sequential: a
+    fork and join costs more than they do. Matmuls are left to
+    `tgc-vectorize-matmuls`.
+  }];
+  let options = [
+    Option<"minChunkWork", "min-chunk-work", "int64_t", "32768",
+           "Fewest iterations of a chunk (and of an op worth splitting)">,
+    Option<"maxChunks", "max-chunks", "int64_t", "16",
+           "Most chunks per op">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+#endif // TGC_TARGET_CPU_PASSES_TD

@@ -1,0 +1,92 @@
+//===- TargetBackend.h - one code generation target -------------*- C++ -*-===//
+//
+// Everything target-specific about compiling a train step sits behind this
+// interface, in the style of IREE's TargetBackend and Triton's per-target
+// backends: the driver lowers tg → linalg and bufferizes without knowing the
+// target, then asks the backend for its schedule (run before the shared
+// arena planner), its lowering to the LLVM dialect, code emission and the
+// link. Backends live in lib/Target/<Name>/.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_TARGET_TARGETBACKEND_H
+#define TGC_TARGET_TARGETBACKEND_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tgc {
+
+/// The targets tgc knows (--target). A known target may be left out of a
+/// build (e.g. CUDA without the toolkit).
+enum class TargetKind { CPU, CUDA };
+
+std::optional<TargetKind> parseTargetKind(llvm::StringRef name);
+llvm::StringRef stringifyTargetKind(TargetKind kind);
+
+/// What a backend writes after its lowering to the LLVM dialect.
+enum class CodeArtifact { LLVMIR, Assembly, Object };
+
+/// Settings every backend reads (each ignores what does not apply to it).
+struct TargetOptions {
+  /// Host CPU: "native" or an LLVM CPU name (--mcpu).
+  std::string cpu = "native";
+  /// Matmul tile override "MT,NT,KT,MR,NR" (--matmul-tiles); empty: model.
+  std::string matmulTiles;
+  /// The runtime archive linked into executables (libtgc_runtime.a).
+  std::string runtimeLibrary;
+};
+
+class TargetBackend {
+public:
+  virtual ~TargetBackend();
+
+  /// The --target spelling ("cpu").
+  virtual llvm::StringRef getName() const = 0;
+
+  /// Rejects a tg train step (after tg-optimizer) this target cannot compile,
+  /// e.g. element types it has no code for; the message names the buffer.
+  virtual llvm::Error checkTrainStep(mlir::func::FuncOp trainStep) const = 0;
+
+  /// The target's schedule on bufferized linalg (results already
+  /// out-parameters). Runs before the shared arena planner, so buffers the
+  /// schedule introduces are planned too.
+  virtual void buildSchedulePipeline(mlir::OpPassManager &pm) const = 0;
+
+  /// After the arena plan: everything down to the LLVM dialect, with the C
+  /// entry point `tgc_<function>(void **buffers)`.
+  virtual void buildCodegenPipeline(mlir::OpPassManager &pm,
+                                    llvm::StringRef function) const = 0;
+
+  /// Registers the LLVM IR translations codegen output needs.
+  virtual void registerTranslations(mlir::DialectRegistry &registry) const = 0;
+
+  /// Translates the LLVM-dialect module and writes `artifact` to `os`.
+  virtual llvm::Error emit(mlir::ModuleOp module, CodeArtifact artifact,
+                           llvm::raw_pwrite_stream &os) const = 0;
+
+  /// Links an object file from emit() with the runtime into an executable.
+  /// `header` (train_step.h) and `modelInfo` (C source defining tgc_model)
+  /// describe the step's buffers to the runtime.
+  virtual llvm::Error linkExecutable(llvm::StringRef objectFile,
+                                     llvm::StringRef header,
+                                     llvm::StringRef modelInfo,
+                                     llvm::StringRef output) const = 0;
+};
+
+/// The backend for `kind`; an error if it was not built into this tgc or
+/// `options` do not suit it (e.g. an unknown --mcpu).
+llvm::Expected<std::unique_ptr<TargetBackend>>
+createTargetBackend(TargetKind kind, const TargetOptions &options);
+
+} // namespace tgc
+
+#endif // TGC_TARGET_TARGETBACKEND_H

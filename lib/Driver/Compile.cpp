@@ -1,0 +1,149 @@
+//===- Compile.cpp - from a tg module to each --emit level ----------------===//
+
+#include "tgc/Driver/Compile.h"
+
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Driver/Executable.h"
+#include "tgc/Driver/TrainingFlags.h"
+#include "tgc/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace tgc;
+
+namespace {
+
+constexpr llvm::StringLiteral kStepName = "train_step";
+
+/// A pass manager that honours --mlir-print-ir-* and --mlir-timing.
+LogicalResult runPipeline(ModuleOp module,
+                          llvm::function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  build(pm);
+  return pm.run(module);
+}
+
+llvm::Error writeOutput(llvm::StringRef path,
+                        llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(path, &error);
+  if (!output)
+    return llvm::createStringError(path.str() + ": cannot write: " + error);
+  write(output->os());
+  output->keep();
+  return llvm::Error::success();
+}
+
+} // namespace
+
+LogicalResult tgc::buildTrainStep(ModuleOp module, const TrainingConfig &training,
+                                  bool returnGradients) {
+  return runPipeline(module, [&](OpPassManager &pm) {
+    TrainingGraphOptions options;
+    setTrainingGraphOptions(options, training);
+    options.returnGradients = returnGradients;
+    buildTrainingGraphPipeline(pm, options);
+  });
+}
+
+FailureOr<int64_t> tgc::planTrainStep(ModuleOp module, const TargetBackend &target) {
+  if (failed(runPipeline(module, [&](OpPassManager &pm) {
+        buildTGToLinalgPipeline(pm, kStepName);
+        buildBufferizePipeline(
+            pm, [&](OpPassManager &nested) { target.buildSchedulePipeline(nested); });
+      })))
+    return failure();
+  auto arena = module->getAttrOfType<IntegerAttr>(tg::kArenaBytesAttrName);
+  return arena ? arena.getInt() : 0;
+}
+
+llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
+                         const TrainingConfig &training, const ModelConfig *model,
+                         const TargetBackend &target) {
+  EmitLevel level = request.level;
+  auto failedCompile = [&] {
+    return llvm::createStringError(request.input +
+                                   ": compilation failed (see the diagnostics above)");
+  };
+  auto print = [&](auto &&printer) { return writeOutput(request.output, printer); };
+  if (level == EmitLevel::TG)
+    return print([&](llvm::raw_ostream &os) { module.print(os); });
+  if (failed(buildTrainStep(module, training, /*returnGradients=*/level > EmitLevel::Grad)))
+    return failedCompile();
+  if (level == EmitLevel::Grad)
+    return print([&](llvm::raw_ostream &os) { module.print(os); });
+
+  auto step = module.lookupSymbol<func::FuncOp>(kStepName);
+  llvm::Expected<std::vector<BufferDesc>> buffers = describeBuffers(step, model);
+  if (!buffers)
+    return llvm::createStringError(request.input + ": " +
+                                   llvm::toString(buffers.takeError()));
+  ModelSummary summary = summarize(model, training, request.input);
+  summary.updateInPlace = canUpdateInPlace(step);
+  if (level == EmitLevel::Header)
+    return print([&](llvm::raw_ostream &os) { os << generateHeader(*buffers, summary); });
+
+  if (llvm::Error err = target.checkTrainStep(step))
+    return llvm::createStringError(request.input + ": " + llvm::toString(std::move(err)));
+  if (level == EmitLevel::Linalg) {
+    if (failed(runPipeline(module, [&](OpPassManager &pm) {
+          buildTGToLinalgPipeline(pm, kStepName);
+        })))
+      return failedCompile();
+    return print([&](llvm::raw_ostream &os) { module.print(os); });
+  }
+  FailureOr<int64_t> arena = planTrainStep(module, target);
+  if (failed(arena) || failed(runPipeline(module, [&](OpPassManager &pm) {
+        target.buildCodegenPipeline(pm, kStepName);
+      })))
+    return failedCompile();
+  summary.arenaBytes = *arena;
+  if (level == EmitLevel::LLVMMLIR)
+    return print([&](llvm::raw_ostream &os) { module.print(os); });
+
+  auto prefixed = [&](llvm::Error err) -> llvm::Error {
+    if (!err)
+      return llvm::Error::success();
+    return llvm::createStringError(request.input + ": " + llvm::toString(std::move(err)));
+  };
+  if (level != EmitLevel::Exe) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(request.output, &error);
+    if (!output)
+      return llvm::createStringError(request.output + ": cannot write: " + error);
+    CodeArtifact artifact = level == EmitLevel::LLVM  ? CodeArtifact::LLVMIR
+                            : level == EmitLevel::Asm ? CodeArtifact::Assembly
+                                                      : CodeArtifact::Object;
+    if (llvm::Error err = target.emit(module, artifact, output->os()))
+      return prefixed(std::move(err));
+    output->keep();
+    return llvm::Error::success();
+  }
+
+  // An executable: object in a temporary file, then the backend's link.
+  if (request.output == "-")
+    return llvm::createStringError("--emit=exe needs -o FILE");
+  llvm::SmallString<128> objectPath;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc", "o", fd, objectPath))
+    return llvm::createStringError("cannot create a temporary object file: " + ec.message());
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    if (llvm::Error err = target.emit(module, CodeArtifact::Object, os))
+      return prefixed(std::move(err));
+  }
+  return target.linkExecutable(objectPath, generateHeader(*buffers, summary),
+                               generateModelInfo(*buffers, summary), request.output);
+}

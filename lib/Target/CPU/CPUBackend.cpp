@@ -1,0 +1,248 @@
+//===- CPUBackend.cpp - the CPU target: pipeline and backend --------------===//
+
+#include "tgc/Target/CPU/CPUBackend.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Target/CPU/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace tgc;
+using namespace tgc::cpu;
+
+void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
+  vectorBits = cpu.vectorBits;
+  vectorRegisters = cpu.vectorRegisters;
+  l1CacheBytes = cpu.l1CacheBytes;
+  l2CacheBytes = cpu.l2CacheBytes;
+}
+
+void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
+                                        const CPUBackendOptions &options) {
+  // Matmuls of any shape: parallel output tiles, K and register tiles sized
+  // for the target CPU, vector FMAs. Before the arena: hoisting the
+  // accumulators out of the reduction loop needs buffers that are visibly
+  // distinct allocations.
+  TGCVectorizeMatmulsPassOptions matmuls;
+  matmuls.vectorBits = options.vectorBits;
+  matmuls.vectorRegisters = options.vectorRegisters;
+  matmuls.l1CacheBytes = options.l1CacheBytes;
+  matmuls.l2CacheBytes = options.l2CacheBytes;
+  matmuls.tiles = options.matmulTiles;
+  pm.addPass(createTGCVectorizeMatmulsPass(matmuls));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Large elementwise and reduction ops: parallel chunks too.
+  pm.addPass(createTGCParallelizeLoopsPass());
+  pm.addPass(createForallToParallelLoopPass());
+}
+
+void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
+                                       const CPUBackendOptions &options) {
+  // What the arena does not hold (buffers inside loops) is freed by the
+  // deallocation pipeline.
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+  VectorTransferToSCFOptions vectorToSCF;
+  vectorToSCF.enableFullUnroll(true);
+  pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Arithmetic instead of scalar libm calls: the loops vectorise.
+  pm.addPass(createTGCExpandMathPass());
+  // One function per loop nest keeps LLVM's loop passes linear.
+  pm.addPass(createTGCOutlineLoopNestsPass());
+  // The matmuls' output tiles (scf.parallel) run on OpenMP threads
+  // (OMP_NUM_THREADS).
+  pm.addPass(createConvertSCFToOpenMPPass());
+  // Inlines the alloca scopes it adds (nothing is stack-allocated in them):
+  // scf-to-cf cannot leave multi-block regions inside one.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(tg::createTGCLowerArenaAllocsPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  tg::TGCEmitCEntryPassOptions entry;
+  entry.functions = {options.function};
+  pm.addPass(tg::createTGCEmitCEntryPass(entry));
+}
+
+void tgc::cpu::buildCPUBackendPipeline(OpPassManager &pm,
+                                       const CPUBackendOptions &options) {
+  buildBufferizePipeline(pm, [&](OpPassManager &nested) {
+    buildCPUSchedulePipeline(nested, options);
+  });
+  buildCPUCodegenPipeline(pm, options);
+}
+
+void tgc::cpu::registerCPUBackendPasses() {
+  registerTGCPUPasses();
+  PassPipelineRegistration<CPUBackendOptions>(
+      "tgc-cpu-lowering",
+      "@train_step in tg → LLVM dialect for the CPU with the C entry point "
+      "(tg → linalg, then the CPU backend)",
+      [](OpPassManager &pm, const CPUBackendOptions &options) {
+        buildTGToLinalgPipeline(pm, options.function);
+        buildCPUBackendPipeline(pm, options);
+      });
+}
+
+namespace {
+
+/// --target=cpu: the host (or --mcpu) CPU, OpenMP threads, clang++ links.
+class CPUBackend final : public TargetBackend {
+public:
+  CPUBackend(const TargetOptions &target, CPUDescription cpu)
+      : target(target), cpu(std::move(cpu)) {
+    options.setCPU(this->cpu);
+    options.matmulTiles = target.matmulTiles;
+  }
+
+  StringRef getName() const override { return "cpu"; }
+
+  llvm::Error checkTrainStep(func::FuncOp step) const override {
+    // Parameters (and the state and new values derived from them) must be
+    // f32: the CPU backend has no low-precision arithmetic yet.
+    for (BlockArgument arg : step.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                tg::TGDialect::kParamAttrName);
+      if (!name || !type || type.getElementType().isF32())
+        continue;
+      return llvm::createStringError(
+          "the CPU target compiles f32 models only (parameter '" +
+          name.getValue().str() + "' is not f32); use --dtype=f32");
+    }
+    return llvm::Error::success();
+  }
+
+  void buildSchedulePipeline(OpPassManager &pm) const override {
+    buildCPUSchedulePipeline(pm, options);
+  }
+
+  void buildCodegenPipeline(OpPassManager &pm, StringRef function) const override {
+    CPUBackendOptions withFunction;
+    withFunction.function = function.str();
+    buildCPUCodegenPipeline(pm, withFunction);
+  }
+
+  void registerTranslations(DialectRegistry &registry) const override {
+    registerCPUTranslations(registry);
+  }
+
+  llvm::Error emit(ModuleOp module, CodeArtifact artifact,
+                   llvm::raw_pwrite_stream &os) const override {
+    llvm::LLVMContext context;
+    std::string error;
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateAndOptimize(module, context, cpu.name, error);
+    if (!llvmModule)
+      return llvm::createStringError(error);
+    if (artifact == CodeArtifact::LLVMIR) {
+      llvmModule->print(os, nullptr);
+      return llvm::Error::success();
+    }
+    if (!emitCode(*llvmModule,
+                  artifact == CodeArtifact::Object ? CodeFileType::Object
+                                                   : CodeFileType::Assembly,
+                  cpu.name, os, error))
+      return llvm::createStringError(error);
+    return llvm::Error::success();
+  }
+
+  llvm::Error linkExecutable(StringRef objectFile, StringRef header,
+                             StringRef modelInfo, StringRef output) const override;
+
+private:
+  TargetOptions target;
+  CPUDescription cpu;
+  CPUBackendOptions options;
+};
+
+} // namespace
+
+llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
+                                       StringRef modelInfo,
+                                       StringRef output) const {
+  StringRef runtime = target.runtimeLibrary;
+  if (!llvm::sys::fs::exists(runtime))
+    return llvm::createStringError("the tgc runtime library is missing: " +
+                                   runtime.str());
+  SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+    return llvm::createStringError("cannot create a temporary directory: " +
+                                   ec.message());
+  auto write = [&](StringRef name, StringRef text) -> llvm::Error {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError(path.str().str() + ": " + ec.message());
+    os << text;
+    return llvm::Error::success();
+  };
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
+  if (llvm::Error err = write("train_step.h", header))
+    return err;
+  if (llvm::Error err = write("model_info.c", modelInfo))
+    return err;
+  SmallString<128> info(dir);
+  llvm::sys::path::append(info, "model_info.c");
+
+  std::string compiler = "clang++-22";
+  if (const char *env = std::getenv("TGC_CXX"))
+    compiler = env;
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
+  if (!program)
+    return llvm::createStringError("cannot find the linker driver '" + compiler +
+                                   "' (install clang-22, or set TGC_CXX)");
+  std::string include = "-I" + dir.str().str();
+  SmallVector<StringRef> args{*program, "-O2", "-x", "c", info, "-x", "none",
+                              include, objectFile, runtime, "-lomp",
+                              "-lm", "-o", output};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &message);
+  if (rc != 0)
+    return llvm::createStringError("linking " + output.str() + " failed (" +
+                                   compiler + " exited with " + std::to_string(rc) +
+                                   (message.empty() ? "" : ": " + message) + ")");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<TargetBackend>>
+tgc::cpu::createCPUBackend(const TargetOptions &options) {
+  std::string error;
+  std::optional<CPUDescription> cpu = describeCPU(options.cpu, error);
+  if (!cpu)
+    return llvm::createStringError(error);
+  return std::make_unique<CPUBackend>(options, std::move(*cpu));
+}

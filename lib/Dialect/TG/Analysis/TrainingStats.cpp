@@ -124,12 +124,12 @@ mlir::tg::collectSavedActivations(func::FuncOp step) {
       continue;
     for (Value result : op.getResults()) {
       SavedActivation a;
-      // Reverse-graph readers; through reshapes to the op that computes.
+      // Reverse-graph readers; through views to the op that computes.
       std::function<void(Value)> addReaders = [&](Value v) {
         for (Operation *user : v.getUsers()) {
           if (forward.contains(user) || user == ret)
             continue;
-          if (llvm::isa<ReshapeOp>(user)) {
+          if (user->hasTrait<StorageView>()) {
             addReaders(user->getResult(0));
             continue;
           }

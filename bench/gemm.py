@@ -8,7 +8,7 @@ For each f32 shape C[M,N] = A[M,K] @ B[K,N] (row-major):
            model fed with this machine's vector width, registers, L1d, L2),
            `mlir-translate --mlir-to-llvmir`, every defined function given
            "prefer-vector-width"/"min-legal-vector-width" = the vector width
-           (what `tgc --emit=llvm` does, lib/Target/CPUTarget.cpp), then
+           (what `tgc --emit=llvm` does, lib/Target/CPU/CPUTarget.cpp), then
            `clang-22 -O3 -march=native`, linked with bench/gemm_harness.c,
            libtgc_runtime.a (only its arena allocator is pulled in) and
            libomp. The harness checks the first result against a double
@@ -80,7 +80,7 @@ QUICK_SHAPES = [(1024, 1024, 1024), (1024, 688, 256), (111, 96, 259)]
 # ---------------------------------------------------------------- the CPU
 
 def describe_cpu():
-    """This machine, as tgc's describeCPU("native") sees it (lib/Target/CPUTarget.cpp):
+    """This machine, as tgc's describeCPU("native") sees it (lib/Target/CPU/CPUTarget.cpp):
     avx512f -> 512 bits / 32 registers, avx -> 256 / 16, else 128 / 16; L1d and L2
     from sysfs cpu0, else tgc's defaults (32 KiB, 1 MiB)."""
     flags = set()

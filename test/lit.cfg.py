@@ -13,6 +13,8 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# Inputs shared across folders: %{test_src}/Runtime/Inputs/...
+config.substitutions.append(("%{test_src}", config.test_source_root))
 config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
 # Debian's python3 has torch; the default python3 on PATH may not.
 config.substitutions.append(("%torch_python", "/usr/bin/python3"))

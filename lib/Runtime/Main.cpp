@@ -223,271 +223,335 @@ double peakRssMiB() {
   return usage.ru_maxrss / 1024.0;
 }
 
-} // namespace
+void *allocateAligned(size_t bytes, const std::string &what) {
+  void *p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  if (!p)
+    die("out of memory allocating " + what);
+  return p;
+}
 
-// libomp (linked into every executable) runs the matmuls' parallel tiles.
-extern "C" void omp_set_num_threads(int);
-
-int main(int argc, char **argv) {
-  if (argc > 0) {
-    const char *slash = std::strrchr(argv[0], '/');
-    kProgram = slash ? slash + 1 : argv[0];
-  }
-  Options opt = parseOptions(argc, argv);
-  if (opt.threads > 0)
-    omp_set_num_threads(static_cast<int>(opt.threads));
-  // The compiled step allocates its intermediates afresh each call: keep
-  // freed blocks in the heap instead of returning them to the kernel, so
-  // later steps reuse mapped pages instead of faulting them in again.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  const tgc_model_info &m = tgc_model;
-  bool lm = std::strcmp(m.model_type, "mlp") != 0;
-  uint64_t seed = opt.seedGiven ? opt.seed : m.seed;
-  double lr = opt.lr > 0 ? opt.lr : m.lr;
-  int64_t steps = opt.steps >= 0 ? opt.steps : m.steps;
-
-  // Buffers, in the order the compiled step takes them.
-  std::vector<Buffer> buffers(m.num_buffers);
-  std::vector<void *> pointers(m.num_buffers);
-  std::map<std::string, int> byRoleName;
+/// The compiled step's buffers, in the order it takes them, by role.
+struct StepBuffers {
+  std::vector<Buffer> buffers;
+  std::vector<void *> pointers; // what tgc_train_step is called with
   std::vector<int> params, states, newParams, newStates, grads;
-  int idsBuf = -1, targetsBuf = -1, featuresBuf = -1, labelsBuf = -1, lrBuf = -1,
-      stepBuf = -1, lossBuf = -1, normBuf = -1;
+  int ids = -1, targets = -1, features = -1, labels = -1, lr = -1, step = -1,
+      loss = -1, norm = -1;
+  /// New parameters and state share their inputs' storage.
+  bool inPlace = false;
+
+  float scalar(int i) const { return *static_cast<float *>(buffers[i].data); }
+
+  ~StepBuffers() {
+    for (Buffer &b : buffers)
+      if (!b.shared)
+        std::free(b.data);
+  }
+};
+
+/// Allocates (zeroed) and classifies every buffer of the model table;
+/// updated values share their inputs' storage when the step allows it.
+void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
+  s.buffers.resize(m.num_buffers);
+  s.pointers.resize(m.num_buffers);
+  s.inPlace = m.update_in_place != 0;
   for (int i = 0; i < m.num_buffers; ++i) {
     const tgc_buffer_info &info = m.buffers[i];
-    Buffer &b = buffers[i];
+    Buffer &b = s.buffers[i];
     b.info = &info;
     b.numel = numelOf(info);
     b.bytes = b.numel * dtypeBytes(info.dtype);
-    // Updated in place: shares its input's buffer (below).
-    bool sharesInput = m.update_in_place &&
-                       (info.role == TGC_NEW_PARAM || info.role == TGC_NEW_STATE);
+    bool sharesInput =
+        s.inPlace && (info.role == TGC_NEW_PARAM || info.role == TGC_NEW_STATE);
     if (!sharesInput) {
-      b.data = std::aligned_alloc(64, std::max<size_t>(64, (b.bytes + 63) / 64 * 64));
-      if (!b.data)
-        die("out of memory allocating '" + std::string(info.name) + "'");
+      b.data = allocateAligned(b.bytes, "'" + std::string(info.name) + "'");
       std::memset(b.data, 0, b.bytes);
     }
-    pointers[i] = b.data;
+    s.pointers[i] = b.data;
     std::string name = info.name;
     switch (info.role) {
-    case TGC_PARAM: params.push_back(i); break;
-    case TGC_STATE: states.push_back(i); break;
-    case TGC_NEW_PARAM: newParams.push_back(i); break;
-    case TGC_NEW_STATE: newStates.push_back(i); break;
-    case TGC_GRAD: grads.push_back(i); break;
+    case TGC_PARAM: s.params.push_back(i); break;
+    case TGC_STATE: s.states.push_back(i); break;
+    case TGC_NEW_PARAM: s.newParams.push_back(i); break;
+    case TGC_NEW_STATE: s.newStates.push_back(i); break;
+    case TGC_GRAD: s.grads.push_back(i); break;
     case TGC_INPUT:
-      if (name == "input_ids") idsBuf = i;
-      else if (name == "targets") targetsBuf = i;
-      else if (name == "features") featuresBuf = i;
-      else if (name == "labels") labelsBuf = i;
-      else if (name == "lr") lrBuf = i;
-      else if (name == "step") stepBuf = i;
+      if (name == "input_ids") s.ids = i;
+      else if (name == "targets") s.targets = i;
+      else if (name == "features") s.features = i;
+      else if (name == "labels") s.labels = i;
+      else if (name == "lr") s.lr = i;
+      else if (name == "step") s.step = i;
       break;
     case TGC_OUTPUT:
-      if (name == "loss") lossBuf = i;
-      else if (name == "grad_norm") normBuf = i;
+      if (name == "loss") s.loss = i;
+      else if (name == "grad_norm") s.norm = i;
       break;
     }
   }
-  if (lrBuf < 0 || stepBuf < 0 || lossBuf < 0 || normBuf < 0 ||
-      params.size() != newParams.size() || states.size() != newStates.size())
+  if (s.lr < 0 || s.step < 0 || s.loss < 0 || s.norm < 0 ||
+      s.params.size() != s.newParams.size() || s.states.size() != s.newStates.size())
     die("the compiled step's buffer table is malformed (rebuild with this tgc)");
-  for (int i : params)
-    if (buffers[i].info->dtype != TGC_F32)
+  for (int i : s.params)
+    if (s.buffers[i].info->dtype != TGC_F32)
       die("only f32 parameters are supported by this runtime");
-  // The compiled step updates parameters and state in place when it can:
-  // one copy of each instead of two.
-  bool inPlace = m.update_in_place != 0;
-  if (inPlace) {
+  if (s.inPlace) {
     auto share = [&](int from, int to) {
-      buffers[to].data = buffers[from].data;
-      buffers[to].shared = true;
-      pointers[to] = buffers[to].data;
+      s.buffers[to].data = s.buffers[from].data;
+      s.buffers[to].shared = true;
+      s.pointers[to] = s.buffers[to].data;
     };
-    for (size_t k = 0; k < params.size(); ++k)
-      share(params[k], newParams[k]);
-    for (size_t k = 0; k < states.size(); ++k)
-      share(states[k], newStates[k]);
+    for (size_t k = 0; k < s.params.size(); ++k)
+      share(s.params[k], s.newParams[k]);
+    for (size_t k = 0; k < s.states.size(); ++k)
+      share(s.states[k], s.newStates[k]);
   }
+}
 
-  // Weights: --resume, --init or the family's initialisation.
-  int64_t firstStep = 0;
-  if (!opt.resume.empty() || !opt.init.empty()) {
-    const std::string &file = opt.resume.empty() ? opt.init : opt.resume;
-    SafeTensorsFile st;
-    std::string error;
-    if (!readSafeTensors(file, st, error))
-      die(error);
-    std::map<std::string, bool> used;
-    for (int i : params) {
-      auto it = st.tensors.find(buffers[i].info->name);
-      if (it == st.tensors.end())
-        die(file + ": missing tensor '" + std::string(buffers[i].info->name) + "'");
-      copyFrom(buffers[i], it->second, file);
-      used[it->first] = true;
-    }
-    if (!opt.resume.empty()) {
-      for (int i : states) {
-        std::string key = std::string("optimizer.") + buffers[i].info->name;
-        auto it = st.tensors.find(key);
-        if (it == st.tensors.end())
-          die(file + ": missing optimizer state '" + key + "' (--resume needs a file --save wrote)");
-        copyFrom(buffers[i], it->second, file);
-        used[key] = true;
-      }
-      auto step = st.metadata.find("step");
-      if (step == st.metadata.end())
-        die(file + ": no 'step' in its metadata (--resume needs a file --save wrote)");
-      firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
-    }
-    for (auto &[name, t] : st.tensors)
-      if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
-        die(file + ": tensor '" + name + "' is not a parameter of this model");
-  } else {
-    for (int i : params)
-      initialise(buffers[i], seed);
+/// Weights from --resume (with optimizer state; returns the step to go on
+/// from), --init, or the model family's initialisation (returns 0).
+int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
+  if (opt.resume.empty() && opt.init.empty()) {
+    for (int i : s.params)
+      initialise(s.buffers[i], seed);
+    return 0;
   }
-
-  // Data.
-  TokenData tokens;
-  TableData table;
-  int64_t B = m.batch_size, S = m.seq_len;
+  const std::string &file = opt.resume.empty() ? opt.init : opt.resume;
+  SafeTensorsFile st;
   std::string error;
-  if (lm) {
+  if (!readSafeTensors(file, st, error))
+    die(error);
+  std::map<std::string, bool> used;
+  for (int i : s.params) {
+    auto it = st.tensors.find(s.buffers[i].info->name);
+    if (it == st.tensors.end())
+      die(file + ": missing tensor '" + std::string(s.buffers[i].info->name) + "'");
+    copyFrom(s.buffers[i], it->second, file);
+    used[it->first] = true;
+  }
+  int64_t firstStep = 0;
+  if (!opt.resume.empty()) {
+    for (int i : s.states) {
+      std::string key = std::string("optimizer.") + s.buffers[i].info->name;
+      auto it = st.tensors.find(key);
+      if (it == st.tensors.end())
+        die(file + ": missing optimizer state '" + key +
+            "' (--resume needs a file --save wrote)");
+      copyFrom(s.buffers[i], it->second, file);
+      used[key] = true;
+    }
+    auto step = st.metadata.find("step");
+    if (step == st.metadata.end())
+      die(file + ": no 'step' in its metadata (--resume needs a file --save wrote)");
+    firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
+  }
+  for (auto &[name, t] : st.tensors)
+    if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
+      die(file + ": tensor '" + name + "' is not a parameter of this model");
+  return firstStep;
+}
+
+/// Training data and, with --eval-every, the held-out last 10%.
+struct Dataset {
+  bool lm = true;
+  TokenData tokens, evalTokens;
+  TableData table, evalTable;
+  std::string description() const {
+    return lm ? tokens.description : table.description;
+  }
+};
+
+Dataset loadData(const tgc_model_info &m, const Options &opt, uint64_t seed) {
+  Dataset d;
+  d.lm = std::strcmp(m.model_type, "mlp") != 0;
+  int64_t S = m.seq_len;
+  std::string error;
+  if (d.lm) {
     std::string path = opt.data.empty() ? "/usr/share/common-licenses/GPL-3" : opt.data;
-    if (!loadTokens(path, m.vocab_size, tokens, error))
+    if (!loadTokens(path, m.vocab_size, d.tokens, error))
       die(error);
-    if (static_cast<int64_t>(tokens.tokens.size()) < S + 2)
-      die(path + ": " + std::to_string(tokens.tokens.size()) + " tokens is too few for sequences of " +
-          std::to_string(S) + " (need at least " + std::to_string(S + 2) + ")");
+    if (static_cast<int64_t>(d.tokens.tokens.size()) < S + 2)
+      die(path + ": " + std::to_string(d.tokens.tokens.size()) +
+          " tokens is too few for sequences of " + std::to_string(S) +
+          " (need at least " + std::to_string(S + 2) + ")");
   } else if (!opt.data.empty()) {
-    if (!loadCsv(opt.data, m.num_features, m.vocab_size, table, error))
+    if (!loadCsv(opt.data, m.num_features, m.vocab_size, d.table, error))
       die(error);
   } else {
-    table = syntheticTable(8192, m.num_features, m.vocab_size, seed);
+    d.table = syntheticTable(8192, m.num_features, m.vocab_size, seed);
   }
-  // Held-out data for --eval-every: the last 10%.
-  TokenData evalTokens;
-  TableData evalTable;
-  if (opt.evalEvery) {
-    if (lm) {
-      size_t cut = tokens.tokens.size() * 9 / 10;
-      if (static_cast<int64_t>(tokens.tokens.size() - cut) < S + 2)
-        die("--eval-every: the held-out 10% of the data is shorter than one sequence");
-      evalTokens.tokens.assign(tokens.tokens.begin() + cut, tokens.tokens.end());
-      tokens.tokens.resize(cut);
-    } else {
-      int64_t cut = table.rows() * 9 / 10;
-      if (cut < 1 || table.rows() - cut < 1)
-        die("--eval-every: too few rows to hold out 10%");
-      evalTable.features = table.features;
-      evalTable.y.assign(table.y.begin() + cut, table.y.end());
-      evalTable.x.assign(table.x.begin() + cut * table.features, table.x.end());
-      table.y.resize(cut);
-      table.x.resize(cut * table.features);
+  if (!opt.evalEvery)
+    return d;
+  if (d.lm) {
+    std::vector<int32_t> &all = d.tokens.tokens;
+    size_t cut = all.size() * 9 / 10;
+    if (static_cast<int64_t>(all.size() - cut) < S + 2)
+      die("--eval-every: the held-out 10% of the data is shorter than one sequence");
+    d.evalTokens.tokens.assign(all.begin() + cut, all.end());
+    all.resize(cut);
+  } else {
+    TableData &t = d.table;
+    int64_t cut = t.rows() * 9 / 10;
+    if (cut < 1 || t.rows() - cut < 1)
+      die("--eval-every: too few rows to hold out 10%");
+    d.evalTable.features = t.features;
+    d.evalTable.y.assign(t.y.begin() + cut, t.y.end());
+    d.evalTable.x.assign(t.x.begin() + cut * t.features, t.x.end());
+    t.y.resize(cut);
+    t.x.resize(cut * t.features);
+  }
+  return d;
+}
+
+/// Writes batch `step` of the training (or held-out) data into the step's
+/// input buffers.
+void fillBatch(const tgc_model_info &m, const Dataset &d, StepBuffers &s,
+               const Options &opt, uint64_t seed, int64_t step, bool eval) {
+  DataOrder order = eval ? DataOrder::Sequential : opt.order;
+  if (d.lm)
+    fillTokenBatch(eval ? d.evalTokens.tokens : d.tokens.tokens, m.batch_size,
+                   m.seq_len, step, order, seed,
+                   static_cast<int32_t *>(s.buffers[s.ids].data),
+                   static_cast<int32_t *>(s.buffers[s.targets].data));
+  else
+    fillTableBatch(eval ? d.evalTable : d.table, m.batch_size, step, order, seed,
+                   static_cast<float *>(s.buffers[s.features].data),
+                   static_cast<int32_t *>(s.buffers[s.labels].data));
+}
+
+void dumpGradients(const StepBuffers &s, const std::string &path) {
+  if (s.grads.size() != s.params.size())
+    die("--dump-grads: this executable was compiled without gradient outputs");
+  SafeTensorsFile out;
+  for (int i : s.grads)
+    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
+  out.tensors["loss"] = toTensor(s.buffers[s.loss]);
+  std::string error;
+  if (!writeSafeTensors(path, out, error))
+    die(error);
+}
+
+/// Parameters, optimizer state (as optimizer.<name>) and the step reached.
+void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
+                    const std::string &path, int64_t step) {
+  SafeTensorsFile out;
+  for (int i : s.params)
+    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
+  for (int i : s.states)
+    out.tensors[std::string("optimizer.") + s.buffers[i].info->name] =
+        toTensor(s.buffers[i]);
+  out.metadata["step"] = std::to_string(step);
+  out.metadata["model_type"] = m.model_type;
+  out.metadata["format"] = "pt";
+  std::string error;
+  if (!writeSafeTensors(path, out, error))
+    die(error);
+}
+
+/// The training loop's state and its progress output.
+class Trainer {
+public:
+  Trainer(const tgc_model_info &m, StepBuffers &s, const Dataset &d,
+          const Options &opt, uint64_t seed, double lr)
+      : m(m), s(s), d(d), opt(opt), seed(seed), lr(lr) {}
+  ~Trainer() {
+    for (void *p : scratch)
+      std::free(p);
+  }
+
+  void run(int64_t firstStep, int64_t steps);
+  void printSummary() const;
+
+private:
+  void runStep(int64_t step, void **args) {
+    *static_cast<float *>(s.buffers[s.lr].data) = static_cast<float>(lr);
+    *static_cast<float *>(s.buffers[s.step].data) = static_cast<float>(step + 1);
+    tgc_train_step(args);
+  }
+  double evaluate();
+  /// The updated parameters and state become the next step's inputs.
+  void swapUpdates();
+
+  const tgc_model_info &m;
+  StepBuffers &s;
+  const Dataset &d;
+  const Options &opt;
+  uint64_t seed;
+  double lr;
+  // Evaluation runs the step without keeping its update: with in-place
+  // updates, into scratch buffers (allocated on the first evaluation).
+  std::vector<void *> scratch;
+  std::vector<double> times;
+  double rssBeforeStepsMiB = 0, lastLoss = NAN, lastEvalLoss = NAN;
+  int64_t lastEvalStep = 0;
+};
+
+double Trainer::evaluate() {
+  std::vector<void *> evalPointers = s.pointers;
+  if (s.inPlace) {
+    std::vector<int> updated(s.newParams);
+    updated.insert(updated.end(), s.newStates.begin(), s.newStates.end());
+    for (size_t k = 0; k < updated.size(); ++k) {
+      int i = updated[k];
+      if (scratch.size() <= k)
+        scratch.push_back(allocateAligned(s.buffers[i].bytes, "evaluation buffers"));
+      evalPointers[i] = scratch[k];
     }
   }
-  auto fillBatch = [&](int64_t step, bool eval) {
-    if (lm)
-      fillTokenBatch(eval ? evalTokens.tokens : tokens.tokens, B, S, step,
-                     eval ? DataOrder::Sequential : opt.order, seed,
-                     static_cast<int32_t *>(buffers[idsBuf].data),
-                     static_cast<int32_t *>(buffers[targetsBuf].data));
-    else
-      fillTableBatch(eval ? evalTable : table, B, step,
-                     eval ? DataOrder::Sequential : opt.order, seed,
-                     static_cast<float *>(buffers[featuresBuf].data),
-                     static_cast<int32_t *>(buffers[labelsBuf].data));
-  };
+  double total = 0;
+  int batches = 4;
+  for (int k = 0; k < batches; ++k) {
+    fillBatch(m, d, s, opt, seed, k, /*eval=*/true);
+    runStep(0, evalPointers.data());
+    total += s.scalar(s.loss);
+  }
+  return total / batches;
+}
 
+void Trainer::swapUpdates() {
+  if (s.inPlace)
+    return;
+  auto swapBuffers = [&](int a, int b) {
+    std::swap(s.buffers[a].data, s.buffers[b].data);
+    s.pointers[a] = s.buffers[a].data;
+    s.pointers[b] = s.buffers[b].data;
+  };
+  for (size_t k = 0; k < s.params.size(); ++k)
+    swapBuffers(s.params[k], s.newParams[k]);
+  for (size_t k = 0; k < s.states.size(); ++k)
+    swapBuffers(s.states[k], s.newStates[k]);
+}
+
+void Trainer::run(int64_t firstStep, int64_t steps) {
   std::FILE *log = nullptr;
   if (!opt.log.empty() && !(log = std::fopen(opt.log.c_str(), "w")))
     die(opt.log + ": cannot write: " + std::strerror(errno));
   bool tty = isatty(STDERR_FILENO) && !opt.quiet;
   if (!opt.quiet)
     std::fprintf(stderr, "%s: %s, batch %lld x seq %lld, %lld steps from step %lld, data %s\n",
-                 kProgram, m.model_type, (long long)B, (long long)S, (long long)steps,
-                 (long long)firstStep, lm ? tokens.description.c_str() : table.description.c_str());
+                 kProgram, m.model_type, (long long)m.batch_size, (long long)m.seq_len,
+                 (long long)steps, (long long)firstStep, d.description().c_str());
 
-  auto runStep = [&](int64_t step, void **args) {
-    *static_cast<float *>(buffers[lrBuf].data) = static_cast<float>(lr);
-    *static_cast<float *>(buffers[stepBuf].data) = static_cast<float>(step + 1);
-    tgc_train_step(args);
-  };
-  // Evaluation runs the step without keeping its update: with in-place
-  // updates, into scratch buffers (allocated on the first evaluation).
-  std::vector<void *> evalPointers;
-  std::vector<void *> scratch;
-  auto evaluate = [&]() {
-    evalPointers = pointers;
-    if (inPlace) {
-      std::vector<int> updated(newParams);
-      updated.insert(updated.end(), newStates.begin(), newStates.end());
-      for (size_t k = 0; k < updated.size(); ++k) {
-        int i = updated[k];
-        if (scratch.size() <= k) {
-          void *p = std::aligned_alloc(64, std::max<size_t>(64, (buffers[i].bytes + 63) / 64 * 64));
-          if (!p)
-            die("out of memory allocating evaluation buffers");
-          scratch.push_back(p);
-        }
-        evalPointers[i] = scratch[k];
-      }
-    }
-    double total = 0;
-    int batches = 4;
-    for (int k = 0; k < batches; ++k) {
-      fillBatch(k, true);
-      runStep(0, evalPointers.data());
-      total += *static_cast<float *>(buffers[lossBuf].data);
-    }
-    return total / batches;
-  };
-
-  std::vector<double> times;
   // Weights, state, data and the program: what the steps add is the plan's.
-  double rssBeforeStepsMiB = peakRssMiB();
-  double lastLoss = NAN, lastEvalLoss = NAN;
-  int64_t lastEvalStep = 0;
-  int64_t tokensPerStep = B * S;
+  rssBeforeStepsMiB = peakRssMiB();
+  int64_t tokensPerStep = m.batch_size * m.seq_len;
   int64_t every = std::max<int64_t>(1, steps / 20);
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
-    fillBatch(step, false);
+    fillBatch(m, d, s, opt, seed, step, /*eval=*/false);
     auto t0 = std::chrono::steady_clock::now();
-    runStep(step, pointers.data());
+    runStep(step, s.pointers.data());
     auto t1 = std::chrono::steady_clock::now();
     double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times.push_back(ms);
-    float loss = *static_cast<float *>(buffers[lossBuf].data);
-    float norm = *static_cast<float *>(buffers[normBuf].data);
+    float loss = s.scalar(s.loss);
+    float norm = s.scalar(s.norm);
     lastLoss = loss;
     if (!std::isfinite(loss))
       die("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
           " (lower --lr?)");
-    if (step == firstStep && !opt.dumpGrads.empty()) {
-      if (grads.size() != params.size())
-        die("--dump-grads: this executable was compiled without gradient outputs");
-      SafeTensorsFile out;
-      for (size_t k = 0; k < grads.size(); ++k)
-        out.tensors[buffers[grads[k]].info->name] = toTensor(buffers[grads[k]]);
-      out.tensors["loss"] = toTensor(buffers[lossBuf]);
-      if (!writeSafeTensors(opt.dumpGrads, out, error))
-        die(error);
-    }
-    // The updated parameters and state become the next step's inputs.
-    auto swapBuffers = [&](int a, int b) {
-      std::swap(buffers[a].data, buffers[b].data);
-      pointers[a] = buffers[a].data;
-      pointers[b] = buffers[b].data;
-    };
-    if (!inPlace) {
-      for (size_t k = 0; k < params.size(); ++k)
-        swapBuffers(params[k], newParams[k]);
-      for (size_t k = 0; k < states.size(); ++k)
-        swapBuffers(states[k], newStates[k]);
-    }
+    if (step == firstStep && !opt.dumpGrads.empty())
+      dumpGradients(s, opt.dumpGrads);
+    swapUpdates();
 
     int64_t done = step - firstStep + 1;
     double tokPerS = tokensPerStep / (ms / 1000.0);
@@ -521,45 +585,64 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "\n");
   if (log)
     std::fclose(log);
+}
 
-  if (!opt.save.empty()) {
-    SafeTensorsFile out;
-    for (int i : params)
-      out.tensors[buffers[i].info->name] = toTensor(buffers[i]);
-    for (int i : states)
-      out.tensors[std::string("optimizer.") + buffers[i].info->name] = toTensor(buffers[i]);
-    out.metadata["step"] = std::to_string(firstStep + steps);
-    out.metadata["model_type"] = m.model_type;
-    out.metadata["format"] = "pt";
-    if (!writeSafeTensors(opt.save, out, error))
-      die(error);
-  }
+void Trainer::printSummary() const {
+  if (opt.quiet || times.empty())
+    return;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double mean = 0;
+  for (double t : times)
+    mean += t;
+  mean /= times.size();
+  int64_t tokensPerStep = m.batch_size * m.seq_len;
+  // The last step's loss is that of one training batch (noisy); the
+  // held-out loss, when --eval-every ran, is the one to judge training by.
+  char evalSummary[96] = "";
+  if (lastEvalStep)
+    std::snprintf(evalSummary, sizeof evalSummary, ", held-out eval loss %.4f (step %lld)",
+                  lastEvalLoss, (long long)lastEvalStep);
+  std::fprintf(stderr,
+               "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
+               "train loss of the last step's batch %.4f%s, "
+               "peak RSS %.1f MiB (%.1f MiB before the first step; planned arena %.1f MiB)\n",
+               times.size(), mean, sorted[sorted.size() / 2],
+               tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, evalSummary,
+               peakRssMiB(), rssBeforeStepsMiB, m.arena_bytes / (1024.0 * 1024.0));
+}
 
-  if (!opt.quiet && !times.empty()) {
-    std::vector<double> sorted = times;
-    std::sort(sorted.begin(), sorted.end());
-    double mean = 0;
-    for (double t : times)
-      mean += t;
-    mean /= times.size();
-    // The last step's loss is that of one training batch (noisy); the
-    // held-out loss, when --eval-every ran, is the one to judge training by.
-    char evalSummary[96] = "";
-    if (lastEvalStep)
-      std::snprintf(evalSummary, sizeof evalSummary, ", held-out eval loss %.4f (step %lld)",
-                    lastEvalLoss, (long long)lastEvalStep);
-    std::fprintf(stderr,
-                 "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
-                 "train loss of the last step's batch %.4f%s, "
-                 "peak RSS %.1f MiB (%.1f MiB before the first step; planned arena %.1f MiB)\n",
-                 times.size(), mean, sorted[sorted.size() / 2],
-                 tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, evalSummary,
-                 peakRssMiB(), rssBeforeStepsMiB, tgc_model.arena_bytes / (1024.0 * 1024.0));
+} // namespace
+
+// libomp (linked into every executable) runs the matmuls' parallel tiles.
+extern "C" void omp_set_num_threads(int);
+
+int main(int argc, char **argv) {
+  if (argc > 0) {
+    const char *slash = std::strrchr(argv[0], '/');
+    kProgram = slash ? slash + 1 : argv[0];
   }
-  for (Buffer &b : buffers)
-    if (!b.shared)
-      std::free(b.data);
-  for (void *p : scratch)
-    std::free(p);
+  Options opt = parseOptions(argc, argv);
+  if (opt.threads > 0)
+    omp_set_num_threads(static_cast<int>(opt.threads));
+  // The compiled step allocates its intermediates afresh each call: keep
+  // freed blocks in the heap instead of returning them to the kernel, so
+  // later steps reuse mapped pages instead of faulting them in again.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  const tgc_model_info &m = tgc_model;
+  uint64_t seed = opt.seedGiven ? opt.seed : m.seed;
+  double lr = opt.lr > 0 ? opt.lr : m.lr;
+  int64_t steps = opt.steps >= 0 ? opt.steps : m.steps;
+
+  StepBuffers buffers;
+  bindBuffers(m, buffers);
+  int64_t firstStep = loadWeights(buffers, opt, seed);
+  Dataset data = loadData(m, opt, seed);
+  Trainer trainer(m, buffers, data, opt, seed, lr);
+  trainer.run(firstStep, steps);
+  if (!opt.save.empty())
+    saveCheckpoint(m, buffers, opt.save, firstStep + steps);
+  trainer.printSummary();
   return 0;
 }

@@ -8,35 +8,13 @@
 #include "llvm/Support/JSON.h"
 
 using namespace tgc;
-using mlir::tg::formatBytes;
+using tgc::formatBytes;
+using tgc::humanCount;
+using tgc::withCommas;
 using mlir::tg::SavedActivation;
 using mlir::tg::TrainingStats;
 
 namespace {
-
-/// 124439808 → "124,439,808".
-std::string withCommas(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  int count = 0;
-  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-    if (count && count % 3 == 0 && *it != '-')
-      out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-    ++count;
-  }
-  return out;
-}
-
-std::string humanCount(int64_t n) {
-  double v = static_cast<double>(n);
-  if (v >= 1e12)
-    return llvm::formatv("{0:F2} T", v / 1e12).str();
-  if (v >= 1e9)
-    return llvm::formatv("{0:F2} G", v / 1e9).str();
-  if (v >= 1e6)
-    return llvm::formatv("{0:F2} M", v / 1e6).str();
-  return withCommas(n);
-}
 
 std::string shapeOf(mlir::Value value) {
   std::string text;

@@ -21,17 +21,6 @@ int64_t mlir::tg::getValueBytes(Value value) {
   return shaped.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
-std::string mlir::tg::formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return llvm::formatv("{0:F2} {1}", v, units[u]).str();
-}
-
 int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,
                                      int64_t alignment) {
   std::vector<size_t> order(blocks.size());

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Dialect/TG/Transforms/Remat.h"
+#include "tgc/Support/MinCut.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
@@ -95,87 +96,8 @@ llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Min cut (Dinic's max flow)
-//===----------------------------------------------------------------------===//
-
-constexpr int64_t kInfinite = int64_t(1) << 60;
-
-class MinCut {
-public:
-  explicit MinCut(int numNodes) : edges(numNodes), level(numNodes), next(numNodes) {}
-
-  void addEdge(int from, int to, int64_t capacity) {
-    edges[from].push_back({to, capacity, static_cast<int>(edges[to].size())});
-    edges[to].push_back({from, 0, static_cast<int>(edges[from].size()) - 1});
-  }
-
-  /// Source side of a minimum source/sink cut.
-  std::vector<bool> solve(int source, int sink) {
-    while (levelGraph(source, sink)) {
-      std::fill(next.begin(), next.end(), 0);
-      while (augment(source, sink, kInfinite) > 0) {
-      }
-    }
-    std::vector<bool> sourceSide(edges.size(), false);
-    std::vector<int> stack{source};
-    sourceSide[source] = true;
-    while (!stack.empty()) {
-      int v = stack.back();
-      stack.pop_back();
-      for (const Edge &e : edges[v])
-        if (e.capacity > 0 && !sourceSide[e.to]) {
-          sourceSide[e.to] = true;
-          stack.push_back(e.to);
-        }
-    }
-    return sourceSide;
-  }
-
-private:
-  struct Edge {
-    int to;
-    int64_t capacity;
-    int reverse;
-  };
-
-  bool levelGraph(int source, int sink) {
-    std::fill(level.begin(), level.end(), -1);
-    std::queue<int> queue;
-    level[source] = 0;
-    queue.push(source);
-    while (!queue.empty()) {
-      int v = queue.front();
-      queue.pop();
-      for (const Edge &e : edges[v])
-        if (e.capacity > 0 && level[e.to] < 0) {
-          level[e.to] = level[v] + 1;
-          queue.push(e.to);
-        }
-    }
-    return level[sink] >= 0;
-  }
-
-  int64_t augment(int v, int sink, int64_t limit) {
-    if (v == sink)
-      return limit;
-    for (int &i = next[v]; i < static_cast<int>(edges[v].size()); ++i) {
-      Edge &e = edges[v][i];
-      if (e.capacity <= 0 || level[e.to] != level[v] + 1)
-        continue;
-      int64_t pushed = augment(e.to, sink, std::min(limit, e.capacity));
-      if (pushed > 0) {
-        e.capacity -= pushed;
-        edges[e.to][e.reverse].capacity += pushed;
-        return pushed;
-      }
-    }
-    return 0;
-  }
-
-  std::vector<std::vector<Edge>> edges;
-  std::vector<int> level, next;
-};
+using tgc::MinCut;
+constexpr int64_t kInfinite = MinCut::kInfinite;
 
 //===----------------------------------------------------------------------===//
 // The step: forward ops and what the reverse graph reads
@@ -414,6 +336,89 @@ std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
   llvm_unreachable("unknown policy");
 }
 
+/// The budget policy's search: candidate plans (the Lagrangian sweep of
+/// minimum cuts, with and without matmuls, and per-layer checkpointing
+/// combined with the cheap cuts), each planned exactly on a copy of the
+/// step; the one with the fewest extra FLOPs whose peak fits `bytes`, a plan
+/// that recomputes a matmul only when nothing else fits.
+FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
+                                      int64_t bytes, bool hasLayers,
+                                      int64_t &candidatesEvaluated) {
+  std::vector<Candidate> candidates;
+  auto add = [&](std::string label, llvm::DenseSet<Operation *> set) {
+    applyAnnotations(graph, set);
+    for (const Candidate &c : candidates)
+      if (c.recompute == set)
+        return;
+    Candidate c{std::move(label), std::move(set)};
+    evaluate(step, c);
+    candidates.push_back(std::move(c));
+  };
+  add("none", {});
+  add("selective", minCutPlan(graph, kSelectiveLambda, /*allowMatmuls=*/false));
+  // The Lagrangian sweep; the plans without matmul recomputation also
+  // combine with per-layer checkpointing below.
+  std::vector<llvm::DenseSet<Operation *>> cheapPlans{
+      {}, minCutPlan(graph, kSelectiveLambda, false)};
+  for (int e = -20; e <= 12; e += 2) {
+    double lambda = std::ldexp(1.0, e);
+    for (bool allowMatmuls : {false, true}) {
+      llvm::DenseSet<Operation *> plan = minCutPlan(graph, lambda, allowMatmuls);
+      if (!allowMatmuls && !llvm::is_contained(cheapPlans, plan))
+        cheapPlans.push_back(plan);
+      add(llvm::formatv("min-cut λ=2^{0}{1}", e,
+                        allowMatmuls ? " (matmuls allowed)" : "")
+              .str(),
+          std::move(plan));
+    }
+  }
+  if (hasLayers) {
+    int64_t numLayers = 0;
+    for (Operation *op : graph.forwardOps)
+      numLayers = std::max(numLayers, layerOf(op).value_or(-1) + 1);
+    for (int64_t k = 1; k <= numLayers; ++k) {
+      llvm::DenseSet<Operation *> checkpointed = layerInternalOps(graph, k);
+      for (auto [i, cheap] : llvm::enumerate(cheapPlans)) {
+        llvm::DenseSet<Operation *> mixed = cheap;
+        for (Operation *op : checkpointed)
+          mixed.insert(op);
+        add(llvm::formatv("layers 0-{0} checkpointed + cut #{1}", k - 1, i)
+                .str(),
+            std::move(mixed));
+      }
+    }
+  }
+  candidatesEvaluated = candidates.size();
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate &a, const Candidate &b) {
+                     return std::tie(a.flops, a.peak) < std::tie(b.flops, b.peak);
+                   });
+  const Candidate *pick = nullptr;
+  for (bool allowMatmuls : {false, true}) {
+    for (const Candidate &c : candidates)
+      if (c.peak <= bytes && (allowMatmuls || !c.recomputesMatmul)) {
+        pick = &c;
+        break;
+      }
+    if (pick)
+      break;
+  }
+  if (!pick) {
+    const Candidate *smallest = &candidates.front();
+    for (const Candidate &c : candidates)
+      if (c.peak < smallest->peak)
+        smallest = &c;
+    return mlir::emitError(step.getLoc(),
+                           "tg-remat: no plan fits the memory budget of ")
+           << formatBytes(bytes) << " (" << bytes
+           << " bytes): the smallest planned peak is "
+           << formatBytes(smallest->peak) << " (" << smallest->peak
+           << " bytes, plan '" << smallest->label
+           << "'); weights and optimizer state are not part of the budget";
+  }
+  return *pick;
+}
+
 } // namespace
 
 FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
@@ -452,78 +457,10 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
                                                result.plannedPeakWithout);
     result.budgetBytes = bytes;
 
-    std::vector<Candidate> candidates;
-    auto add = [&](std::string label, llvm::DenseSet<Operation *> set) {
-      applyAnnotations(graph, set);
-      for (const Candidate &c : candidates)
-        if (c.recompute == set)
-          return;
-      Candidate c{std::move(label), std::move(set)};
-      evaluate(step, c);
-      candidates.push_back(std::move(c));
-    };
-    add("none", {});
-    add("selective", minCutPlan(graph, kSelectiveLambda, /*allowMatmuls=*/false));
-    // The Lagrangian sweep; the plans without matmul recomputation also
-    // combine with per-layer checkpointing below.
-    std::vector<llvm::DenseSet<Operation *>> cheapPlans{
-        {}, minCutPlan(graph, kSelectiveLambda, false)};
-    for (int e = -20; e <= 12; e += 2) {
-      double lambda = std::ldexp(1.0, e);
-      for (bool allowMatmuls : {false, true}) {
-        llvm::DenseSet<Operation *> plan = minCutPlan(graph, lambda, allowMatmuls);
-        if (!allowMatmuls && !llvm::is_contained(cheapPlans, plan))
-          cheapPlans.push_back(plan);
-        add(llvm::formatv("min-cut λ=2^{0}{1}", e,
-                          allowMatmuls ? " (matmuls allowed)" : "")
-                .str(),
-            std::move(plan));
-      }
-    }
-    if (hasLayers) {
-      int64_t numLayers = 0;
-      for (Operation *op : graph.forwardOps)
-        numLayers = std::max(numLayers, layerOf(op).value_or(-1) + 1);
-      for (int64_t k = 1; k <= numLayers; ++k) {
-        llvm::DenseSet<Operation *> checkpointed = layerInternalOps(graph, k);
-        for (auto [i, cheap] : llvm::enumerate(cheapPlans)) {
-          llvm::DenseSet<Operation *> mixed = cheap;
-          for (Operation *op : checkpointed)
-            mixed.insert(op);
-          add(llvm::formatv("layers 0-{0} checkpointed + cut #{1}", k - 1, i)
-                  .str(),
-              std::move(mixed));
-        }
-      }
-    }
-    result.candidatesEvaluated = candidates.size();
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate &a, const Candidate &b) {
-                       return std::tie(a.flops, a.peak) < std::tie(b.flops, b.peak);
-                     });
-    const Candidate *pick = nullptr;
-    for (bool allowMatmuls : {false, true}) {
-      for (const Candidate &c : candidates)
-        if (c.peak <= bytes && (allowMatmuls || !c.recomputesMatmul)) {
-          pick = &c;
-          break;
-        }
-      if (pick)
-        break;
-    }
-    if (!pick) {
-      const Candidate *smallest = &candidates.front();
-      for (const Candidate &c : candidates)
-        if (c.peak < smallest->peak)
-          smallest = &c;
-      return mlir::emitError(step.getLoc(),
-                             "tg-remat: no plan fits the memory budget of ")
-             << formatBytes(bytes) << " (" << bytes
-             << " bytes): the smallest planned peak is "
-             << formatBytes(smallest->peak) << " (" << smallest->peak
-             << " bytes, plan '" << smallest->label
-             << "'); weights and optimizer state are not part of the budget";
-    }
+    FailureOr<Candidate> pick = searchBudgetPlan(step, graph, bytes, hasLayers,
+                                                 result.candidatesEvaluated);
+    if (failed(pick))
+      return failure();
     recompute = pick->recompute;
     chosen = pick->label;
     break;

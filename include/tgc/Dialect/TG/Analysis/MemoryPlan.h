@@ -10,6 +10,8 @@
 #ifndef TGC_DIALECT_TG_ANALYSIS_MEMORYPLAN_H
 #define TGC_DIALECT_TG_ANALYSIS_MEMORYPLAN_H
 
+#include "tgc/Support/Format.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cstdint>
@@ -61,8 +63,7 @@ struct MemoryPlan {
 /// batch) are not in the arena.
 MemoryPlan planMemory(func::FuncOp func);
 
-/// "83.69 MiB": bytes in binary units, two decimals.
-std::string formatBytes(int64_t bytes);
+using tgc::formatBytes;
 
 /// Bytes of a statically shaped tensor or memref value.
 int64_t getValueBytes(Value value);

@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # LLVM/MLIR 22: headers, libMLIR.so, tablegen, lit/FileCheck, clang as linker driver
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libomp-22-dev
+  # formatting (scripts/format.sh)
+  clang-format-22
   # build
   cmake ninja-build ccache g++ libgtest-dev
   # numerics oracle and benchmark peer (Debian's torch, OpenBLAS as its BLAS)

@@ -59,7 +59,9 @@ static int compare(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   if (argc != 8) {
-    fprintf(stderr, "usage: %s M N K MIN_REPS MAX_REPS TARGET_SECONDS CHECK_MACS\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s M N K MIN_REPS MAX_REPS TARGET_SECONDS CHECK_MACS\n",
+            argv[0]);
     return 1;
   }
   int64_t m = atoll(argv[1]), n = atoll(argv[2]), k = atoll(argv[3]);
@@ -117,7 +119,8 @@ int main(int argc, char **argv) {
       }
     }
     for (int64_t j = 0; j < n; ++j) {
-      double err = fabs((double)c[i * n + j] - ref[j]) / (mag[j] > 0 ? mag[j] : 1.0);
+      double err =
+          fabs((double)c[i * n + j] - ref[j]) / (mag[j] > 0 ? mag[j] : 1.0);
       if (!(err <= maxErr)) { /* also catches NaN */
         maxErr = err;
         worstI = i, worstJ = j;
@@ -132,10 +135,12 @@ int main(int argc, char **argv) {
   printf("max_rel_err=%.3e\nchecked_rows=%lld\n", maxErr, (long long)checked);
   if (!(maxErr <= 1e-4)) {
     fprintf(stderr,
-            "gemm_harness: WRONG RESULT for %lldx%lldx%lld: max relative error %.3e "
+            "gemm_harness: WRONG RESULT for %lldx%lldx%lld: max relative error "
+            "%.3e "
             "at C[%lld][%lld] = %g (reference %g)\n",
             (long long)m, (long long)n, (long long)k, maxErr, (long long)worstI,
-            (long long)worstJ, worstI >= 0 ? (double)c[worstI * n + worstJ] : 0.0,
+            (long long)worstJ,
+            worstI >= 0 ? (double)c[worstI * n + worstJ] : 0.0,
             worstI >= 0 ? ref[worstJ] : 0.0);
     return 2;
   }
@@ -156,8 +161,9 @@ int main(int argc, char **argv) {
     times[r] = now() - t0;
   }
   qsort(times, reps, sizeof(double), compare);
-  double median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-  printf("first_call_s=%.6e\nreps=%d\nmedian_s=%.6e\nmin_s=%.6e\n", first, reps, median,
-         times[0]);
+  double median = reps % 2 ? times[reps / 2]
+                           : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  printf("first_call_s=%.6e\nreps=%d\nmedian_s=%.6e\nmin_s=%.6e\n", first, reps,
+         median, times[0]);
   return 0;
 }

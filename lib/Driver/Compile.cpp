@@ -47,7 +47,8 @@ llvm::Error writeOutput(llvm::StringRef path,
 
 } // namespace
 
-LogicalResult tgc::buildTrainStep(ModuleOp module, const TrainingConfig &training,
+LogicalResult tgc::buildTrainStep(ModuleOp module,
+                                  const TrainingConfig &training,
                                   bool returnGradients) {
   return runPipeline(module, [&](OpPassManager &pm) {
     TrainingGraphOptions options;
@@ -57,11 +58,13 @@ LogicalResult tgc::buildTrainStep(ModuleOp module, const TrainingConfig &trainin
   });
 }
 
-FailureOr<int64_t> tgc::planTrainStep(ModuleOp module, const TargetBackend &target) {
+FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
+                                      const TargetBackend &target) {
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
         buildTGToLinalgPipeline(pm, kStepName);
-        buildBufferizePipeline(
-            pm, [&](OpPassManager &nested) { target.buildSchedulePipeline(nested); });
+        buildBufferizePipeline(pm, [&](OpPassManager &nested) {
+          target.buildSchedulePipeline(nested);
+        });
       })))
     return failure();
   auto arena = module->getAttrOfType<IntegerAttr>(tg::kArenaBytesAttrName);
@@ -69,33 +72,41 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module, const TargetBackend &targ
 }
 
 llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
-                         const TrainingConfig &training, const ModelConfig *model,
+                         const TrainingConfig &training,
+                         const ModelConfig *model,
                          const TargetBackend &target) {
   EmitLevel level = request.level;
   auto failedCompile = [&] {
-    return llvm::createStringError(request.input +
-                                   ": compilation failed (see the diagnostics above)");
+    return llvm::createStringError(
+        request.input + ": compilation failed (see the diagnostics above)");
   };
-  auto print = [&](auto &&printer) { return writeOutput(request.output, printer); };
+  auto print = [&](auto &&printer) {
+    return writeOutput(request.output, printer);
+  };
   if (level == EmitLevel::TG)
     return print([&](llvm::raw_ostream &os) { module.print(os); });
-  if (failed(buildTrainStep(module, training, /*returnGradients=*/level > EmitLevel::Grad)))
+  if (failed(buildTrainStep(module, training,
+                            /*returnGradients=*/level > EmitLevel::Grad)))
     return failedCompile();
   if (level == EmitLevel::Grad)
     return print([&](llvm::raw_ostream &os) { module.print(os); });
 
   auto step = module.lookupSymbol<func::FuncOp>(kStepName);
-  llvm::Expected<std::vector<BufferDesc>> buffers = describeBuffers(step, model);
+  llvm::Expected<std::vector<BufferDesc>> buffers =
+      describeBuffers(step, model);
   if (!buffers)
     return llvm::createStringError(request.input + ": " +
                                    llvm::toString(buffers.takeError()));
   ModelSummary summary = summarize(model, training, request.input);
   summary.updateInPlace = canUpdateInPlace(step);
   if (level == EmitLevel::Header)
-    return print([&](llvm::raw_ostream &os) { os << generateHeader(*buffers, summary); });
+    return print([&](llvm::raw_ostream &os) {
+      os << generateHeader(*buffers, summary);
+    });
 
   if (llvm::Error err = target.checkTrainStep(step))
-    return llvm::createStringError(request.input + ": " + llvm::toString(std::move(err)));
+    return llvm::createStringError(request.input + ": " +
+                                   llvm::toString(std::move(err)));
   if (level == EmitLevel::Linalg) {
     if (failed(runPipeline(module, [&](OpPassManager &pm) {
           buildTGToLinalgPipeline(pm, kStepName);
@@ -115,13 +126,16 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   auto prefixed = [&](llvm::Error err) -> llvm::Error {
     if (!err)
       return llvm::Error::success();
-    return llvm::createStringError(request.input + ": " + llvm::toString(std::move(err)));
+    return llvm::createStringError(request.input + ": " +
+                                   llvm::toString(std::move(err)));
   };
   if (level != EmitLevel::Exe) {
     std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(request.output, &error);
+    std::unique_ptr<llvm::ToolOutputFile> output =
+        openOutputFile(request.output, &error);
     if (!output)
-      return llvm::createStringError(request.output + ": cannot write: " + error);
+      return llvm::createStringError(request.output +
+                                     ": cannot write: " + error);
     CodeArtifact artifact = level == EmitLevel::LLVM  ? CodeArtifact::LLVMIR
                             : level == EmitLevel::Asm ? CodeArtifact::Assembly
                                                       : CodeArtifact::Object;
@@ -136,8 +150,10 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     return llvm::createStringError("--emit=exe needs -o FILE");
   llvm::SmallString<128> objectPath;
   int fd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc", "o", fd, objectPath))
-    return llvm::createStringError("cannot create a temporary object file: " + ec.message());
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("tgc", "o", fd, objectPath))
+    return llvm::createStringError("cannot create a temporary object file: " +
+                                   ec.message());
   llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
@@ -145,5 +161,6 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
       return prefixed(std::move(err));
   }
   return target.linkExecutable(objectPath, generateHeader(*buffers, summary),
-                               generateModelInfo(*buffers, summary), request.output);
+                               generateModelInfo(*buffers, summary),
+                               request.output);
 }

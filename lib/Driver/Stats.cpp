@@ -23,11 +23,12 @@ namespace {
 /// the train step built with policy none.
 std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
   tg::TrainingStats baseStats = tg::computeTrainingStats(base);
-  double stepFlops = static_cast<double>(baseStats.forward.flops +
-                                         baseStats.backward.flops +
-                                         baseStats.optimizer.flops);
+  double stepFlops =
+      static_cast<double>(baseStats.forward.flops + baseStats.backward.flops +
+                          baseStats.optimizer.flops);
   std::vector<RematSweepRow> rows;
-  auto run = [&](std::string label, tg::RematPolicy policy, tg::MemoryBudget budget) {
+  auto run = [&](std::string label, tg::RematPolicy policy,
+                 tg::MemoryBudget budget) {
     RematSweepRow row;
     row.label = std::move(label);
     auto copy = llvm::cast<func::FuncOp>(base->clone());
@@ -60,7 +61,8 @@ std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
   for (int percent = 100; percent >= 10; percent -= 10) {
     tg::MemoryBudget budget;
     budget.bytes = baseStats.plannedPeakBytes * percent / 100;
-    run(llvm::formatv("budget {0}%", percent).str(), tg::RematPolicy::Budget, budget);
+    run(llvm::formatv("budget {0}%", percent).str(), tg::RematPolicy::Budget,
+        budget);
   }
   return rows;
 }
@@ -123,21 +125,24 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
       plain.remat = tg::RematPolicy::None;
       plain.memoryBudget.clear();
       plain.rematReport = false;
-      if (failed(buildTrainStep(*plainModule, plain, /*returnGradients=*/false)))
+      if (failed(
+              buildTrainStep(*plainModule, plain, /*returnGradients=*/false)))
         return failedBuild();
       base = plainModule->lookupSymbol<func::FuncOp>("train_step");
     }
     report.sweep = sweepRemat(base);
   }
   if (!request.memoryTimeline.empty())
-    if (llvm::Error err = writeFile(request.memoryTimeline, [&](llvm::raw_ostream &os) {
-          writeMemoryTimeline(os, step);
-        }))
+    if (llvm::Error err =
+            writeFile(request.memoryTimeline, [&](llvm::raw_ostream &os) {
+              writeMemoryTimeline(os, step);
+            }))
       return err;
   if (!request.rematSweepSvg.empty())
-    if (llvm::Error err = writeFile(request.rematSweepSvg, [&](llvm::raw_ostream &os) {
-          writeRematSweepSvg(os, report);
-        }))
+    if (llvm::Error err =
+            writeFile(request.rematSweepSvg, [&](llvm::raw_ostream &os) {
+              writeRematSweepSvg(os, report);
+            }))
       return err;
   return writeFile(request.output, [&](llvm::raw_ostream &os) {
     if (request.json)

@@ -8,11 +8,11 @@
 #include "llvm/Support/JSON.h"
 
 using namespace tgc;
+using mlir::tg::SavedActivation;
+using mlir::tg::TrainingStats;
 using tgc::formatBytes;
 using tgc::humanCount;
 using tgc::withCommas;
-using mlir::tg::SavedActivation;
-using mlir::tg::TrainingStats;
 
 namespace {
 
@@ -63,9 +63,10 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
   os << llvm::formatv("  saved_activation_elements {0} ({1})\n",
                       withCommas(totalElements), formatBytes(totalBytes));
   if (r.compiledArenaBytes)
-    os << llvm::formatv("  compiled arena {0} (tgc-plan-buffers on the bufferized "
-                        "step the executable runs; its gradients are outputs)\n",
-                        formatBytes(*r.compiledArenaBytes));
+    os << llvm::formatv(
+        "  compiled arena {0} (tgc-plan-buffers on the bufferized "
+        "step the executable runs; its gradients are outputs)\n",
+        formatBytes(*r.compiledArenaBytes));
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
@@ -75,7 +76,8 @@ void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
                       "budget", "planned peak", "saved activations",
                       "extra FLOPs", "extra %");
   for (const RematSweepRow &row : *r.sweep) {
-    std::string budget = row.budgetBytes >= 0 ? formatBytes(row.budgetBytes) : "-";
+    std::string budget =
+        row.budgetBytes >= 0 ? formatBytes(row.budgetBytes) : "-";
     if (!row.feasible) {
       os << llvm::formatv("  {0,-22}{1,14}  no plan fits\n", row.label, budget);
       continue;
@@ -98,8 +100,8 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
        << c.seqLen << ", " << c.dtype << ", " << c.optimizer;
   os << "\n";
   os << "Parameters   " << withCommas(s.parameters) << "\n\n";
-  os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "One training step", "forward",
-                      "backward", "optimizer");
+  os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "One training step",
+                      "forward", "backward", "optimizer");
   os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "matmul multiplications",
                       withCommas(s.forward.matmulMultiplications),
                       withCommas(s.backward.matmulMultiplications), "-");
@@ -110,8 +112,10 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
     os << llvm::formatv("{0,-30}{1,22}   (remat {2})\n", "FLOPs recomputed",
                         humanCount(s.recompute.flops), c.remat);
   os << "\nMemory\n";
-  os << llvm::formatv("  {0,-28}{1,16}\n", "parameters", formatBytes(s.parameterBytes));
-  os << llvm::formatv("  {0,-28}{1,16}\n", "gradients", formatBytes(s.parameterBytes));
+  os << llvm::formatv("  {0,-28}{1,16}\n", "parameters",
+                      formatBytes(s.parameterBytes));
+  os << llvm::formatv("  {0,-28}{1,16}\n", "gradients",
+                      formatBytes(s.parameterBytes));
   os << llvm::formatv("  {0,-28}{1,16}\n", "optimizer state",
                       formatBytes(s.optimizerStateBytes));
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
@@ -139,12 +143,13 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                                    {"backward", s.backward.flops},
                                    {"optimizer", s.optimizer.flops},
                                    {"recompute", s.recompute.flops}}},
-      {"memory", llvm::json::Object{{"parameters", s.parameterBytes},
-                                    {"gradients", s.parameterBytes},
-                                    {"optimizer_state", s.optimizerStateBytes},
-                                    {"saved_activations", s.savedActivationBytes},
-                                    {"peak", s.plannedPeakBytes},
-                                    {"max_live", s.maxLiveBytes}}},
+      {"memory",
+       llvm::json::Object{{"parameters", s.parameterBytes},
+                          {"gradients", s.parameterBytes},
+                          {"optimizer_state", s.optimizerStateBytes},
+                          {"saved_activations", s.savedActivationBytes},
+                          {"peak", s.plannedPeakBytes},
+                          {"max_live", s.maxLiveBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
       {"remat", c.remat},
   };
@@ -249,9 +254,10 @@ void tgc::writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report) {
   auto y = [&](double extra) {
     return height - bottom - (height - top - bottom) * extra / maxExtra;
   };
-  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
-                      "height=\"{1}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-                      width, height);
+  os << llvm::formatv(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
+      "height=\"{1}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+      width, height);
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   os << llvm::formatv("<text x=\"{0}\" y=\"18\" font-size=\"13\">tgc remat "
                       "sweep: {1}</text>\n",
@@ -271,9 +277,10 @@ void tgc::writeRematSweepSvg(llvm::raw_ostream &os, const StatsReport &report) {
                         "</text>\n",
                         left - 5, y(extra) + 4, extra);
   }
-  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">planned "
-                      "peak of intermediates</text>\n",
-                      (left + width - right) / 2, height - 12);
+  os << llvm::formatv(
+      "<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">planned "
+      "peak of intermediates</text>\n",
+      (left + width - right) / 2, height - 12);
   os << llvm::formatv("<text transform=\"translate(14,{0}) rotate(-90)\" "
                       "text-anchor=\"middle\">extra FLOPs (% of the step)"
                       "</text>\n",

@@ -18,40 +18,39 @@ namespace {
 cl::OptionCategory trainingCategory("Training flags (override the model file's "
                                     "\"training\" object)");
 
-template <typename T>
-struct Flag : cl::opt<T> {
+template <typename T> struct Flag : cl::opt<T> {
   Flag(llvm::StringRef name, llvm::StringRef desc, llvm::StringRef valueDesc)
       : cl::opt<T>(name, cl::desc(desc), cl::value_desc(valueDesc),
-                   cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll())) {}
+                   cl::cat(trainingCategory),
+                   cl::sub(cl::SubCommand::getAll())) {}
   bool given() const { return this->getNumOccurrences() > 0; }
 };
 
 Flag<int64_t> batchSize("batch-size", "Sequences (or samples) per step", "n");
 Flag<int64_t> seqLen("seq-len", "Tokens per sequence", "n");
-cl::opt<OptimizerKind, false, EnumFlagParser<OptimizerKind>> optimizer("optimizer", cl::desc("Optimizer"),
-                                 cl::cat(trainingCategory),
-                                 cl::sub(cl::SubCommand::getAll()),
-                                 TG_OPTIMIZER_KIND_CL_VALUES);
+cl::opt<OptimizerKind, false, EnumFlagParser<OptimizerKind>>
+    optimizer("optimizer", cl::desc("Optimizer"), cl::cat(trainingCategory),
+              cl::sub(cl::SubCommand::getAll()), TG_OPTIMIZER_KIND_CL_VALUES);
 Flag<double> lr("lr", "Learning rate", "x");
 Flag<double> beta1("beta1", "AdamW beta1", "x");
 Flag<double> beta2("beta2", "AdamW beta2", "x");
 Flag<double> eps("eps", "AdamW epsilon", "x");
 Flag<double> weightDecay("weight-decay", "Decoupled weight decay (AdamW)", "x");
 Flag<double> momentum("momentum", "SGD momentum", "x");
-Flag<double> gradClip("grad-clip", "Clip gradients to this global L2 norm", "x");
-cl::opt<DType, false, EnumFlagParser<DType>> dtype(
-    "dtype", cl::desc("Element type of weights and activations"),
-    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
-    cl::values(clEnumValN(DType::F32, "f32", "32-bit float"),
-               clEnumValN(DType::BF16, "bf16", "bfloat16"),
-               clEnumValN(DType::F16, "f16", "16-bit float")));
+Flag<double> gradClip("grad-clip", "Clip gradients to this global L2 norm",
+                      "x");
+cl::opt<DType, false, EnumFlagParser<DType>>
+    dtype("dtype", cl::desc("Element type of weights and activations"),
+          cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
+          cl::values(clEnumValN(DType::F32, "f32", "32-bit float"),
+                     clEnumValN(DType::BF16, "bf16", "bfloat16"),
+                     clEnumValN(DType::F16, "f16", "16-bit float")));
 Flag<uint64_t> seed("seed", "Random seed for weight init and data order", "n");
 Flag<int64_t> steps("steps", "Training steps", "n");
-cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>> remat("remat",
-                           cl::desc("Rematerialisation (default: none)"),
-                           cl::cat(trainingCategory),
-                           cl::sub(cl::SubCommand::getAll()),
-                           TG_REMAT_POLICY_CL_VALUES);
+cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>>
+    remat("remat", cl::desc("Rematerialisation (default: none)"),
+          cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
+          TG_REMAT_POLICY_CL_VALUES);
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -74,7 +73,9 @@ llvm::Error checkPositive(const cl::Option &flag, double value) {
 }
 } // namespace
 
-llvm::cl::OptionCategory &tgc::trainingFlagsCategory() { return trainingCategory; }
+llvm::cl::OptionCategory &tgc::trainingFlagsCategory() {
+  return trainingCategory;
+}
 
 void tgc::applyTrainingFlags(TrainingConfig &t) {
   if (batchSize.given())
@@ -119,8 +120,10 @@ llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
     return llvm::createStringError("--remat=budget needs --memory-budget=SIZE");
   if (!t.memoryBudget.empty()) {
     if (t.remat != RematPolicy::Budget)
-      return llvm::createStringError("--memory-budget needs --remat=budget, not "
-                                     "--remat=" + stringifyRematPolicy(t.remat));
+      return llvm::createStringError(
+          "--memory-budget needs --remat=budget, not "
+          "--remat=" +
+          stringifyRematPolicy(t.remat));
     llvm::Expected<mlir::tg::MemoryBudget> budget =
         mlir::tg::parseMemoryBudget(t.memoryBudget);
     if (!budget)

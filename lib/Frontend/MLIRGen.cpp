@@ -23,8 +23,8 @@ namespace {
 class ForwardBuilder {
 public:
   ForwardBuilder(MLIRContext &context, const ModelConfig &config)
-      : config(config), b(&context), fileLoc(FileLineColLoc::get(
-                                         &context, config.path, 1, 1)) {
+      : config(config), b(&context),
+        fileLoc(FileLineColLoc::get(&context, config.path, 1, 1)) {
     switch (config.training.dtype) {
     case DType::F32:
       floatType = b.getF32Type();
@@ -53,18 +53,18 @@ public:
     case ModelFamily::MLP:
       declareMLPParams();
       argTypes.push_back(tensor({B(), config.layerSizes.front()}));
-      argAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr("features"))));
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TGDialect::kInputAttrName, b.getStringAttr("features"))));
       argTypes.push_back(RankedTensorType::get({B()}, idType));
-      argAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr("labels"))));
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TGDialect::kInputAttrName, b.getStringAttr("labels"))));
       break;
     }
 
     b.setInsertionPointToEnd(module->getBody());
     auto lossType = RankedTensorType::get({}, floatType);
-    auto func = func::FuncOp::create(
-        b, fileLoc, kForwardFuncName, b.getFunctionType(argTypes, {lossType}));
+    auto func = func::FuncOp::create(b, fileLoc, kForwardFuncName,
+                                     b.getFunctionType(argTypes, {lossType}));
     func.setAllArgAttrs(argAttrs);
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -163,10 +163,11 @@ private:
                             bias ? param(prefix + ".bias") : Value());
   }
 
-  Value crossEntropy(Value logits, Value targets, std::optional<int64_t> ignore) {
-    return CrossEntropyOp::create(
-        b, loc("loss"), logits, targets,
-        ignore ? b.getI64IntegerAttr(*ignore) : IntegerAttr());
+  Value crossEntropy(Value logits, Value targets,
+                     std::optional<int64_t> ignore) {
+    return CrossEntropyOp::create(b, loc("loss"), logits, targets,
+                                  ignore ? b.getI64IntegerAttr(*ignore)
+                                         : IntegerAttr());
   }
 
   //===--------------------------------------------------------------------===//
@@ -207,8 +208,7 @@ private:
   }
 
   Value llamaAttention(Value x, const std::string &p) {
-    int64_t hq = config.numHeads, hkv = config.numKVHeads,
-            dh = config.headDim;
+    int64_t hq = config.numHeads, hkv = config.numKVHeads, dh = config.headDim;
     bool bias = config.attentionBias;
     Value q = linear(x, p + "q_proj", bias);
     Value k = linear(x, p + "k_proj", bias);

@@ -105,8 +105,8 @@ public:
       return error(key, llvm::formatv("must be >= {0}, got {1}", min, *i));
     // Sizes multiply into element counts; keep every one well inside int64.
     if (*i > kMaxSize)
-      return error(key, llvm::formatv("{0} is too large (at most {1})", *i,
-                                      kMaxSize));
+      return error(
+          key, llvm::formatv("{0} is too large (at most {1})", *i, kMaxSize));
     return i;
   }
 
@@ -119,9 +119,9 @@ public:
     if (!d)
       return error(key, "expected a number, got " + describe(*v));
     if (!std::isfinite(*d) || (positive && *d <= 0) || *d < 0)
-      return error(key, llvm::formatv("must be {0}, got {1}",
-                                      positive ? "positive" : "non-negative",
-                                      *d));
+      return error(key,
+                   llvm::formatv("must be {0}, got {1}",
+                                 positive ? "positive" : "non-negative", *d));
     return d;
   }
 
@@ -177,9 +177,9 @@ private:
     if (v && v->kind() == Value::Null)
       v = nullptr;
     if (!v && required && !firstError)
-      firstError = llvm::formatv("{0}: missing required key '{1}{2}'", path,
-                                 prefix, key)
-                       .str();
+      firstError =
+          llvm::formatv("{0}: missing required key '{1}{2}'", path, prefix, key)
+              .str();
     return v;
   }
 
@@ -221,19 +221,20 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   c.attentionBias = r.boolean("attention_bias").value_or(false);
   c.mlpBias = r.boolean("mlp_bias").value_or(false);
   if (auto act = r.string("hidden_act", false))
-    c.activation = parseActivation(r, "hidden_act", *act).value_or(c.activation);
+    c.activation =
+        parseActivation(r, "hidden_act", *act).value_or(c.activation);
   if (r.failed())
     return;
   if (c.hiddenSize % c.numHeads != 0 && !r.has("head_dim"))
     r.error("num_attention_heads",
-            llvm::formatv("{0} heads do not divide hidden_size {1}",
-                          c.numHeads, c.hiddenSize));
+            llvm::formatv("{0} heads do not divide hidden_size {1}", c.numHeads,
+                          c.hiddenSize));
   c.headDim = r.integer("head_dim", false)
                   .value_or(c.numHeads ? c.hiddenSize / c.numHeads : 0);
   if (c.headDim % 2 != 0)
-    r.error("head_dim",
-            llvm::formatv("RoPE needs an even head dimension, got {0}",
-                          c.headDim));
+    r.error(
+        "head_dim",
+        llvm::formatv("RoPE needs an even head dimension, got {0}", c.headDim));
   if (c.numHeads % c.numKVHeads != 0)
     r.error("num_key_value_heads",
             llvm::formatv("{0} key/value heads do not divide {1} attention "
@@ -242,7 +243,8 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   // Scaled RoPE variants change the positions' angles; not supported yet.
   if (const Value *scaling = r.value("rope_scaling", false))
     r.error("rope_scaling", "RoPE scaling is not supported (got " +
-                                describe(*scaling) + "); remove it or set null");
+                                describe(*scaling) +
+                                "); remove it or set null");
 }
 
 void readGPT2(ConfigReader &r, ModelConfig &c) {
@@ -252,8 +254,7 @@ void readGPT2(ConfigReader &r, ModelConfig &c) {
   c.numLayers = r.integer("n_layer", true).value_or(0);
   c.numHeads = r.integer("n_head", true).value_or(0);
   c.maxPositions = r.integer("n_positions", true).value_or(0);
-  c.intermediateSize =
-      r.integer("n_inner", false).value_or(4 * c.hiddenSize);
+  c.intermediateSize = r.integer("n_inner", false).value_or(4 * c.hiddenSize);
   c.normEps = r.number("layer_norm_epsilon", false).value_or(1e-5);
   c.activation = Activation::GeluTanh;
   if (auto act = r.string("activation_function", false))
@@ -281,8 +282,8 @@ void readMLP(ConfigReader &r, ModelConfig &c) {
     return;
   const llvm::json::Array *sizes = layers->getAsArray();
   if (!sizes) {
-    r.error("layers", "expected an array of layer sizes, got " +
-                          describe(*layers));
+    r.error("layers",
+            "expected an array of layer sizes, got " + describe(*layers));
     return;
   }
   if (sizes->size() < 2) {
@@ -300,15 +301,17 @@ void readMLP(ConfigReader &r, ModelConfig &c) {
       return;
     }
     if (*n > ConfigReader::kMaxSize) {
-      r.error("layers", llvm::formatv("entry {0} is too large: {1} (at most {2})", i, *n,
-                                      ConfigReader::kMaxSize));
+      r.error("layers",
+              llvm::formatv("entry {0} is too large: {1} (at most {2})", i, *n,
+                            ConfigReader::kMaxSize));
       return;
     }
     c.layerSizes.push_back(*n);
   }
   c.activation = Activation::ReLU;
   if (auto act = r.string("activation", false))
-    c.activation = parseActivation(r, "activation", *act).value_or(c.activation);
+    c.activation =
+        parseActivation(r, "activation", *act).value_or(c.activation);
   c.bias = r.boolean("bias").value_or(true);
   c.vocabSize = c.layerSizes.back(); // classes
 }
@@ -322,8 +325,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     if (std::optional<OptimizerKind> kind = mlir::tg::parseOptimizerKind(*name))
       t.optimizer = *kind;
     else
-      r.error("optimizer", "expected \"sgd\" or \"adamw\", got \"" + *name +
-                               "\"");
+      r.error("optimizer",
+              "expected \"sgd\" or \"adamw\", got \"" + *name + "\"");
   }
   if (auto v = r.number("lr", false))
     t.lr = *v;
@@ -358,8 +361,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     else if (*name == "f16" || *name == "float16")
       t.dtype = DType::F16;
     else
-      r.error("dtype", "expected \"f32\", \"bf16\" or \"f16\", got \"" +
-                           *name + "\"");
+      r.error("dtype",
+              "expected \"f32\", \"bf16\" or \"f16\", got \"" + *name + "\"");
   }
   if (auto v = r.integer("seed", false, 0))
     t.seed = static_cast<uint64_t>(*v);
@@ -462,7 +465,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
       readTraining(sub, config.training);
       reader.adoptError(sub);
     } else {
-      reader.error("training", "expected an object, got " + describe(*training));
+      reader.error("training",
+                   "expected an object, got " + describe(*training));
     }
   }
   if (reader.failed())

@@ -18,7 +18,8 @@ using namespace mlir;
 using namespace mlir::tg;
 using tgc::ref::Tensor;
 
-Tensor::Tensor(std::vector<int64_t> shape, double fill) : shape(std::move(shape)) {
+Tensor::Tensor(std::vector<int64_t> shape, double fill)
+    : shape(std::move(shape)) {
   int64_t n = 1;
   for (int64_t d : this->shape)
     n *= d;
@@ -68,8 +69,7 @@ Tensor broadcastTo(const Tensor &t, const Shape &shape) {
   return out;
 }
 
-template <typename F>
-Tensor map(const Tensor &t, F f) {
+template <typename F> Tensor map(const Tensor &t, F f) {
   Tensor out = t;
   for (double &x : out.data)
     x = f(x);
@@ -108,9 +108,8 @@ double geluDerivative(double x, bool tanhForm) {
   if (tanhForm) {
     double u = kSqrt2OverPi * (x + kGeluCoeff * x * x * x);
     double t = std::tanh(u);
-    return 0.5 * (1.0 + t) +
-           0.5 * x * (1.0 - t * t) * kSqrt2OverPi *
-               (1.0 + 3.0 * kGeluCoeff * x * x);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi *
+                                 (1.0 + 3.0 * kGeluCoeff * x * x);
   }
   double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
   double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
@@ -186,7 +185,8 @@ Tensor padAxis(const Tensor &in, int64_t axis, int64_t low, int64_t high) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t s = 0; s < dim; ++s)
       for (int64_t i = 0; i < inner; ++i)
-        out[(o * shape[axis] + low + s) * inner + i] = in[(o * dim + s) * inner + i];
+        out[(o * shape[axis] + low + s) * inner + i] =
+            in[(o * dim + s) * inner + i];
   return out;
 }
 
@@ -360,7 +360,8 @@ std::vector<double> attentionRow(const Tensor &q, const Tensor &k, int64_t b,
       continue;
     double dot = 0;
     for (int64_t d = 0; d < D; ++d)
-      dot += q[((b * S + i) * Hq + h) * D + d] * k[((b * Skv + j) * Hkv + kh) * D + d];
+      dot += q[((b * S + i) * Hq + h) * D + d] *
+             k[((b * Skv + j) * Hkv + kh) * D + d];
     p[j] = dot * scale;
     mx = std::max(mx, p[j]);
   }
@@ -525,16 +526,22 @@ private:
           t.shape = shapeOf(o);
           set(o, std::move(t));
         })
-        .Case([&](TransposeOp o) { set(o, transpose(in(o.getInput()), o.getPermutation())); })
-        .Case([&](BroadcastOp o) { set(o, broadcastTo(in(o.getInput()), shapeOf(o))); })
+        .Case([&](TransposeOp o) {
+          set(o, transpose(in(o.getInput()), o.getPermutation()));
+        })
+        .Case([&](BroadcastOp o) {
+          set(o, broadcastTo(in(o.getInput()), shapeOf(o)));
+        })
         .Case([&](ReduceSumOp o) {
           set(o, reduceSum(in(o.getInput()), o.getDims(), shapeOf(o)));
         })
         .Case([&](SliceOp o) {
-          set(o, sliceAxis(in(o.getInput()), o.getAxis(), o.getStart(), o.getSize()));
+          set(o, sliceAxis(in(o.getInput()), o.getAxis(), o.getStart(),
+                           o.getSize()));
         })
         .Case([&](PadOp o) {
-          set(o, padAxis(in(o.getInput()), o.getAxis(), o.getLow(), o.getHigh()));
+          set(o,
+              padAxis(in(o.getInput()), o.getAxis(), o.getLow(), o.getHigh()));
         })
         .Case([&](MatmulOp o) {
           set(o, matmul(in(o.getLhs()), in(o.getRhs()), o.getTransposeLhs(),
@@ -561,14 +568,16 @@ private:
           set(o, map(in(o.getInput()), [&](double x) { return f * x; }));
         })
         .Case([&](ReluOp o) {
-          set(o, map(in(o.getInput()), [](double x) { return x > 0 ? x : 0.0; }));
+          set(o,
+              map(in(o.getInput()), [](double x) { return x > 0 ? x : 0.0; }));
         })
         .Case([&](GeluOp o) {
           bool t = o.getApproximate() == "tanh";
           set(o, map(in(o.getInput()), [&](double x) { return gelu(x, t); }));
         })
         .Case([&](SiluOp o) {
-          set(o, map(in(o.getInput()), [](double x) { return x * sigmoid(x); }));
+          set(o,
+              map(in(o.getInput()), [](double x) { return x * sigmoid(x); }));
         })
         .Case([&](SoftmaxOp o) {
           int64_t rank = o.getType().getRank(), axis = o.getAxis();
@@ -595,7 +604,8 @@ private:
                       o.getEps().convertToDouble(), /*center=*/true));
         })
         .Case([&](RopeOp o) {
-          set(o, rope(in(o.getInput()), o.getTheta().convertToDouble(), o.getInverse()));
+          set(o, rope(in(o.getInput()), o.getTheta().convertToDouble(),
+                      o.getInverse()));
         })
         .Case([&](AttentionOp o) {
           set(o, attention(in(o.getQuery()), in(o.getKey()), in(o.getValue()),
@@ -624,13 +634,16 @@ private:
         .Case([&](GeluGradOp o) {
           bool t = o.getApproximate() == "tanh";
           set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o),
-                     [&](double g, double x) { return g * geluDerivative(x, t); }));
+                     [&](double g, double x) {
+                       return g * geluDerivative(x, t);
+                     }));
         })
         .Case([&](SiluGradOp o) {
-          set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o), [](double g, double x) {
-                double s = sigmoid(x);
-                return g * s * (1.0 + x * (1.0 - s));
-              }));
+          set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o),
+                     [](double g, double x) {
+                       double s = sigmoid(x);
+                       return g * s * (1.0 + x * (1.0 - s));
+                     }));
         })
         .Case([&](SoftmaxGradOp o) {
           int64_t rank = o.getType().getRank(), axis = o.getAxis();
@@ -638,22 +651,25 @@ private:
                              axis < 0 ? axis + rank : axis));
         })
         .Case([&](RMSNormGradOp o) {
-          auto g = normGrad(in(o.getGrad()), in(o.getInput()), in(o.getWeight()),
-                            o.getEps().convertToDouble(), false);
+          auto g =
+              normGrad(in(o.getGrad()), in(o.getInput()), in(o.getWeight()),
+                       o.getEps().convertToDouble(), false);
           set(o.getInputGrad(), g[0]);
           set(o.getWeightGrad(), g[1]);
         })
         .Case([&](LayerNormGradOp o) {
-          auto g = normGrad(in(o.getGrad()), in(o.getInput()), in(o.getWeight()),
-                            o.getEps().convertToDouble(), true);
+          auto g =
+              normGrad(in(o.getGrad()), in(o.getInput()), in(o.getWeight()),
+                       o.getEps().convertToDouble(), true);
           set(o.getInputGrad(), g[0]);
           set(o.getWeightGrad(), g[1]);
           set(o.getBiasGrad(), g[2]);
         })
         .Case([&](AttentionGradOp o) {
-          auto g = attentionGrad(in(o.getGrad()), in(o.getQuery()), in(o.getKey()),
-                                 in(o.getValue()), in(o.getOutput()), o.getCausal(),
-                                 o.getScaleOrDefault());
+          auto g =
+              attentionGrad(in(o.getGrad()), in(o.getQuery()), in(o.getKey()),
+                            in(o.getValue()), in(o.getOutput()), o.getCausal(),
+                            o.getScaleOrDefault());
           set(o.getQueryGrad(), g[0]);
           set(o.getKeyGrad(), g[1]);
           set(o.getValueGrad(), g[2]);
@@ -677,7 +693,8 @@ private:
         })
         .Case([&](SGDUpdateOp o) {
           const Tensor &p = in(o.getParam()), &g = in(o.getGrad());
-          double lr = in(o.getLr())[0], wd = o.getWeightDecay().convertToDouble();
+          double lr = in(o.getLr())[0],
+                 wd = o.getWeightDecay().convertToDouble();
           Tensor out = p;
           for (int64_t i = 0; i < p.numElements(); ++i)
             out[i] = p[i] - lr * (g[i] + wd * p[i]);
@@ -702,7 +719,8 @@ private:
           const Tensor &p = in(o.getParam()), &g = in(o.getGrad()),
                        &m = in(o.getExpAvg()), &v = in(o.getExpAvgSq());
           double lr = in(o.getLr())[0], t = in(o.getStep())[0];
-          double b1 = o.getBeta1().convertToDouble(), b2 = o.getBeta2().convertToDouble();
+          double b1 = o.getBeta1().convertToDouble(),
+                 b2 = o.getBeta2().convertToDouble();
           double eps = o.getEps().convertToDouble(),
                  wd = o.getWeightDecay().convertToDouble();
           double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
@@ -711,7 +729,8 @@ private:
             nm[i] = b1 * m[i] + (1 - b1) * g[i];
             nv[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
             double decayed = p[i] * (1 - lr * wd);
-            np[i] = decayed - (lr / bc1) * nm[i] / (std::sqrt(nv[i]) / std::sqrt(bc2) + eps);
+            np[i] = decayed - (lr / bc1) * nm[i] /
+                                  (std::sqrt(nv[i]) / std::sqrt(bc2) + eps);
           }
           set(o.getNewParam(), std::move(np));
           set(o.getNewExpAvg(), std::move(nm));

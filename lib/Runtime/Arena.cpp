@@ -25,7 +25,8 @@ void *tgc_arena_alloc(int64_t offset) {
     size_t bytes = (static_cast<size_t>(tgc_arena_bytes) + 63) / 64 * 64;
     arenaBase = static_cast<char *>(std::aligned_alloc(64, bytes ? bytes : 64));
     if (!arenaBase) {
-      std::fprintf(stderr, "error: out of memory allocating the %lld-byte arena\n",
+      std::fprintf(stderr,
+                   "error: out of memory allocating the %lld-byte arena\n",
                    static_cast<long long>(tgc_arena_bytes));
       std::exit(1);
     }

@@ -59,39 +59,48 @@ int64_t windowStart(int64_t span, int64_t width, int64_t batch, int64_t step,
 }
 } // namespace
 
-bool tgc::rt::loadTokens(const std::string &path, int64_t vocab, TokenData &data,
-                         std::string &error) {
+bool tgc::rt::loadTokens(const std::string &path, int64_t vocab,
+                         TokenData &data, std::string &error) {
   std::string bytes;
   if (!readFile(path, bytes, error))
     return false;
   data.tokens.clear();
   if (endsWith(path, ".bin")) {
     if (bytes.size() % 2) {
-      error = path + ": a .bin token file holds little-endian uint16 ids, but its size (" +
-              std::to_string(bytes.size()) + " bytes) is odd";
+      error =
+          path +
+          ": a .bin token file holds little-endian uint16 ids, but its size (" +
+          std::to_string(bytes.size()) + " bytes) is odd";
       return false;
     }
     data.tokens.resize(bytes.size() / 2);
     for (size_t i = 0; i < data.tokens.size(); ++i) {
-      uint16_t id = uint8_t(bytes[2 * i]) | (uint16_t(uint8_t(bytes[2 * i + 1])) << 8);
+      uint16_t id =
+          uint8_t(bytes[2 * i]) | (uint16_t(uint8_t(bytes[2 * i + 1])) << 8);
       if (id >= vocab) {
-        error = path + ": token " + std::to_string(id) + " at position " + std::to_string(i) +
-                " is outside the model's vocabulary of " + std::to_string(vocab);
+        error = path + ": token " + std::to_string(id) + " at position " +
+                std::to_string(i) + " is outside the model's vocabulary of " +
+                std::to_string(vocab);
         return false;
       }
       data.tokens[i] = id;
     }
-    data.description = path + " (" + std::to_string(data.tokens.size()) + " uint16 tokens)";
+    data.description =
+        path + " (" + std::to_string(data.tokens.size()) + " uint16 tokens)";
   } else {
     if (vocab < 256) {
-      error = path + ": a text file is read as bytes, which needs vocab_size >= 256 (the "
-              "model has " + std::to_string(vocab) + "); use a .bin token file";
+      error =
+          path +
+          ": a text file is read as bytes, which needs vocab_size >= 256 (the "
+          "model has " +
+          std::to_string(vocab) + "); use a .bin token file";
       return false;
     }
     data.tokens.assign(bytes.begin(), bytes.end());
     for (int32_t &t : data.tokens)
       t &= 0xFF;
-    data.description = path + " (" + std::to_string(data.tokens.size()) + " bytes)";
+    data.description =
+        path + " (" + std::to_string(data.tokens.size()) + " bytes)";
   }
   return true;
 }
@@ -109,8 +118,8 @@ void tgc::rt::fillTokenBatch(const std::vector<int32_t> &tokens, int64_t batch,
   }
 }
 
-bool tgc::rt::loadCsv(const std::string &path, int64_t features, int64_t classes,
-                      TableData &data, std::string &error) {
+bool tgc::rt::loadCsv(const std::string &path, int64_t features,
+                      int64_t classes, TableData &data, std::string &error) {
   std::ifstream in(path);
   if (!in) {
     error = path + ": cannot open: " + std::strerror(errno);
@@ -142,21 +151,23 @@ bool tgc::rt::loadCsv(const std::string &path, int64_t features, int64_t classes
       if (*p == ',')
         ++p;
       else if (*p) {
-        error = path + ":" + std::to_string(lineNo) + ": expected ',' after column " +
-                std::to_string(values.size());
+        error = path + ":" + std::to_string(lineNo) +
+                ": expected ',' after column " + std::to_string(values.size());
         return false;
       }
     }
     if (static_cast<int64_t>(values.size()) != features + 1) {
       error = path + ":" + std::to_string(lineNo) + ": expected " +
               std::to_string(features + 1) + " columns (label, then " +
-              std::to_string(features) + " features), got " + std::to_string(values.size());
+              std::to_string(features) + " features), got " +
+              std::to_string(values.size());
       return false;
     }
     double label = values[0];
     if (label != std::floor(label) || label < 0 || label >= classes) {
-      error = path + ":" + std::to_string(lineNo) + ": label " + std::to_string(label) +
-              " is not a class in [0, " + std::to_string(classes) + ")";
+      error = path + ":" + std::to_string(lineNo) + ": label " +
+              std::to_string(label) + " is not a class in [0, " +
+              std::to_string(classes) + ")";
       return false;
     }
     data.y.push_back(static_cast<int32_t>(label));
@@ -171,8 +182,8 @@ bool tgc::rt::loadCsv(const std::string &path, int64_t features, int64_t classes
   return true;
 }
 
-TableData tgc::rt::syntheticTable(int64_t rows, int64_t features, int64_t classes,
-                                  uint64_t seed) {
+TableData tgc::rt::syntheticTable(int64_t rows, int64_t features,
+                                  int64_t classes, uint64_t seed) {
   TableData data;
   data.features = features;
   Rng rng(seed ^ 0x5EED);
@@ -183,15 +194,17 @@ TableData tgc::rt::syntheticTable(int64_t rows, int64_t features, int64_t classe
     int32_t label = static_cast<int32_t>(rng.next() % classes);
     data.y.push_back(label);
     for (int64_t f = 0; f < features; ++f)
-      data.x.push_back(centers[label * features + f] + static_cast<float>(rng.normal()));
+      data.x.push_back(centers[label * features + f] +
+                       static_cast<float>(rng.normal()));
   }
-  data.description = "synthetic Gaussian clusters (" + std::to_string(rows) + " rows, seed " +
-                     std::to_string(seed) + ")";
+  data.description = "synthetic Gaussian clusters (" + std::to_string(rows) +
+                     " rows, seed " + std::to_string(seed) + ")";
   return data;
 }
 
 void tgc::rt::fillTableBatch(const TableData &data, int64_t batch, int64_t step,
-                             DataOrder order, uint64_t seed, float *x, int32_t *y) {
+                             DataOrder order, uint64_t seed, float *x,
+                             int32_t *y) {
   for (int64_t i = 0; i < batch; ++i) {
     int64_t row = windowStart(data.rows(), 1, batch, step, i, order, seed);
     y[i] = data.y[row];

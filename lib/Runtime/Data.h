@@ -49,8 +49,8 @@ void fillTokenBatch(const std::vector<int32_t> &tokens, int64_t batch,
 
 struct TableData {
   int64_t features = 0;
-  std::vector<float> x;     // rows × features
-  std::vector<int32_t> y;   // rows
+  std::vector<float> x;   // rows × features
+  std::vector<int32_t> y; // rows
   std::string description;
   int64_t rows() const { return static_cast<int64_t>(y.size()); }
 };

@@ -49,32 +49,45 @@ struct Options {
 };
 
 void usage() {
-  std::printf(
-      "usage: %s [options]\n\n"
-      "Trains the compiled model (%s, batch %lld x seq %lld, %s).\n\n"
-      "  --data FILE            training data: a text file (read as bytes) or a .bin of\n"
-      "                         uint16 token ids for language models; CSV rows\n"
-      "                         'label,f1,...' for the MLP. Default: /usr/share/common-\n"
-      "                         licenses/GPL-3 (language models) or a synthetic data set (MLP)\n"
-      "  --steps N              training steps (default %lld)\n"
-      "  --seed S               seed of weight init and random data order (default %llu)\n"
-      "  --lr X                 learning rate (default %g)\n"
-      "  --init FILE            load weights by Hugging Face name (.safetensors)\n"
-      "  --save FILE            save weights and optimizer state at the end (.safetensors,\n"
-      "                         written atomically; state as 'optimizer.<name>')\n"
-      "  --resume FILE          continue from a file --save wrote (same losses as an\n"
-      "                         uninterrupted run)\n"
-      "  --dump-grads FILE      write the first step's gradients by parameter name\n"
-      "  --data-order ORDER     sequential (default) or random\n"
-      "  --eval-every N         every N steps, report the loss on held-out data (the last\n"
-      "                         10%% of the data)\n"
-      "  --log FILE             one JSON object per step (step, loss, grad_norm, ms, tokens_per_s)\n"
-      "  --threads N            threads of the step (default: OMP_NUM_THREADS, or every core)\n"
-      "  --quiet                no progress output\n"
-      "  --help                 this text\n",
-      kProgram, tgc_model.model_type, (long long)tgc_model.batch_size,
-      (long long)tgc_model.seq_len, tgc_model.optimizer, (long long)tgc_model.steps,
-      (unsigned long long)tgc_model.seed, tgc_model.lr);
+  std::printf("usage: %s [options]\n\n"
+              "Trains the compiled model (%s, batch %lld x seq %lld, %s).\n\n"
+              "  --data FILE            training data: a text file (read as "
+              "bytes) or a .bin of\n"
+              "                         uint16 token ids for language models; "
+              "CSV rows\n"
+              "                         'label,f1,...' for the MLP. Default: "
+              "/usr/share/common-\n"
+              "                         licenses/GPL-3 (language models) or a "
+              "synthetic data set (MLP)\n"
+              "  --steps N              training steps (default %lld)\n"
+              "  --seed S               seed of weight init and random data "
+              "order (default %llu)\n"
+              "  --lr X                 learning rate (default %g)\n"
+              "  --init FILE            load weights by Hugging Face name "
+              "(.safetensors)\n"
+              "  --save FILE            save weights and optimizer state at "
+              "the end (.safetensors,\n"
+              "                         written atomically; state as "
+              "'optimizer.<name>')\n"
+              "  --resume FILE          continue from a file --save wrote "
+              "(same losses as an\n"
+              "                         uninterrupted run)\n"
+              "  --dump-grads FILE      write the first step's gradients by "
+              "parameter name\n"
+              "  --data-order ORDER     sequential (default) or random\n"
+              "  --eval-every N         every N steps, report the loss on "
+              "held-out data (the last\n"
+              "                         10%% of the data)\n"
+              "  --log FILE             one JSON object per step (step, loss, "
+              "grad_norm, ms, tokens_per_s)\n"
+              "  --threads N            threads of the step (default: "
+              "OMP_NUM_THREADS, or every core)\n"
+              "  --quiet                no progress output\n"
+              "  --help                 this text\n",
+              kProgram, tgc_model.model_type, (long long)tgc_model.batch_size,
+              (long long)tgc_model.seq_len, tgc_model.optimizer,
+              (long long)tgc_model.steps, (unsigned long long)tgc_model.seed,
+              tgc_model.lr);
 }
 
 int64_t parseInt(const std::string &flag, const char *text, int64_t min) {
@@ -82,7 +95,8 @@ int64_t parseInt(const std::string &flag, const char *text, int64_t min) {
   errno = 0;
   long long v = std::strtoll(text, &end, 10);
   if (!*text || *end || errno || v < min)
-    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + text + "'");
+    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
+        text + "'");
   return v;
 }
 
@@ -99,7 +113,8 @@ Options parseOptions(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     bool hasInline = false;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+    if (size_t eq = arg.find('=');
+        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
       hasInline = true;
@@ -114,24 +129,41 @@ Options parseOptions(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
-    } else if (arg == "--data") o.data = next();
-    else if (arg == "--init") o.init = next();
-    else if (arg == "--save") o.save = next();
-    else if (arg == "--resume") o.resume = next();
-    else if (arg == "--dump-grads") o.dumpGrads = next();
-    else if (arg == "--log") o.log = next();
-    else if (arg == "--steps") o.steps = parseInt(arg, next(), 0);
-    else if (arg == "--seed") { o.seed = parseInt(arg, next(), 0); o.seedGiven = true; }
-    else if (arg == "--lr") o.lr = parsePositive(arg, next());
-    else if (arg == "--eval-every") o.evalEvery = parseInt(arg, next(), 1);
-    else if (arg == "--threads") o.threads = parseInt(arg, next(), 1);
-    else if (arg == "--quiet") o.quiet = true;
+    } else if (arg == "--data")
+      o.data = next();
+    else if (arg == "--init")
+      o.init = next();
+    else if (arg == "--save")
+      o.save = next();
+    else if (arg == "--resume")
+      o.resume = next();
+    else if (arg == "--dump-grads")
+      o.dumpGrads = next();
+    else if (arg == "--log")
+      o.log = next();
+    else if (arg == "--steps")
+      o.steps = parseInt(arg, next(), 0);
+    else if (arg == "--seed") {
+      o.seed = parseInt(arg, next(), 0);
+      o.seedGiven = true;
+    } else if (arg == "--lr")
+      o.lr = parsePositive(arg, next());
+    else if (arg == "--eval-every")
+      o.evalEvery = parseInt(arg, next(), 1);
+    else if (arg == "--threads")
+      o.threads = parseInt(arg, next(), 1);
+    else if (arg == "--quiet")
+      o.quiet = true;
     else if (arg == "--data-order") {
       std::string v = next();
-      if (v == "sequential") o.order = DataOrder::Sequential;
-      else if (v == "random") o.order = DataOrder::Random;
-      else die("--data-order: expected 'sequential' or 'random', got '" + v + "'");
-    } else die("unknown option '" + std::string(argv[i]) + "' (see --help)");
+      if (v == "sequential")
+        o.order = DataOrder::Sequential;
+      else if (v == "random")
+        o.order = DataOrder::Random;
+      else
+        die("--data-order: expected 'sequential' or 'random', got '" + v + "'");
+    } else
+      die("unknown option '" + std::string(argv[i]) + "' (see --help)");
   }
   if (!o.init.empty() && !o.resume.empty())
     die("--init and --resume both give the weights: use one");
@@ -140,9 +172,14 @@ Options parseOptions(int argc, char **argv) {
 
 size_t dtypeBytes(int32_t dtype) {
   switch (dtype) {
-  case TGC_F64: case TGC_I64: return 8;
-  case TGC_BF16: case TGC_F16: return 2;
-  default: return 4;
+  case TGC_F64:
+  case TGC_I64:
+    return 8;
+  case TGC_BF16:
+  case TGC_F16:
+    return 2;
+  default:
+    return 4;
   }
 }
 
@@ -186,24 +223,30 @@ void initialise(Buffer &b, uint64_t seed) {
   Rng rng(nameSeed(b.info->name, seed));
   for (int64_t i = 0; i < b.numel; ++i) {
     switch (b.info->init) {
-    case TGC_INIT_NORMAL: p[i] = static_cast<float>(rng.normal() * b.info->init_scale); break;
-    case TGC_INIT_ONES: p[i] = 1.0f; break;
+    case TGC_INIT_NORMAL:
+      p[i] = static_cast<float>(rng.normal() * b.info->init_scale);
+      break;
+    case TGC_INIT_ONES:
+      p[i] = 1.0f;
+      break;
     case TGC_INIT_UNIFORM:
       p[i] = static_cast<float>((2 * rng.uniform() - 1) * b.info->init_scale);
       break;
-    default: p[i] = 0.0f;
+    default:
+      p[i] = 0.0f;
     }
   }
 }
 
 void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
   if (t.shape != shapeOf(*b.info))
-    die(file + ": tensor '" + b.info->name + "' has shape " + shapeText(t.shape) +
-        " but the model needs " + shapeText(shapeOf(*b.info)));
-  if (t.dtype != DType::F32 && t.dtype != DType::F64 && t.dtype != DType::BF16 &&
-      t.dtype != DType::F16)
-    die(file + ": tensor '" + b.info->name + "' has dtype " + dtypeName(t.dtype) +
-        "; weights must be floating point");
+    die(file + ": tensor '" + b.info->name + "' has shape " +
+        shapeText(t.shape) + " but the model needs " +
+        shapeText(shapeOf(*b.info)));
+  if (t.dtype != DType::F32 && t.dtype != DType::F64 &&
+      t.dtype != DType::BF16 && t.dtype != DType::F16)
+    die(file + ": tensor '" + b.info->name + "' has dtype " +
+        dtypeName(t.dtype) + "; weights must be floating point");
   float *p = static_cast<float *>(b.data);
   for (int64_t i = 0; i < b.numel; ++i)
     p[i] = static_cast<float>(t.get(i));
@@ -213,7 +256,8 @@ TensorData toTensor(const Buffer &b) {
   TensorData t;
   t.dtype = DType::F32;
   t.shape = shapeOf(*b.info);
-  t.bytes.assign(static_cast<uint8_t *>(b.data), static_cast<uint8_t *>(b.data) + b.bytes);
+  t.bytes.assign(static_cast<uint8_t *>(b.data),
+                 static_cast<uint8_t *>(b.data) + b.bytes);
   return t;
 }
 
@@ -224,7 +268,8 @@ double peakRssMiB() {
 }
 
 void *allocateAligned(size_t bytes, const std::string &what) {
-  void *p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  void *p =
+      std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
   if (!p)
     die("out of memory allocating " + what);
   return p;
@@ -270,28 +315,48 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
     s.pointers[i] = b.data;
     std::string name = info.name;
     switch (info.role) {
-    case TGC_PARAM: s.params.push_back(i); break;
-    case TGC_STATE: s.states.push_back(i); break;
-    case TGC_NEW_PARAM: s.newParams.push_back(i); break;
-    case TGC_NEW_STATE: s.newStates.push_back(i); break;
-    case TGC_GRAD: s.grads.push_back(i); break;
+    case TGC_PARAM:
+      s.params.push_back(i);
+      break;
+    case TGC_STATE:
+      s.states.push_back(i);
+      break;
+    case TGC_NEW_PARAM:
+      s.newParams.push_back(i);
+      break;
+    case TGC_NEW_STATE:
+      s.newStates.push_back(i);
+      break;
+    case TGC_GRAD:
+      s.grads.push_back(i);
+      break;
     case TGC_INPUT:
-      if (name == "input_ids") s.ids = i;
-      else if (name == "targets") s.targets = i;
-      else if (name == "features") s.features = i;
-      else if (name == "labels") s.labels = i;
-      else if (name == "lr") s.lr = i;
-      else if (name == "step") s.step = i;
+      if (name == "input_ids")
+        s.ids = i;
+      else if (name == "targets")
+        s.targets = i;
+      else if (name == "features")
+        s.features = i;
+      else if (name == "labels")
+        s.labels = i;
+      else if (name == "lr")
+        s.lr = i;
+      else if (name == "step")
+        s.step = i;
       break;
     case TGC_OUTPUT:
-      if (name == "loss") s.loss = i;
-      else if (name == "grad_norm") s.norm = i;
+      if (name == "loss")
+        s.loss = i;
+      else if (name == "grad_norm")
+        s.norm = i;
       break;
     }
   }
   if (s.lr < 0 || s.step < 0 || s.loss < 0 || s.norm < 0 ||
-      s.params.size() != s.newParams.size() || s.states.size() != s.newStates.size())
-    die("the compiled step's buffer table is malformed (rebuild with this tgc)");
+      s.params.size() != s.newParams.size() ||
+      s.states.size() != s.newStates.size())
+    die("the compiled step's buffer table is malformed (rebuild with this "
+        "tgc)");
   for (int i : s.params)
     if (s.buffers[i].info->dtype != TGC_F32)
       die("only f32 parameters are supported by this runtime");
@@ -325,7 +390,8 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
   for (int i : s.params) {
     auto it = st.tensors.find(s.buffers[i].info->name);
     if (it == st.tensors.end())
-      die(file + ": missing tensor '" + std::string(s.buffers[i].info->name) + "'");
+      die(file + ": missing tensor '" + std::string(s.buffers[i].info->name) +
+          "'");
     copyFrom(s.buffers[i], it->second, file);
     used[it->first] = true;
   }
@@ -342,7 +408,8 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
     }
     auto step = st.metadata.find("step");
     if (step == st.metadata.end())
-      die(file + ": no 'step' in its metadata (--resume needs a file --save wrote)");
+      die(file +
+          ": no 'step' in its metadata (--resume needs a file --save wrote)");
     firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
   }
   for (auto &[name, t] : st.tensors)
@@ -367,7 +434,8 @@ Dataset loadData(const tgc_model_info &m, const Options &opt, uint64_t seed) {
   int64_t S = m.seq_len;
   std::string error;
   if (d.lm) {
-    std::string path = opt.data.empty() ? "/usr/share/common-licenses/GPL-3" : opt.data;
+    std::string path =
+        opt.data.empty() ? "/usr/share/common-licenses/GPL-3" : opt.data;
     if (!loadTokens(path, m.vocab_size, d.tokens, error))
       die(error);
     if (static_cast<int64_t>(d.tokens.tokens.size()) < S + 2)
@@ -386,7 +454,8 @@ Dataset loadData(const tgc_model_info &m, const Options &opt, uint64_t seed) {
     std::vector<int32_t> &all = d.tokens.tokens;
     size_t cut = all.size() * 9 / 10;
     if (static_cast<int64_t>(all.size() - cut) < S + 2)
-      die("--eval-every: the held-out 10% of the data is shorter than one sequence");
+      die("--eval-every: the held-out 10% of the data is shorter than one "
+          "sequence");
     d.evalTokens.tokens.assign(all.begin() + cut, all.end());
     all.resize(cut);
   } else {
@@ -414,8 +483,8 @@ void fillBatch(const tgc_model_info &m, const Dataset &d, StepBuffers &s,
                    static_cast<int32_t *>(s.buffers[s.ids].data),
                    static_cast<int32_t *>(s.buffers[s.targets].data));
   else
-    fillTableBatch(eval ? d.evalTable : d.table, m.batch_size, step, order, seed,
-                   static_cast<float *>(s.buffers[s.features].data),
+    fillTableBatch(eval ? d.evalTable : d.table, m.batch_size, step, order,
+                   seed, static_cast<float *>(s.buffers[s.features].data),
                    static_cast<int32_t *>(s.buffers[s.labels].data));
 }
 
@@ -465,7 +534,8 @@ public:
 private:
   void runStep(int64_t step, void **args) {
     *static_cast<float *>(s.buffers[s.lr].data) = static_cast<float>(lr);
-    *static_cast<float *>(s.buffers[s.step].data) = static_cast<float>(step + 1);
+    *static_cast<float *>(s.buffers[s.step].data) =
+        static_cast<float>(step + 1);
     tgc_train_step(args);
   }
   double evaluate();
@@ -494,7 +564,8 @@ double Trainer::evaluate() {
     for (size_t k = 0; k < updated.size(); ++k) {
       int i = updated[k];
       if (scratch.size() <= k)
-        scratch.push_back(allocateAligned(s.buffers[i].bytes, "evaluation buffers"));
+        scratch.push_back(
+            allocateAligned(s.buffers[i].bytes, "evaluation buffers"));
       evalPointers[i] = scratch[k];
     }
   }
@@ -528,9 +599,11 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     die(opt.log + ": cannot write: " + std::strerror(errno));
   bool tty = isatty(STDERR_FILENO) && !opt.quiet;
   if (!opt.quiet)
-    std::fprintf(stderr, "%s: %s, batch %lld x seq %lld, %lld steps from step %lld, data %s\n",
-                 kProgram, m.model_type, (long long)m.batch_size, (long long)m.seq_len,
-                 (long long)steps, (long long)firstStep, d.description().c_str());
+    std::fprintf(
+        stderr,
+        "%s: %s, batch %lld x seq %lld, %lld steps from step %lld, data %s\n",
+        kProgram, m.model_type, (long long)m.batch_size, (long long)m.seq_len,
+        (long long)steps, (long long)firstStep, d.description().c_str());
 
   // Weights, state, data and the program: what the steps add is the plan's.
   rssBeforeStepsMiB = peakRssMiB();
@@ -547,8 +620,8 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     float norm = s.scalar(s.norm);
     lastLoss = loss;
     if (!std::isfinite(loss))
-      die("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-          " (lower --lr?)");
+      die("the loss became " + std::to_string(loss) + " at step " +
+          std::to_string(step + 1) + " (lower --lr?)");
     if (step == firstStep && !opt.dumpGrads.empty())
       dumpGradients(s, opt.dumpGrads);
     swapUpdates();
@@ -556,10 +629,11 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     int64_t done = step - firstStep + 1;
     double tokPerS = tokensPerStep / (ms / 1000.0);
     if (log)
-      std::fprintf(log,
-                   "{\"step\": %lld, \"loss\": %.6f, \"grad_norm\": %.6f, \"ms\": %.3f, "
-                   "\"tokens_per_s\": %.1f}\n",
-                   (long long)(step + 1), loss, norm, ms, tokPerS);
+      std::fprintf(
+          log,
+          "{\"step\": %lld, \"loss\": %.6f, \"grad_norm\": %.6f, \"ms\": %.3f, "
+          "\"tokens_per_s\": %.1f}\n",
+          (long long)(step + 1), loss, norm, ms, tokPerS);
     if (opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
       double evalLoss = evaluate();
       lastEvalLoss = evalLoss;
@@ -568,17 +642,22 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
         std::fprintf(stderr, "%sstep %lld eval loss %.4f\n", tty ? "\n" : "",
                      (long long)(step + 1), evalLoss);
       if (log)
-        std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %.6f}\n", (long long)(step + 1), evalLoss);
+        std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %.6f}\n",
+                     (long long)(step + 1), evalLoss);
     }
-    if (!opt.quiet && (tty || done % every == 0 || done == steps || done == 1)) {
+    if (!opt.quiet &&
+        (tty || done % every == 0 || done == steps || done == 1)) {
       double mean = 0;
       for (double t : times)
         mean += t;
       mean /= times.size();
       double eta = mean * (steps - done) / 1000.0;
-      std::fprintf(stderr, "%sstep %lld/%lld loss %.4f grad_norm %.3f %.0f tok/s ETA %.0fs%s",
-                   tty ? "\r" : "", (long long)(step + 1), (long long)(firstStep + steps), loss,
-                   norm, tokPerS, eta, tty ? "   " : "\n");
+      std::fprintf(
+          stderr,
+          "%sstep %lld/%lld loss %.4f grad_norm %.3f %.0f tok/s ETA %.0fs%s",
+          tty ? "\r" : "", (long long)(step + 1),
+          (long long)(firstStep + steps), loss, norm, tokPerS, eta,
+          tty ? "   " : "\n");
     }
   }
   if (tty)
@@ -601,15 +680,18 @@ void Trainer::printSummary() const {
   // held-out loss, when --eval-every ran, is the one to judge training by.
   char evalSummary[96] = "";
   if (lastEvalStep)
-    std::snprintf(evalSummary, sizeof evalSummary, ", held-out eval loss %.4f (step %lld)",
-                  lastEvalLoss, (long long)lastEvalStep);
+    std::snprintf(evalSummary, sizeof evalSummary,
+                  ", held-out eval loss %.4f (step %lld)", lastEvalLoss,
+                  (long long)lastEvalStep);
   std::fprintf(stderr,
                "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
                "train loss of the last step's batch %.4f%s, "
-               "peak RSS %.1f MiB (%.1f MiB before the first step; planned arena %.1f MiB)\n",
+               "peak RSS %.1f MiB (%.1f MiB before the first step; planned "
+               "arena %.1f MiB)\n",
                times.size(), mean, sorted[sorted.size() / 2],
-               tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss, evalSummary,
-               peakRssMiB(), rssBeforeStepsMiB, m.arena_bytes / (1024.0 * 1024.0));
+               tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss,
+               evalSummary, peakRssMiB(), rssBeforeStepsMiB,
+               m.arena_bytes / (1024.0 * 1024.0));
 }
 
 } // namespace

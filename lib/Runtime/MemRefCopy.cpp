@@ -17,7 +17,8 @@ struct UnrankedMemRef {
   void *descriptor;
 };
 
-/// Views the ranked descriptor {allocated, aligned, offset, sizes[], strides[]}.
+/// Views the ranked descriptor {allocated, aligned, offset, sizes[],
+/// strides[]}.
 struct View {
   char *aligned;
   int64_t offset;
@@ -49,7 +50,8 @@ extern "C" void memrefCopy(int64_t elementSize, UnrankedMemRef *src,
       so += index[i] * s.strides[i];
       dof += index[i] * d.strides[i];
     }
-    std::memcpy(d.aligned + dof * elementSize, s.aligned + so * elementSize, elementSize);
+    std::memcpy(d.aligned + dof * elementSize, s.aligned + so * elementSize,
+                elementSize);
     for (int64_t i = rank - 1; i >= 0; --i) {
       if (++index[i] < s.sizes[i])
         break;

@@ -62,9 +62,9 @@ const char *tgc::rt::dtypeName(DType dtype) {
 
 bool tgc::rt::parseDType(const std::string &name, DType &dtype) {
   static const std::pair<const char *, DType> names[] = {
-      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16},
+      {"F64", DType::F64},   {"F32", DType::F32}, {"F16", DType::F16},
       {"BF16", DType::BF16}, {"I64", DType::I64}, {"I32", DType::I32},
-      {"U16", DType::U16}, {"U8", DType::U8}};
+      {"U16", DType::U16},   {"U8", DType::U8}};
   for (auto &[n, d] : names)
     if (name == n) {
       dtype = d;
@@ -95,8 +95,7 @@ double halfToDouble(uint16_t h) {
   return sign ? -v : v;
 }
 
-template <typename T>
-T load(const uint8_t *p) {
+template <typename T> T load(const uint8_t *p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
@@ -182,13 +181,15 @@ struct Json {
 
 class JsonParser {
 public:
-  JsonParser(const char *begin, const char *end) : p(begin), end(end), begin(begin) {}
+  JsonParser(const char *begin, const char *end)
+      : p(begin), end(end), begin(begin) {}
 
   bool parse(Json &out, std::string &error) {
     if (!value(out, 0) || (skipSpace(), p != end)) {
       if (message.empty())
         message = "trailing characters";
-      error = "invalid header JSON at byte " + std::to_string(p - begin) + ": " + message;
+      error = "invalid header JSON at byte " + std::to_string(p - begin) +
+              ": " + message;
       return false;
     }
     return true;
@@ -245,11 +246,21 @@ private:
         if (++p == end)
           return fail("unterminated escape");
         switch (*p) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (end - p < 5)
             return fail("bad \\u escape");
@@ -276,7 +287,8 @@ private:
           }
           break;
         }
-        default: out += *p;
+        default:
+          out += *p;
         }
         ++p;
         continue;
@@ -384,7 +396,8 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
     return false;
   };
   if (data.size() < 8)
-    return fail("not a safetensors file (shorter than its 8-byte header length)");
+    return fail(
+        "not a safetensors file (shorter than its 8-byte header length)");
   uint64_t headerSize = load<uint64_t>(data.data());
   if (headerSize > data.size() - 8)
     return fail("header length " + std::to_string(headerSize) +
@@ -433,8 +446,9 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
         return fail(where + "shape is too large");
       numel *= d.integer;
     }
-    if (!offsets || offsets->kind != Json::Array || offsets->items.size() != 2 ||
-        offsets->items[0].kind != Json::Number || !offsets->items[0].isInteger ||
+    if (!offsets || offsets->kind != Json::Array ||
+        offsets->items.size() != 2 || offsets->items[0].kind != Json::Number ||
+        !offsets->items[0].isInteger ||
         offsets->items[1].kind != Json::Number || !offsets->items[1].isInteger)
       return fail(where + "'data_offsets' must be [begin, end]");
     int64_t b = offsets->items[0].integer, e = offsets->items[1].integer;
@@ -489,7 +503,8 @@ std::string jsonString(const std::string &s) {
 } // namespace
 
 bool tgc::rt::writeSafeTensors(const std::string &path,
-                               const SafeTensorsFile &file, std::string &error) {
+                               const SafeTensorsFile &file,
+                               std::string &error) {
   std::ostringstream header;
   header << "{";
   bool first = true;
@@ -528,8 +543,9 @@ bool tgc::rt::writeSafeTensors(const std::string &path,
   bool ok = std::fwrite(&n, 8, 1, f) == 1 &&
             std::fwrite(h.data(), 1, h.size(), f) == h.size();
   for (auto &[name, t] : file.tensors)
-    ok = ok && (t.bytes.empty() ||
-                std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
+    ok = ok &&
+         (t.bytes.empty() ||
+          std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     error = path + ": cannot write: " + std::strerror(errno);

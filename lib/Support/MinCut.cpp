@@ -7,7 +7,8 @@
 
 using namespace tgc;
 
-MinCut::MinCut(int numNodes) : edges(numNodes), level(numNodes), next(numNodes) {}
+MinCut::MinCut(int numNodes)
+    : edges(numNodes), level(numNodes), next(numNodes) {}
 
 void MinCut::addEdge(int from, int to, int64_t capacity) {
   edges[from].push_back({to, capacity, static_cast<int>(edges[to].size())});

@@ -44,7 +44,8 @@ TEST_F(TGDialectTest, MatmulInfersBatchedShape) {
   Value rhs = arg({64, 32});
   builder.setInsertionPointToEnd(block.get());
   auto op = MatmulOp::create(builder, builder.getUnknownLoc(), lhs, rhs);
-  EXPECT_EQ(op.getType(), RankedTensorType::get({2, 8, 32}, builder.getF32Type()));
+  EXPECT_EQ(op.getType(),
+            RankedTensorType::get({2, 8, 32}, builder.getF32Type()));
   EXPECT_TRUE(succeeded(verify(op)));
 }
 
@@ -91,7 +92,8 @@ TEST_F(TGDialectTest, EmbeddingAndCrossEntropy) {
 }
 
 TEST_F(TGDialectTest, BroadcastRules) {
-  EXPECT_EQ(*broadcastShapes({2, 1, 4}, {3, 1}), SmallVector<int64_t>({2, 3, 4}));
+  EXPECT_EQ(*broadcastShapes({2, 1, 4}, {3, 1}),
+            SmallVector<int64_t>({2, 3, 4}));
   EXPECT_FALSE(broadcastShapes({2, 3}, {4}).has_value());
   EXPECT_TRUE(isBroadcastableTo({64}, {2, 8, 64}));
   EXPECT_FALSE(isBroadcastableTo({2, 8, 64}, {64}));
@@ -108,8 +110,8 @@ TEST_F(TGDialectTest, ShapeRuleReportsReason) {
   auto lhs = RankedTensorType::get({2, 3}, f32);
   auto rhs = RankedTensorType::get({4, 5}, f32);
   Location loc = builder.getUnknownLoc();
-  auto result = inferMatmul(lhs, rhs, false, false,
-                            [&] { return emitError(loc); });
+  auto result =
+      inferMatmul(lhs, rhs, false, false, [&] { return emitError(loc); });
   EXPECT_TRUE(failed(result));
   EXPECT_NE(message.find("contraction sizes differ"), std::string::npos);
   // Without an emitter the rule fails quietly.
@@ -137,7 +139,8 @@ TEST_F(TGDialectTest, ScaleFoldsIntoOne) {
   builder.setInsertionPointToEnd(block.get());
   Location loc = builder.getUnknownLoc();
   auto inner = ScaleOp::create(builder, loc, x, builder.getF64FloatAttr(2.0));
-  auto outer = ScaleOp::create(builder, loc, inner, builder.getF64FloatAttr(0.25));
+  auto outer =
+      ScaleOp::create(builder, loc, inner, builder.getF64FloatAttr(0.25));
   SmallVector<OpFoldResult> results;
   ASSERT_TRUE(succeeded(outer->fold(results)));
   EXPECT_EQ(outer.getInput(), x);
@@ -160,7 +163,8 @@ TEST(TGCostInterface, EveryOpHasACost) {
     if (name.getDialectNamespace() != TGDialect::getDialectNamespace())
       continue;
     ++ops;
-    EXPECT_TRUE(name.hasInterface<CostOpInterface>()) << name.getStringRef().str();
+    EXPECT_TRUE(name.hasInterface<CostOpInterface>())
+        << name.getStringRef().str();
   }
   EXPECT_GT(ops, 30);
 }
@@ -172,7 +176,8 @@ TEST(TGCostInterface, MatmulCountsMultiplications) {
     func.func @f(%a: tensor<2x8x64xf32>, %b: tensor<64x32xf32>) -> tensor<2x8x32xf32> {
       %y = tg.matmul %a, %b : tensor<2x8x64xf32>, tensor<64x32xf32> -> tensor<2x8x32xf32>
       return %y : tensor<2x8x32xf32>
-    })mlir", &context);
+    })mlir",
+                                                             &context);
   ASSERT_TRUE(module);
   OpCost cost{};
   module->walk([&](MatmulOp op) { cost = op.getCost(); });

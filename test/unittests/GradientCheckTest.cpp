@@ -65,7 +65,8 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   std::vector<unsigned> params;
   for (BlockArgument arg : forward.getArguments()) {
     auto type = llvm::cast<RankedTensorType>(arg.getType());
-    Tensor t(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+    Tensor t(
+        std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
     for (double &x : t.data)
       x = type.getElementType().isInteger()
               ? static_cast<double>(rng() % c.intBound)
@@ -76,7 +77,8 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   }
 
   auto analytic = tgc::ref::interpret(step, args);
-  ASSERT_TRUE(static_cast<bool>(analytic)) << llvm::toString(analytic.takeError());
+  ASSERT_TRUE(static_cast<bool>(analytic))
+      << llvm::toString(analytic.takeError());
   ASSERT_EQ(analytic->size(), params.size() + 1);
   auto loss = tgc::ref::interpret(forward, args);
   ASSERT_TRUE(static_cast<bool>(loss)) << llvm::toString(loss.takeError());
@@ -105,7 +107,8 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
       double numeric = (up - down) / (2 * h);
       EXPECT_NEAR(grad[e], numeric, 1e-7 + 1e-6 * std::fabs(numeric))
           << "d loss / d "
-          << forward.getArgAttrOfType<StringAttr>(p, tg::TGDialect::kParamAttrName)
+          << forward
+                 .getArgAttrOfType<StringAttr>(p, tg::TGDialect::kParamAttrName)
                  .getValue()
                  .str()
           << "[" << e << "]";
@@ -123,132 +126,189 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
 
 const GradCase kCases[] = {
     {"linear_bias_3d",
-     "func.func @forward(%x: tensor<2x3x4xf64> {tg.param = \"x\"}, %w: tensor<5x4xf64> {tg.param = \"w\"}, %b: tensor<5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.linear %x, %w, %b : tensor<2x3x4xf64>, tensor<5x4xf64>, tensor<5xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
-    {"linear_2d",
-     "func.func @forward(%x: tensor<3x4xf64> {tg.param = \"x\"}, %w: tensor<2x4xf64> {tg.param = \"w\"}, %r: tensor<3x2xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.linear %x, %w : tensor<3x4xf64>, tensor<2x4xf64> -> tensor<3x2xf64>\n"
-     LOSS("tensor<3x2xf64>", "[0, 1]")},
+     "func.func @forward(%x: tensor<2x3x4xf64> {tg.param = \"x\"}, %w: "
+     "tensor<5x4xf64> {tg.param = \"w\"}, %b: tensor<5xf64> {tg.param = "
+     "\"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.linear %x, %w, %b : tensor<2x3x4xf64>, tensor<5x4xf64>, "
+     "tensor<5xf64> -> tensor<2x3x5xf64>\n" LOSS("tensor<2x3x5xf64>",
+                                                 "[0, 1, 2]")},
+    {"linear_2d", "func.func @forward(%x: tensor<3x4xf64> {tg.param = \"x\"}, "
+                  "%w: tensor<2x4xf64> {tg.param = \"w\"}, %r: tensor<3x2xf64> "
+                  "{tg.input = \"r\"}) -> tensor<f64> {\n"
+                  "  %y = tg.linear %x, %w : tensor<3x4xf64>, tensor<2x4xf64> "
+                  "-> tensor<3x2xf64>\n" LOSS("tensor<3x2xf64>", "[0, 1]")},
     {"matmul_batched",
-     "func.func @forward(%a: tensor<2x3x4xf64> {tg.param = \"a\"}, %b: tensor<2x4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.matmul %a, %b : tensor<2x3x4xf64>, tensor<2x4x5xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<2x3x4xf64> {tg.param = \"a\"}, %b: "
+     "tensor<2x4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.matmul %a, %b : tensor<2x3x4xf64>, tensor<2x4x5xf64> -> "
+     "tensor<2x3x5xf64>\n" LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
     {"matmul_transpose_lhs",
-     "func.func @forward(%a: tensor<2x4x3xf64> {tg.param = \"a\"}, %b: tensor<4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.matmul %a, %b {transpose_lhs} : tensor<2x4x3xf64>, tensor<4x5xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<2x4x3xf64> {tg.param = \"a\"}, %b: "
+     "tensor<4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.matmul %a, %b {transpose_lhs} : tensor<2x4x3xf64>, "
+     "tensor<4x5xf64> -> tensor<2x3x5xf64>\n" LOSS("tensor<2x3x5xf64>",
+                                                   "[0, 1, 2]")},
     {"matmul_transpose_rhs_shared",
-     "func.func @forward(%a: tensor<2x3x4xf64> {tg.param = \"a\"}, %b: tensor<5x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.matmul %a, %b {transpose_rhs} : tensor<2x3x4xf64>, tensor<5x4xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<2x3x4xf64> {tg.param = \"a\"}, %b: "
+     "tensor<5x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.matmul %a, %b {transpose_rhs} : tensor<2x3x4xf64>, "
+     "tensor<5x4xf64> -> tensor<2x3x5xf64>\n" LOSS("tensor<2x3x5xf64>",
+                                                   "[0, 1, 2]")},
     {"matmul_transpose_both",
-     "func.func @forward(%a: tensor<2x4x3xf64> {tg.param = \"a\"}, %b: tensor<2x5x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.matmul %a, %b {transpose_lhs, transpose_rhs} : tensor<2x4x3xf64>, tensor<2x5x4xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<2x4x3xf64> {tg.param = \"a\"}, %b: "
+     "tensor<2x5x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.matmul %a, %b {transpose_lhs, transpose_rhs} : "
+     "tensor<2x4x3xf64>, tensor<2x5x4xf64> -> tensor<2x3x5xf64>\n" LOSS(
+         "tensor<2x3x5xf64>", "[0, 1, 2]")},
     {"matmul_shared_lhs",
-     "func.func @forward(%a: tensor<3x4xf64> {tg.param = \"a\"}, %b: tensor<2x4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.matmul %a, %b : tensor<3x4xf64>, tensor<2x4x5xf64> -> tensor<2x3x5xf64>\n"
-     LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<3x4xf64> {tg.param = \"a\"}, %b: "
+     "tensor<2x4x5xf64> {tg.param = \"b\"}, %r: tensor<2x3x5xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.matmul %a, %b : tensor<3x4xf64>, tensor<2x4x5xf64> -> "
+     "tensor<2x3x5xf64>\n" LOSS("tensor<2x3x5xf64>", "[0, 1, 2]")},
     {"add_broadcast",
-     "func.func @forward(%a: tensor<2x1x4xf64> {tg.param = \"a\"}, %b: tensor<3x1xf64> {tg.param = \"b\"}, %r: tensor<2x3x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.add %a, %b : tensor<2x1x4xf64>, tensor<3x1xf64> -> tensor<2x3x4xf64>\n"
-     LOSS("tensor<2x3x4xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<2x1x4xf64> {tg.param = \"a\"}, %b: "
+     "tensor<3x1xf64> {tg.param = \"b\"}, %r: tensor<2x3x4xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.add %a, %b : tensor<2x1x4xf64>, tensor<3x1xf64> -> "
+     "tensor<2x3x4xf64>\n" LOSS("tensor<2x3x4xf64>", "[0, 1, 2]")},
     {"sub_broadcast",
-     "func.func @forward(%a: tensor<4xf64> {tg.param = \"a\"}, %b: tensor<2x3x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.sub %a, %b : tensor<4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>\n"
-     LOSS("tensor<2x3x4xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<4xf64> {tg.param = \"a\"}, %b: "
+     "tensor<2x3x4xf64> {tg.param = \"b\"}, %r: tensor<2x3x4xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.sub %a, %b : tensor<4xf64>, tensor<2x3x4xf64> -> "
+     "tensor<2x3x4xf64>\n" LOSS("tensor<2x3x4xf64>", "[0, 1, 2]")},
     {"mul_broadcast_scalar",
-     "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, %b: tensor<f64> {tg.param = \"b\"}, %r: tensor<2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.mul %a, %b : tensor<2x3xf64>, tensor<f64> -> tensor<2x3xf64>\n"
-     LOSS("tensor<2x3xf64>", "[0, 1]")},
-    {"mul_self",
-     "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, %r: tensor<2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.mul %a, %a : tensor<2x3xf64>, tensor<2x3xf64> -> tensor<2x3xf64>\n"
-     LOSS("tensor<2x3xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, %b: "
+     "tensor<f64> {tg.param = \"b\"}, %r: tensor<2x3xf64> {tg.input = \"r\"}) "
+     "-> tensor<f64> {\n"
+     "  %y = tg.mul %a, %b : tensor<2x3xf64>, tensor<f64> -> "
+     "tensor<2x3xf64>\n" LOSS("tensor<2x3xf64>", "[0, 1]")},
+    {"mul_self", "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, "
+                 "%r: tensor<2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+                 "  %y = tg.mul %a, %a : tensor<2x3xf64>, tensor<2x3xf64> -> "
+                 "tensor<2x3xf64>\n" LOSS("tensor<2x3xf64>", "[0, 1]")},
     {"scale",
-     "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, %r: tensor<2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.scale %a {factor = -0.75 : f64} : tensor<2x3xf64>\n"
-     LOSS("tensor<2x3xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<2x3xf64> {tg.param = \"a\"}, %r: "
+     "tensor<2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.scale %a {factor = -0.75 : f64} : tensor<2x3xf64>\n" LOSS(
+         "tensor<2x3xf64>", "[0, 1]")},
     {"relu",
-     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.relu %a : tensor<4x5xf64>\n"
-     LOSS("tensor<4x5xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.relu %a : tensor<4x5xf64>\n" LOSS("tensor<4x5xf64>", "[0, 1]")},
     {"gelu_erf",
-     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.gelu %a : tensor<4x5xf64>\n"
-     LOSS("tensor<4x5xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.gelu %a : tensor<4x5xf64>\n" LOSS("tensor<4x5xf64>", "[0, 1]")},
     {"gelu_tanh",
-     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.gelu %a {approximate = \"tanh\"} : tensor<4x5xf64>\n"
-     LOSS("tensor<4x5xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.gelu %a {approximate = \"tanh\"} : tensor<4x5xf64>\n" LOSS(
+         "tensor<4x5xf64>", "[0, 1]")},
     {"silu",
-     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.silu %a : tensor<4x5xf64>\n"
-     LOSS("tensor<4x5xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.silu %a : tensor<4x5xf64>\n" LOSS("tensor<4x5xf64>", "[0, 1]")},
     {"softmax_last",
-     "func.func @forward(%a: tensor<3x5xf64> {tg.param = \"a\"}, %r: tensor<3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.softmax %a axis -1 : tensor<3x5xf64>\n"
-     LOSS("tensor<3x5xf64>", "[0, 1]")},
+     "func.func @forward(%a: tensor<3x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<3x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.softmax %a axis -1 : tensor<3x5xf64>\n" LOSS("tensor<3x5xf64>",
+                                                             "[0, 1]")},
     {"softmax_first",
-     "func.func @forward(%a: tensor<3x2x4xf64> {tg.param = \"a\"}, %r: tensor<3x2x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.softmax %a axis 0 : tensor<3x2x4xf64>\n"
-     LOSS("tensor<3x2x4xf64>", "[0, 1, 2]")},
+     "func.func @forward(%a: tensor<3x2x4xf64> {tg.param = \"a\"}, %r: "
+     "tensor<3x2x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.softmax %a axis 0 : tensor<3x2x4xf64>\n" LOSS(
+         "tensor<3x2x4xf64>", "[0, 1, 2]")},
     {"embedding_repeated_ids",
-     "func.func @forward(%t: tensor<5x3xf64> {tg.param = \"t\"}, %ids: tensor<2x4xi32> {tg.input = \"ids\"}, %r: tensor<2x4x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.embedding %t, %ids : tensor<5x3xf64>, tensor<2x4xi32> -> tensor<2x4x3xf64>\n"
-     LOSS("tensor<2x4x3xf64>", "[0, 1, 2]"),
+     "func.func @forward(%t: tensor<5x3xf64> {tg.param = \"t\"}, %ids: "
+     "tensor<2x4xi32> {tg.input = \"ids\"}, %r: tensor<2x4x3xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.embedding %t, %ids : tensor<5x3xf64>, tensor<2x4xi32> -> "
+     "tensor<2x4x3xf64>\n" LOSS("tensor<2x4x3xf64>", "[0, 1, 2]"),
      5},
-    {"rms_norm",
-     "func.func @forward(%x: tensor<2x3x6xf64> {tg.param = \"x\"}, %w: tensor<6xf64> {tg.param = \"w\"}, %r: tensor<2x3x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.rms_norm %x, %w {eps = 1.0e-5 : f64} : tensor<2x3x6xf64>, tensor<6xf64> -> tensor<2x3x6xf64>\n"
-     LOSS("tensor<2x3x6xf64>", "[0, 1, 2]")},
+    {"rms_norm", "func.func @forward(%x: tensor<2x3x6xf64> {tg.param = \"x\"}, "
+                 "%w: tensor<6xf64> {tg.param = \"w\"}, %r: tensor<2x3x6xf64> "
+                 "{tg.input = \"r\"}) -> tensor<f64> {\n"
+                 "  %y = tg.rms_norm %x, %w {eps = 1.0e-5 : f64} : "
+                 "tensor<2x3x6xf64>, tensor<6xf64> -> tensor<2x3x6xf64>\n" LOSS(
+                     "tensor<2x3x6xf64>", "[0, 1, 2]")},
     {"layer_norm_bias",
-     "func.func @forward(%x: tensor<4x6xf64> {tg.param = \"x\"}, %w: tensor<6xf64> {tg.param = \"w\"}, %b: tensor<6xf64> {tg.param = \"b\"}, %r: tensor<4x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.layer_norm %x, %w, %b : tensor<4x6xf64>, tensor<6xf64>, tensor<6xf64> -> tensor<4x6xf64>\n"
-     LOSS("tensor<4x6xf64>", "[0, 1]")},
+     "func.func @forward(%x: tensor<4x6xf64> {tg.param = \"x\"}, %w: "
+     "tensor<6xf64> {tg.param = \"w\"}, %b: tensor<6xf64> {tg.param = \"b\"}, "
+     "%r: tensor<4x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.layer_norm %x, %w, %b : tensor<4x6xf64>, tensor<6xf64>, "
+     "tensor<6xf64> -> tensor<4x6xf64>\n" LOSS("tensor<4x6xf64>", "[0, 1]")},
     {"layer_norm_no_bias",
-     "func.func @forward(%x: tensor<4x6xf64> {tg.param = \"x\"}, %w: tensor<6xf64> {tg.param = \"w\"}, %r: tensor<4x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.layer_norm %x, %w {eps = 1.0e-3 : f64} : tensor<4x6xf64>, tensor<6xf64> -> tensor<4x6xf64>\n"
-     LOSS("tensor<4x6xf64>", "[0, 1]")},
+     "func.func @forward(%x: tensor<4x6xf64> {tg.param = \"x\"}, %w: "
+     "tensor<6xf64> {tg.param = \"w\"}, %r: tensor<4x6xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.layer_norm %x, %w {eps = 1.0e-3 : f64} : tensor<4x6xf64>, "
+     "tensor<6xf64> -> tensor<4x6xf64>\n" LOSS("tensor<4x6xf64>", "[0, 1]")},
     {"rope",
-     "func.func @forward(%x: tensor<2x5x3x4xf64> {tg.param = \"x\"}, %r: tensor<2x5x3x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.rope %x {theta = 100.0 : f64} : tensor<2x5x3x4xf64>\n"
-     LOSS("tensor<2x5x3x4xf64>", "[0, 1, 2, 3]")},
+     "func.func @forward(%x: tensor<2x5x3x4xf64> {tg.param = \"x\"}, %r: "
+     "tensor<2x5x3x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.rope %x {theta = 100.0 : f64} : tensor<2x5x3x4xf64>\n" LOSS(
+         "tensor<2x5x3x4xf64>", "[0, 1, 2, 3]")},
     {"rope_inverse",
-     "func.func @forward(%x: tensor<1x4x2x6xf64> {tg.param = \"x\"}, %r: tensor<1x4x2x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.rope %x {inverse} : tensor<1x4x2x6xf64>\n"
-     LOSS("tensor<1x4x2x6xf64>", "[0, 1, 2, 3]")},
+     "func.func @forward(%x: tensor<1x4x2x6xf64> {tg.param = \"x\"}, %r: "
+     "tensor<1x4x2x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.rope %x {inverse} : tensor<1x4x2x6xf64>\n" LOSS(
+         "tensor<1x4x2x6xf64>", "[0, 1, 2, 3]")},
     {"attention_causal_mha",
-     "func.func @forward(%q: tensor<2x4x2x3xf64> {tg.param = \"q\"}, %k: tensor<2x4x2x3xf64> {tg.param = \"k\"}, %v: tensor<2x4x2x3xf64> {tg.param = \"v\"}, %r: tensor<2x4x2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {causal} : tensor<2x4x2x3xf64>, tensor<2x4x2x3xf64>, tensor<2x4x2x3xf64> -> tensor<2x4x2x3xf64>\n"
-     LOSS("tensor<2x4x2x3xf64>", "[0, 1, 2, 3]")},
+     "func.func @forward(%q: tensor<2x4x2x3xf64> {tg.param = \"q\"}, %k: "
+     "tensor<2x4x2x3xf64> {tg.param = \"k\"}, %v: tensor<2x4x2x3xf64> "
+     "{tg.param = \"v\"}, %r: tensor<2x4x2x3xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y = tg.attention %q, %k, %v {causal} : tensor<2x4x2x3xf64>, "
+     "tensor<2x4x2x3xf64>, tensor<2x4x2x3xf64> -> tensor<2x4x2x3xf64>\n" LOSS(
+         "tensor<2x4x2x3xf64>", "[0, 1, 2, 3]")},
     {"attention_causal_gqa",
-     "func.func @forward(%q: tensor<1x5x4x2xf64> {tg.param = \"q\"}, %k: tensor<1x5x2x2xf64> {tg.param = \"k\"}, %v: tensor<1x5x2x2xf64> {tg.param = \"v\"}, %r: tensor<1x5x4x2xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {causal} : tensor<1x5x4x2xf64>, tensor<1x5x2x2xf64>, tensor<1x5x2x2xf64> -> tensor<1x5x4x2xf64>\n"
-     LOSS("tensor<1x5x4x2xf64>", "[0, 1, 2, 3]")},
+     "func.func @forward(%q: tensor<1x5x4x2xf64> {tg.param = \"q\"}, %k: "
+     "tensor<1x5x2x2xf64> {tg.param = \"k\"}, %v: tensor<1x5x2x2xf64> "
+     "{tg.param = \"v\"}, %r: tensor<1x5x4x2xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y = tg.attention %q, %k, %v {causal} : tensor<1x5x4x2xf64>, "
+     "tensor<1x5x2x2xf64>, tensor<1x5x2x2xf64> -> tensor<1x5x4x2xf64>\n" LOSS(
+         "tensor<1x5x4x2xf64>", "[0, 1, 2, 3]")},
     {"attention_full_scaled",
-     "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> {tg.param = \"v\"}, %r: tensor<1x3x2x4xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {scale = 0.3 : f64} : tensor<1x3x2x4xf64>, tensor<1x5x1x4xf64>, tensor<1x5x1x4xf64> -> tensor<1x3x2x4xf64>\n"
-     LOSS("tensor<1x3x2x4xf64>", "[0, 1, 2, 3]")},
+     "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: "
+     "tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> "
+     "{tg.param = \"v\"}, %r: tensor<1x3x2x4xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y = tg.attention %q, %k, %v {scale = 0.3 : f64} : "
+     "tensor<1x3x2x4xf64>, tensor<1x5x1x4xf64>, tensor<1x5x1x4xf64> -> "
+     "tensor<1x3x2x4xf64>\n" LOSS("tensor<1x3x2x4xf64>", "[0, 1, 2, 3]")},
     {"cross_entropy_ignore",
-     "func.func @forward(%x: tensor<2x4x5xf64> {tg.param = \"x\"}, %t: tensor<2x4xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"
-     "  %l = tg.cross_entropy %x, %t {ignore_index = 0 : i64} : tensor<2x4x5xf64>, tensor<2x4xi64> -> tensor<f64>\n"
+     "func.func @forward(%x: tensor<2x4x5xf64> {tg.param = \"x\"}, %t: "
+     "tensor<2x4xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"
+     "  %l = tg.cross_entropy %x, %t {ignore_index = 0 : i64} : "
+     "tensor<2x4x5xf64>, tensor<2x4xi64> -> tensor<f64>\n"
      "  return %l : tensor<f64>\n}\n",
      5},
     {"structure_ops",
-     "func.func @forward(%a: tensor<2x6xf64> {tg.param = \"a\"}, %r: tensor<3x2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
-     "  %s = tg.slice %a axis 1 start 1 size 4 : tensor<2x6xf64> -> tensor<2x4xf64>\n"
+     "func.func @forward(%a: tensor<2x6xf64> {tg.param = \"a\"}, %r: "
+     "tensor<3x2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %s = tg.slice %a axis 1 start 1 size 4 : tensor<2x6xf64> -> "
+     "tensor<2x4xf64>\n"
      "  %rs = tg.reshape %s : tensor<2x4xf64> -> tensor<2x2x2xf64>\n"
-     "  %t = tg.transpose %rs [2, 0, 1] : tensor<2x2x2xf64> -> tensor<2x2x2xf64>\n"
-     "  %k = tg.reduce_sum %t [1] {keep_dims} : tensor<2x2x2xf64> -> tensor<2x1x2xf64>\n"
+     "  %t = tg.transpose %rs [2, 0, 1] : tensor<2x2x2xf64> -> "
+     "tensor<2x2x2xf64>\n"
+     "  %k = tg.reduce_sum %t [1] {keep_dims} : tensor<2x2x2xf64> -> "
+     "tensor<2x1x2xf64>\n"
      "  %d = tg.reduce_sum %a [1] : tensor<2x6xf64> -> tensor<2xf64>\n"
      "  %d2 = tg.reshape %d : tensor<2xf64> -> tensor<2x1xf64>\n"
      "  %k2 = tg.reshape %k : tensor<2x1x2xf64> -> tensor<2x2xf64>\n"
-     "  %e = tg.add %k2, %d2 : tensor<2x2xf64>, tensor<2x1xf64> -> tensor<2x2xf64>\n"
-     "  %e2 = tg.pad %e axis 1 low 0 high 1 : tensor<2x2xf64> -> tensor<2x3xf64>\n"
-     "  %y = tg.broadcast %e2 : tensor<2x3xf64> -> tensor<3x2x3xf64>\n"
-     LOSS("tensor<3x2x3xf64>", "[0, 1, 2]")},
+     "  %e = tg.add %k2, %d2 : tensor<2x2xf64>, tensor<2x1xf64> -> "
+     "tensor<2x2xf64>\n"
+     "  %e2 = tg.pad %e axis 1 low 0 high 1 : tensor<2x2xf64> -> "
+     "tensor<2x3xf64>\n"
+     "  %y = tg.broadcast %e2 : tensor<2x3xf64> -> tensor<3x2x3xf64>\n" LOSS(
+         "tensor<3x2x3xf64>", "[0, 1, 2]")},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, GradientCheck, ::testing::ValuesIn(kCases),

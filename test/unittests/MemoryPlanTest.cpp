@@ -29,7 +29,8 @@ TEST(ArenaOffsets, DisjointLifetimesShareMemory) {
 }
 
 TEST(ArenaOffsets, OverlappingLifetimesDoNot) {
-  std::vector<ArenaBlock> blocks{block(64, 0, 2), block(64, 1, 3), block(64, 2, 4)};
+  std::vector<ArenaBlock> blocks{block(64, 0, 2), block(64, 1, 3),
+                                 block(64, 2, 4)};
   EXPECT_EQ(assignArenaOffsets(blocks), 192);
   EXPECT_NE(blocks[0].offset, blocks[1].offset);
   EXPECT_NE(blocks[1].offset, blocks[2].offset);
@@ -39,7 +40,8 @@ TEST(ArenaOffsets, OverlappingLifetimesDoNot) {
 TEST(ArenaOffsets, LargestFirstFillsGaps) {
   // The big block sits at 0; the small ones that outlive it go after it,
   // the one that does not reuses its space.
-  std::vector<ArenaBlock> blocks{block(1000, 0, 5), block(10, 4, 9), block(10, 6, 9)};
+  std::vector<ArenaBlock> blocks{block(1000, 0, 5), block(10, 4, 9),
+                                 block(10, 6, 9)};
   EXPECT_EQ(assignArenaOffsets(blocks), 1024 + 64);
   EXPECT_EQ(blocks[0].offset, 0);
   EXPECT_EQ(blocks[1].offset, 1024);
@@ -79,7 +81,8 @@ TEST(ArenaOffsets, RandomPlansAreValid) {
           continue;
         bool apart = blocks[i].offset + blocks[i].bytes <= blocks[j].offset ||
                      blocks[j].offset + blocks[j].bytes <= blocks[i].offset;
-        EXPECT_TRUE(apart) << "trial " << trial << ": blocks " << i << " and " << j;
+        EXPECT_TRUE(apart) << "trial " << trial << ": blocks " << i << " and "
+                           << j;
       }
     }
   }
@@ -112,7 +115,8 @@ TEST(MemoryBudget, Parses) {
 }
 
 TEST(MemoryBudget, RejectsNonsense) {
-  for (const char *text : {"", "lots", "0", "-5", "5XB", "150%", "GiB", "1.5.2GiB"}) {
+  for (const char *text :
+       {"", "lots", "0", "-5", "5XB", "150%", "GiB", "1.5.2GiB"}) {
     llvm::Expected<MemoryBudget> b = parseMemoryBudget(text);
     EXPECT_FALSE(static_cast<bool>(b)) << text;
     if (!b)

@@ -63,8 +63,10 @@ TEST(SafeTensors, HalfAndBFloat) {
 TEST(SafeTensors, Truncated) {
   EXPECT_NE(parseError({1, 2, 3}).find("shorter than its 8-byte header length"),
             std::string::npos);
-  auto bytes = fileWithHeader(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
-  EXPECT_NE(parseError(bytes).find("lie outside the 8-byte data section"), std::string::npos);
+  auto bytes = fileWithHeader(
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  EXPECT_NE(parseError(bytes).find("lie outside the 8-byte data section"),
+            std::string::npos);
 }
 
 TEST(SafeTensors, HeaderLengthLies) {
@@ -74,14 +76,17 @@ TEST(SafeTensors, HeaderLengthLies) {
 }
 
 TEST(SafeTensors, SizeMismatch) {
-  auto bytes = fileWithHeader(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8);
+  auto bytes = fileWithHeader(
+      R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8);
   EXPECT_NE(parseError(bytes).find("cover 8 bytes but shape and dtype need 12"),
             std::string::npos);
 }
 
 TEST(SafeTensors, UnknownDType) {
-  auto bytes = fileWithHeader(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1);
-  EXPECT_NE(parseError(bytes).find("tensor 'a': unsupported dtype 'Q4'"), std::string::npos);
+  auto bytes = fileWithHeader(
+      R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1);
+  EXPECT_NE(parseError(bytes).find("tensor 'a': unsupported dtype 'Q4'"),
+            std::string::npos);
 }
 
 TEST(SafeTensors, Overlap) {
@@ -92,27 +97,35 @@ TEST(SafeTensors, Overlap) {
 }
 
 TEST(SafeTensors, BadJson) {
-  EXPECT_NE(parseError(fileWithHeader(R"({"a": [1, 2)", 0)).find("invalid header JSON"),
+  EXPECT_NE(parseError(fileWithHeader(R"({"a": [1, 2)", 0))
+                .find("invalid header JSON"),
             std::string::npos);
-  EXPECT_NE(parseError(fileWithHeader(R"([1])", 0)).find("header must be a JSON object"),
+  EXPECT_NE(parseError(fileWithHeader(R"([1])", 0))
+                .find("header must be a JSON object"),
             std::string::npos);
-  EXPECT_NE(parseError(fileWithHeader(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0))
-                .find("shape entries must be non-negative integers"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(
+          fileWithHeader(
+              R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0))
+          .find("shape entries must be non-negative integers"),
+      std::string::npos);
 }
 
 TEST(SafeTensors, DeepNesting) {
   // The header parser is recursive: deep nesting is refused, not a stack
   // overflow.
-  std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
-  EXPECT_NE(parseError(fileWithHeader(deep, 0)).find("nesting too deep"), std::string::npos);
+  std::string deep =
+      "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(parseError(fileWithHeader(deep, 0)).find("nesting too deep"),
+            std::string::npos);
 }
 
 TEST(SafeTensors, MissingFile) {
   SafeTensorsFile file;
   std::string error;
   EXPECT_FALSE(readSafeTensors("/nonexistent/w.safetensors", file, error));
-  EXPECT_NE(error.find("/nonexistent/w.safetensors: cannot open"), std::string::npos);
+  EXPECT_NE(error.find("/nonexistent/w.safetensors: cannot open"),
+            std::string::npos);
 }
 
 } // namespace

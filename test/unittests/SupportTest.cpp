@@ -56,7 +56,10 @@ TEST(MinCut, RandomGraphsMatchBruteForce) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     int n = 2 + rng() % 6;
-    struct E { int from, to; int64_t cap; };
+    struct E {
+      int from, to;
+      int64_t cap;
+    };
     std::vector<E> edgeList;
     MinCut cut(n);
     for (int k = 0, m = rng() % 12; k < m; ++k) {
@@ -80,7 +83,8 @@ TEST(MinCut, RandomGraphsMatchBruteForce) {
     int64_t best = INT64_MAX;
     for (unsigned mask = 0; mask < (1u << n); ++mask)
       if ((mask & 1) && !(mask >> (n - 1) & 1))
-        best = std::min(best, capacity([&](int v) { return bool(mask >> v & 1); }));
+        best = std::min(best,
+                        capacity([&](int v) { return bool(mask >> v & 1); }));
     EXPECT_EQ(cut.flow(), best) << "trial " << trial;
   }
 }

@@ -33,12 +33,15 @@ using namespace tgc;
 namespace cl = llvm::cl;
 
 namespace {
-cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.json>"), cl::Required);
-cl::opt<std::string> initFile("init", cl::desc("Weights by HF name (.safetensors)"),
-                              cl::Required);
-cl::opt<std::string> batchFile("batch", cl::desc("Inputs by name (.safetensors)"),
+cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.json>"),
                                cl::Required);
-cl::opt<std::string> outputFile("o", cl::desc("Output .safetensors"), cl::Required);
+cl::opt<std::string> initFile("init",
+                              cl::desc("Weights by HF name (.safetensors)"),
+                              cl::Required);
+cl::opt<std::string>
+    batchFile("batch", cl::desc("Inputs by name (.safetensors)"), cl::Required);
+cl::opt<std::string> outputFile("o", cl::desc("Output .safetensors"),
+                                cl::Required);
 cl::opt<int> trainSteps("train-steps",
                         cl::desc("Optimizer steps to run (0: gradients only)"),
                         cl::init(0));
@@ -95,18 +98,21 @@ int main(int argc, char **argv) {
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
     std::vector<int64_t> shape = shapeOf(arg.getType());
-    if (auto p = step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttrName)) {
+    if (auto p = step.getArgAttrOfType<StringAttr>(
+            i, tg::TGDialect::kParamAttrName)) {
       auto it = weights.tensors.find(p.str());
       if (it == weights.tensors.end())
         return fail(initFile + ": missing tensor '" + p.str() + "'");
       if (it->second.shape != shape)
-        return fail(initFile + ": tensor '" + p.str() + "' has the wrong shape");
+        return fail(initFile + ": tensor '" + p.str() +
+                    "' has the wrong shape");
       args.push_back(toTensor(it->second));
       paramNames.push_back(p.str());
     } else if (step.getArgAttr(i, tg::TGDialect::kStateAttrName)) {
       args.push_back(ref::Tensor(shape));
     } else {
-      auto name = step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kInputAttrName);
+      auto name =
+          step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kInputAttrName);
       if (name && name.getValue() == "lr") {
         args.push_back(ref::Tensor({}, t.lr));
       } else if (name && name.getValue() == "step") {
@@ -114,9 +120,11 @@ int main(int argc, char **argv) {
       } else {
         auto it = batch.tensors.find(name ? name.str() : "");
         if (it == batch.tensors.end())
-          return fail(batchFile + ": missing input '" + (name ? name.str() : "?") + "'");
+          return fail(batchFile + ": missing input '" +
+                      (name ? name.str() : "?") + "'");
         if (it->second.shape != shape)
-          return fail(batchFile + ": input '" + name.str() + "' has the wrong shape");
+          return fail(batchFile + ": input '" + name.str() +
+                      "' has the wrong shape");
         args.push_back(toTensor(it->second));
       }
     }
@@ -127,10 +135,11 @@ int main(int argc, char **argv) {
     auto results = ref::interpret(step, args);
     if (!results)
       return fail(llvm::toString(results.takeError()));
-    out.tensors["loss"] = rt::makeTensor({}, (*results)[0].data, rt::DType::F64);
+    out.tensors["loss"] =
+        rt::makeTensor({}, (*results)[0].data, rt::DType::F64);
     for (size_t i = 0; i < paramNames.size(); ++i)
-      out.tensors[paramNames[i]] =
-          rt::makeTensor((*results)[i + 1].shape, (*results)[i + 1].data, rt::DType::F64);
+      out.tensors[paramNames[i]] = rt::makeTensor(
+          (*results)[i + 1].shape, (*results)[i + 1].data, rt::DType::F64);
   } else {
     // Results: loss, grad_norm, new params, new state; fed back each step.
     std::vector<double> losses, norms;
@@ -150,11 +159,13 @@ int main(int argc, char **argv) {
       for (size_t k = 0; k < carried.size(); ++k)
         args[carried[k]] = (*results)[k + 2];
     }
-    out.tensors["losses"] = rt::makeTensor({trainSteps}, losses, rt::DType::F64);
-    out.tensors["grad_norms"] = rt::makeTensor({trainSteps}, norms, rt::DType::F64);
+    out.tensors["losses"] =
+        rt::makeTensor({trainSteps}, losses, rt::DType::F64);
+    out.tensors["grad_norms"] =
+        rt::makeTensor({trainSteps}, norms, rt::DType::F64);
     for (size_t i = 0; i < paramNames.size(); ++i)
-      out.tensors[paramNames[i]] =
-          rt::makeTensor(args[carried[i]].shape, args[carried[i]].data, rt::DType::F64);
+      out.tensors[paramNames[i]] = rt::makeTensor(
+          args[carried[i]].shape, args[carried[i]].data, rt::DType::F64);
   }
   if (!rt::writeSafeTensors(outputFile, out, error))
     return fail(error);

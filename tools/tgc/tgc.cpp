@@ -29,10 +29,10 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -49,9 +49,9 @@ cl::SubCommand statsCommand("stats",
                             "Print parameter, FLOP and memory statistics of "
                             "one training step");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.json|model.mlir>"),
-                               cl::Required, cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(statsCommand));
+cl::opt<std::string>
+    inputFile(cl::Positional, cl::desc("<model.json|model.mlir>"), cl::Required,
+              cl::sub(cl::SubCommand::getTopLevel()), cl::sub(statsCommand));
 
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
@@ -65,23 +65,29 @@ cl::opt<EmitLevel, false, EnumFlagParser<EmitLevel>> emitLevel(
     cl::init(EmitLevel::TG), cl::cat(tgcCategory),
     cl::values(
         clEnumValN(EmitLevel::TG, "tg", "the forward graph in the tg dialect"),
-        clEnumValN(EmitLevel::Grad, "grad",
-                   "@train_step: the reverse graph and the optimizer update, in "
-                   "the tg dialect"),
-        clEnumValN(EmitLevel::Header, "header",
-                   "train_step.h: the C ABI of the compiled step and its buffers"),
-        clEnumValN(EmitLevel::Linalg, "linalg", "@train_step in linalg on tensors"),
+        clEnumValN(
+            EmitLevel::Grad, "grad",
+            "@train_step: the reverse graph and the optimizer update, in "
+            "the tg dialect"),
+        clEnumValN(
+            EmitLevel::Header, "header",
+            "train_step.h: the C ABI of the compiled step and its buffers"),
+        clEnumValN(EmitLevel::Linalg, "linalg",
+                   "@train_step in linalg on tensors"),
         clEnumValN(EmitLevel::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
         clEnumValN(EmitLevel::LLVM, "llvm", "optimised LLVM IR for the host"),
         clEnumValN(EmitLevel::Asm, "asm", "host assembly"),
-        clEnumValN(EmitLevel::Obj, "obj", "a host object file (C ABI in train_step.h)"),
+        clEnumValN(EmitLevel::Obj, "obj",
+                   "a host object file (C ABI in train_step.h)"),
         clEnumValN(EmitLevel::Exe, "exe",
                    "a standalone training executable (object + runtime)")));
 
 cl::opt<TargetKind, false, EnumFlagParser<TargetKind>> target(
     "target", cl::desc("Code generation target"), cl::init(TargetKind::CPU),
-    cl::cat(tgcCategory), cl::sub(cl::SubCommand::getTopLevel()), cl::sub(statsCommand),
-    cl::values(clEnumValN(TargetKind::CPU, "cpu", "the CPU (default; see --mcpu)"),
+    cl::cat(tgcCategory), cl::sub(cl::SubCommand::getTopLevel()),
+    cl::sub(statsCommand),
+    cl::values(clEnumValN(TargetKind::CPU, "cpu",
+                          "the CPU (default; see --mcpu)"),
                clEnumValN(TargetKind::CUDA, "cuda",
                           "NVIDIA GPUs through NVVM (not in this build)")));
 
@@ -105,8 +111,9 @@ cl::opt<bool> statsMemory("memory",
                           cl::sub(statsCommand), cl::cat(tgcCategory));
 cl::opt<std::string> memoryTimeline(
     "memory-timeline",
-    cl::desc("Write live bytes over the step as a Chrome trace (chrome://tracing, "
-             "ui.perfetto.dev)"),
+    cl::desc(
+        "Write live bytes over the step as a Chrome trace (chrome://tracing, "
+        "ui.perfetto.dev)"),
     cl::value_desc("file.json"), cl::sub(statsCommand), cl::cat(tgcCategory));
 cl::opt<bool> rematSweep("remat-sweep",
                          cl::desc("Tabulate budget -> planned peak, saved "
@@ -140,7 +147,8 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
     llvm::SourceMgr sourceMgr;
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    OwningOpRef<ModuleOp> module =
+        parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module) {
       error = (path + ": invalid tg IR (see the diagnostics above)").str();
       return nullptr;
@@ -173,14 +181,14 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   if (failed(verify(*module))) {
     // The verifier's error above names the problem (e.g. sizes whose
     // element or byte counts overflow 64 bits).
-    error = (path + ": the forward graph built from this model is invalid (see the "
-                    "error above)")
-                .str();
+    error =
+        (path + ": the forward graph built from this model is invalid (see the "
+                "error above)")
+            .str();
     return nullptr;
   }
   return module;
 }
-
 
 std::string runtimeLibraryPath(const char *argv0) {
   std::string exe =
@@ -213,7 +221,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "tgc: compiles transformer model descriptions into training steps\n\n"
       "  tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]\n"
-      "  tgc stats MODEL [--json] [--memory] [--remat-sweep] [training flags]\n\n"
+      "  tgc stats MODEL [--json] [--memory] [--remat-sweep] [training "
+      "flags]\n\n"
       "MODEL is a model description (.json: a Hugging Face config.json for\n"
       "llama/mistral/gpt2, or a tgc MLP description) or tg IR (.mlir).\n\n"
       "MLIR debugging flags also work (see --help-hidden), e.g.\n"
@@ -227,7 +236,8 @@ int main(int argc, char **argv) {
     if (parts.size() != 5 || llvm::any_of(parts, [&](llvm::StringRef p) {
           return p.trim().getAsInteger(10, value) || value <= 0;
         }))
-      return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five positive integers), got '" +
+      return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five "
+                         "positive integers), got '" +
                          matmulTiles + "'");
   }
   TargetOptions targetOptions;
@@ -261,7 +271,8 @@ int main(int argc, char **argv) {
     request.rematSweep = rematSweep;
     request.memoryTimeline = memoryTimeline;
     request.rematSweepSvg = rematSweepSvg;
-    return report(runStats(*module, training, statsContext, request, **backend));
+    return report(
+        runStats(*module, training, statsContext, request, **backend));
   }
   CompileRequest request;
   request.input = inputFile;
@@ -269,5 +280,6 @@ int main(int argc, char **argv) {
   request.level = emitLevel;
   if (!emitLevel.getNumOccurrences() && outputFile != "-")
     request.level = EmitLevel::Exe;
-  return report(compile(*module, request, training, model ? &*model : nullptr, **backend));
+  return report(compile(*module, request, training, model ? &*model : nullptr,
+                        **backend));
 }

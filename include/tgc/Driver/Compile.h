@@ -21,7 +21,17 @@
 namespace tgc {
 
 /// Output levels, in pipeline order: each is a longer prefix of one pipeline.
-enum class EmitLevel { TG, Grad, Header, Linalg, LLVMMLIR, LLVM, Asm, Obj, Exe };
+enum class EmitLevel {
+  TG,
+  Grad,
+  Header,
+  Linalg,
+  LLVMMLIR,
+  LLVM,
+  Asm,
+  Obj,
+  Exe
+};
 
 /// Adds @train_step (reverse graph, optimizer update, remat) beside @forward.
 /// With `returnGradients` the step also returns the gradients (compiled

@@ -24,7 +24,8 @@ struct BufferDesc {
 /// What the runtime needs to know about the model besides its buffers.
 struct ModelSummary {
   std::string modelType = "custom", optimizer = "adamw", source;
-  int64_t batchSize = 1, seqLen = 1, vocabSize = 0, numFeatures = 0, steps = 100;
+  int64_t batchSize = 1, seqLen = 1, vocabSize = 0, numFeatures = 0,
+          steps = 100;
   double lr = 1e-3;
   uint64_t seed = 0;
   /// Planned arena of the compiled step's intermediates.
@@ -47,8 +48,8 @@ bool canUpdateInPlace(mlir::func::FuncOp trainStep);
 llvm::Expected<std::vector<BufferDesc>>
 describeBuffers(mlir::func::FuncOp trainStep, const ModelConfig *config);
 
-ModelSummary summarize(const ModelConfig *config, const TrainingConfig &training,
-                       llvm::StringRef source);
+ModelSummary summarize(const ModelConfig *config,
+                       const TrainingConfig &training, llvm::StringRef source);
 
 /// train_step.h: the ABI and, as a comment, the table of this model.
 std::string generateHeader(const std::vector<BufferDesc> &buffers,

@@ -16,14 +16,14 @@ namespace tgc {
 struct StatsContext {
   std::string input;
   std::string remat = "none"; // the policy the figures are for
-  std::string modelType; // empty for tg IR input
+  std::string modelType;      // empty for tg IR input
   int64_t batchSize = 0, seqLen = 0;
   std::string dtype, optimizer;
 };
 
 /// One row of `--remat-sweep`.
 struct RematSweepRow {
-  std::string label;     // "budget 60%", "layers", ...
+  std::string label; // "budget 60%", "layers", ...
   int64_t budgetBytes = -1;
   bool feasible = true;
   int64_t plannedPeak = 0, savedActivationBytes = 0, extraFlops = 0;

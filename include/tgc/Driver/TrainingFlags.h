@@ -14,8 +14,7 @@ namespace tgc {
 
 /// The parser of an enum flag (cl::opt<T, false, EnumFlagParser<T>>): an
 /// unknown value's error lists the accepted ones.
-template <typename T>
-class EnumFlagParser : public llvm::cl::parser<T> {
+template <typename T> class EnumFlagParser : public llvm::cl::parser<T> {
 public:
   using llvm::cl::parser<T>::parser;
 
@@ -32,7 +31,8 @@ public:
         expected += i + 1 == this->Values.size() ? " or " : ", ";
       expected += info.Name;
     }
-    return option.error("unknown value '" + arg + "' (expected " + expected + ")");
+    return option.error("unknown value '" + arg + "' (expected " + expected +
+                        ")");
   }
 };
 

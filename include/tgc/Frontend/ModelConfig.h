@@ -62,8 +62,8 @@ struct TrainingConfig {
 };
 
 struct ModelConfig {
-  std::string path;          // the file it came from, for messages
-  std::string modelType;     // as written: "llama", "mistral", "gpt2", "mlp"
+  std::string path;      // the file it came from, for messages
+  std::string modelType; // as written: "llama", "mistral", "gpt2", "mlp"
   ModelFamily family = ModelFamily::Llama;
 
   // Transformers (llama and gpt2).

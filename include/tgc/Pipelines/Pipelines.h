@@ -21,7 +21,8 @@ struct TrainingGraphOptions
     : public mlir::PassPipelineOptions<TrainingGraphOptions> {
   Option<mlir::tg::OptimizerKind> optimizer{
       *this, "optimizer", llvm::cl::desc("The optimizer"),
-      llvm::cl::init(mlir::tg::OptimizerKind::AdamW), TG_OPTIMIZER_KIND_CL_VALUES};
+      llvm::cl::init(mlir::tg::OptimizerKind::AdamW),
+      TG_OPTIMIZER_KIND_CL_VALUES};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW β1"),
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW β2"),

@@ -37,16 +37,23 @@ enum tgc_role {
   TGC_GRAD = 6
 };
 
-enum tgc_dtype { TGC_F32 = 0, TGC_F64 = 1, TGC_BF16 = 2, TGC_F16 = 3, TGC_I32 = 4, TGC_I64 = 5 };
+enum tgc_dtype {
+  TGC_F32 = 0,
+  TGC_F64 = 1,
+  TGC_BF16 = 2,
+  TGC_F16 = 3,
+  TGC_I32 = 4,
+  TGC_I64 = 5
+};
 
 /* How the runtime initialises a parameter (as the model family's reference
  * implementation does). */
 enum tgc_init {
   TGC_INIT_NONE = 0,
-  TGC_INIT_NORMAL = 1,  /* normal(0, init_scale) */
+  TGC_INIT_NORMAL = 1, /* normal(0, init_scale) */
   TGC_INIT_ONES = 2,
   TGC_INIT_ZEROS = 3,
-  TGC_INIT_UNIFORM = 4  /* uniform(-init_scale, init_scale) */
+  TGC_INIT_UNIFORM = 4 /* uniform(-init_scale, init_scale) */
 };
 
 typedef struct {
@@ -63,15 +70,16 @@ typedef struct {
   const char *model_type; /* "llama", "mistral", "gpt2", "mlp" */
   const char *optimizer;  /* "sgd", "adamw" */
   int64_t batch_size;
-  int64_t seq_len;        /* 1 for the MLP */
-  int64_t vocab_size;     /* classes for the MLP */
-  int64_t num_features;   /* MLP input size, 0 otherwise */
-  int64_t steps;          /* default number of steps */
-  double lr;              /* default learning rate */
+  int64_t seq_len;      /* 1 for the MLP */
+  int64_t vocab_size;   /* classes for the MLP */
+  int64_t num_features; /* MLP input size, 0 otherwise */
+  int64_t steps;        /* default number of steps */
+  double lr;            /* default learning rate */
   uint64_t seed;
   int32_t num_buffers;
   const tgc_buffer_info *buffers;
-  int64_t arena_bytes;    /* the static arena of intermediates (tgc-plan-buffers) */
+  /* the static arena of intermediates (tgc-plan-buffers) */
+  int64_t arena_bytes;
   int32_t update_in_place; /* 1: each new parameter/state may share its input's
                               buffer (the step reads nothing it has updated) */
 } tgc_model_info;

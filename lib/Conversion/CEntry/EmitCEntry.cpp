@@ -43,8 +43,9 @@ struct TGCEmitCEntryPass : tg::impl::TGCEmitCEntryPassBase<TGCEmitCEntryPass> {
       auto ptr = LLVM::LLVMPointerType::get(&getContext());
       if (!llvm::isa<LLVM::LLVMVoidType>(type.getReturnType()) ||
           llvm::any_of(type.getParams(), [&](Type t) { return t != ptr; })) {
-        callee.emitError("tgc-emit-c-entry: expected only pointer arguments and "
-                         "no results (bare-pointer memrefs, results as out-parameters)");
+        callee.emitError(
+            "tgc-emit-c-entry: expected only pointer arguments and "
+            "no results (bare-pointer memrefs, results as out-parameters)");
         return signalPassFailure();
       }
       OpBuilder b(module.getBodyRegion());
@@ -52,13 +53,15 @@ struct TGCEmitCEntryPass : tg::impl::TGCEmitCEntryPassBase<TGCEmitCEntryPass> {
       Location loc = callee.getLoc();
       auto entry = LLVM::LLVMFuncOp::create(
           b, loc, "tgc_" + name,
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()), {ptr}));
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
+                                      {ptr}));
       Block *body = entry.addEntryBlock(b);
       b.setInsertionPointToStart(body);
       SmallVector<Value> args;
       for (unsigned i = 0; i < type.getNumParams(); ++i) {
-        Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, body->getArgument(0),
-                                         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+        Value slot = LLVM::GEPOp::create(
+            b, loc, ptr, ptr, body->getArgument(0),
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
         args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
       }
       LLVM::CallOp::create(b, loc, callee, args);

@@ -27,7 +27,6 @@ using namespace mlir;
 
 namespace {
 
-
 struct PlannedAlloc {
   memref::AllocOp alloc;
   tg::ArenaBlock block;
@@ -50,7 +49,8 @@ lastUse(memref::AllocOp alloc, Block &body,
       last = std::max(last, position.lookup(top));
       // Views, casts and whatever a region yields alias the buffer.
       for (Value result : top->getResults())
-        if (llvm::isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+        if (llvm::isa<BaseMemRefType>(result.getType()) &&
+            seen.insert(result).second)
           worklist.push_back(result);
     }
   }
@@ -65,8 +65,9 @@ struct TGCPlanBuffersPass
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isExternal())
         total = std::max(total, plan(func));
-    module->setAttr(tg::kArenaBytesAttrName,
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
+    module->setAttr(
+        tg::kArenaBytesAttrName,
+        IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
   }
 
   int64_t plan(func::FuncOp func) {
@@ -101,7 +102,8 @@ struct TGCPlanBuffersPass
 
     OpBuilder b(func);
     for (auto [planned, block] : llvm::zip(allocs, blocks))
-      planned.alloc->setAttr(tg::kArenaOffsetAttrName, b.getI64IntegerAttr(block.offset));
+      planned.alloc->setAttr(tg::kArenaOffsetAttrName,
+                             b.getI64IntegerAttr(block.offset));
     func->setAttr(tg::kArenaBytesAttrName, b.getI64IntegerAttr(arenaBytes));
     return arenaBytes;
   }
@@ -125,9 +127,9 @@ struct ArenaAllocLowering : ConvertOpToLLVMPattern<memref::AllocOp> {
     Location loc = op.getLoc();
     Value bytes = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
                                            offset.getInt());
-    auto call = LLVM::CallOp::create(rewriter, loc,
-                                     LLVM::LLVMPointerType::get(rewriter.getContext()),
-                                     kArenaAllocFn, ValueRange{bytes});
+    auto call = LLVM::CallOp::create(
+        rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
+        kArenaAllocFn, ValueRange{bytes});
     Value descriptor = MemRefDescriptor::fromStaticShape(
         rewriter, loc, *getTypeConverter(), op.getType(), call.getResult());
     rewriter.replaceOp(op, descriptor);
@@ -171,8 +173,9 @@ struct TGCLowerArenaAllocsPass
     ConversionTarget target(*context);
     target.addLegalDialect<LLVM::LLVMDialect>();
     target.addLegalOp<UnrealizedConversionCastOp>();
-    target.addDynamicallyLegalOp<memref::AllocOp>(
-        [](memref::AllocOp op) { return !op->hasAttr(tg::kArenaOffsetAttrName); });
+    target.addDynamicallyLegalOp<memref::AllocOp>([](memref::AllocOp op) {
+      return !op->hasAttr(tg::kArenaOffsetAttrName);
+    });
     target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
       return !llvm::isa<MemRefType>(op.getMemref().getType());
     });
@@ -200,8 +203,8 @@ struct TGCLowerArenaAllocsPass
       auto alloc = LLVM::LLVMFuncOp::create(
           b, loc, kArenaAllocFn,
           LLVM::LLVMFunctionType::get(ptr, {b.getI64Type()}));
-      alloc.setResAttrsAttr(b.getArrayAttr(b.getDictionaryAttr(
-          b.getNamedAttr(LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()))));
+      alloc.setResAttrsAttr(b.getArrayAttr(b.getDictionaryAttr(b.getNamedAttr(
+          LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr()))));
       alloc.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
           context, {none, none, rw, none, none, none}));
       alloc.setNoUnwind(true);

@@ -17,8 +17,9 @@ namespace {
 
 struct ConstantLowering : OpConversionPattern<ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ConstantOp op, OpAdaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(
         op, llvm::cast<TypedAttr>(op.getValue()));
     return success();
@@ -27,22 +28,25 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
 
 struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshape(rewriter, op.getLoc(), adaptor.getInput(), op.getType()));
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, reshape(rewriter, op.getLoc(), adaptor.getInput(), op.getType()));
     return success();
   }
 };
 
 struct TransposeLowering : OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = op.getType();
     Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), type.getShape(),
                                          type.getElementType());
-    auto t = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getInput(),
-                                         init, op.getPermutation());
+    auto t = linalg::TransposeOp::create(
+        rewriter, op.getLoc(), adaptor.getInput(), init, op.getPermutation());
     rewriter.replaceOp(op, t.getResult());
     return success();
   }
@@ -50,22 +54,26 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
 
 struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), op.getType(),
-                                       adaptor.getInput(),
-                                       [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op,
+        elementwise(rewriter, op.getLoc(), op.getType(), adaptor.getInput(),
+                    [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
     return success();
   }
 };
 
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     RankedTensorType in = op.getInput().getType();
     SmallVector<OpFoldResult> offsets(in.getRank(), rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes, strides(in.getRank(), rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes,
+        strides(in.getRank(), rewriter.getIndexAttr(1));
     for (int64_t d : op.getType().getShape())
       sizes.push_back(rewriter.getIndexAttr(d));
     offsets[op.getAxis()] = rewriter.getIndexAttr(op.getStart());
@@ -77,25 +85,28 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
 
 struct PadLowering : OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(PadOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     RankedTensorType in = op.getInput().getType();
     Value zeros = filled(rewriter, op.getLoc(), op.getType(), 0.0);
     SmallVector<OpFoldResult> offsets(in.getRank(), rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes, strides(in.getRank(), rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes,
+        strides(in.getRank(), rewriter.getIndexAttr(1));
     for (int64_t d : in.getShape())
       sizes.push_back(rewriter.getIndexAttr(d));
     offsets[op.getAxis()] = rewriter.getIndexAttr(op.getLow());
-    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(op, adaptor.getInput(), zeros,
-                                                       offsets, sizes, strides);
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, adaptor.getInput(), zeros, offsets, sizes, strides);
     return success();
   }
 };
 
 struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     // A gather: out[p..., d] = table[clamp(ids[p...]), d].
     Location loc = op.getLoc();
     RankedTensorType out = op.getType();
@@ -105,10 +116,12 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
     SmallVector<int64_t> idDims;
     for (int64_t i = 0; i + 1 < rank; ++i)
       idDims.push_back(i);
-    Value init = tensor::EmptyOp::create(rewriter, loc, out.getShape(), out.getElementType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, out.getShape(),
+                                         out.getElementType());
     Value result = generic(
-        rewriter, loc, adaptor.getIndices(), dimsMap(getContext(), rank, idDims),
-        init, AffineMap::getMultiDimIdentityMap(rank, getContext()), iterators(rank),
+        rewriter, loc, adaptor.getIndices(),
+        dimsMap(getContext(), rank, idDims), init,
+        AffineMap::getMultiDimIdentityMap(rank, getContext()), iterators(rank),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value row = clampIndex(b, l, args[0], rows);
           Value col = linalg::IndexOp::create(b, l, rank - 1);
@@ -121,8 +134,9 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 
 struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     // A scatter-add, sequential over positions (ids may repeat): for each
     // position p, row clamp(ids[p]) of the result += grad[p, :].
     Location loc = op.getLoc();
@@ -132,8 +146,9 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     auto idsFlatType = RankedTensorType::get(
         {positions}, op.getIndices().getType().getElementType());
     Value ids = reshape(rewriter, loc, adaptor.getIndices(), idsFlatType);
-    Value grad = reshape(rewriter, loc, adaptor.getGrad(),
-                         RankedTensorType::get({positions, dim}, out.getElementType()));
+    Value grad =
+        reshape(rewriter, loc, adaptor.getGrad(),
+                RankedTensorType::get({positions, dim}, out.getElementType()));
     Value zeros = filled(rewriter, loc, out, 0.0);
     Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value ub = arith::ConstantIndexOp::create(rewriter, loc, positions);
@@ -144,20 +159,22 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
         [&](OpBuilder &b, Location l, Value p, ValueRange acc) {
           Value id = tensor::ExtractOp::create(b, l, ids, p);
           Value row = clampIndex(b, l, id, rows);
-          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(dim)};
-          SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
+          SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                          b.getIndexAttr(dim)};
+          SmallVector<OpFoldResult> strides{b.getIndexAttr(1),
+                                            b.getIndexAttr(1)};
           SmallVector<OpFoldResult> accOffsets{row, b.getIndexAttr(0)};
           SmallVector<OpFoldResult> gradOffsets{p, b.getIndexAttr(0)};
-          Value current = tensor::ExtractSliceOp::create(b, l, rowType, acc[0],
-                                                         accOffsets, sizes, strides);
-          Value g = tensor::ExtractSliceOp::create(b, l, rowType, grad, gradOffsets,
-                                                   sizes, strides);
+          Value current = tensor::ExtractSliceOp::create(
+              b, l, rowType, acc[0], accOffsets, sizes, strides);
+          Value g = tensor::ExtractSliceOp::create(b, l, rowType, grad,
+                                                   gradOffsets, sizes, strides);
           Value sum = elementwise(b, l, rowType, ValueRange{current, g},
                                   [](OpBuilder &nb, Location nl, ValueRange a) {
                                     return addF(nb, nl, a[0], a[1]);
                                   });
-          Value next = tensor::InsertSliceOp::create(b, l, sum, acc[0], accOffsets,
-                                                     sizes, strides);
+          Value next = tensor::InsertSliceOp::create(
+              b, l, sum, acc[0], accOffsets, sizes, strides);
           scf::YieldOp::create(b, l, next);
         });
     rewriter.replaceOp(op, loop.getResult(0));
@@ -167,7 +184,8 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
 
 } // namespace
 
-void mlir::tg::populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::tg::populateTGDataMovementToLinalgPatterns(
+    RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering,
                BroadcastLowering, SliceLowering, PadLowering, EmbeddingLowering,
                EmbeddingGradLowering>(patterns.getContext());

@@ -26,8 +26,9 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
   ElementwiseLowering(MLIRContext *ctx, Fn fn)
       : OpConversionPattern<OpTy>(ctx), fn(std::move(fn)) {}
 
-  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     auto type = llvm::cast<RankedTensorType>(op->getResult(0).getType());
     SmallVector<Value> inputs;
     for (Value v : adaptor.getOperands())
@@ -68,28 +69,34 @@ Value geluDerivative(OpBuilder &b, Location l, Value x, bool tanhForm) {
   Value half = cst(b, l, x, 0.5), one = cst(b, l, x, 1.0);
   if (tanhForm) {
     Value x2 = mulF(b, l, x, x);
-    Value u = mulF(b, l, cst(b, l, x, kSqrt2OverPi),
-                   addF(b, l, x, mulF(b, l, cst(b, l, x, kGeluCoeff), mulF(b, l, x2, x))));
+    Value u = mulF(
+        b, l, cst(b, l, x, kSqrt2OverPi),
+        addF(b, l, x, mulF(b, l, cst(b, l, x, kGeluCoeff), mulF(b, l, x2, x))));
     Value t = math::TanhOp::create(b, l, u);
-    Value du = mulF(b, l, cst(b, l, x, kSqrt2OverPi),
-                    addF(b, l, one, mulF(b, l, cst(b, l, x, 3 * kGeluCoeff), x2)));
+    Value du =
+        mulF(b, l, cst(b, l, x, kSqrt2OverPi),
+             addF(b, l, one, mulF(b, l, cst(b, l, x, 3 * kGeluCoeff), x2)));
     Value sech2 = subF(b, l, one, mulF(b, l, t, t));
     return addF(b, l, mulF(b, l, half, addF(b, l, one, t)),
                 mulF(b, l, mulF(b, l, half, x), mulF(b, l, sech2, du)));
   }
-  Value cdf = mulF(b, l, half,
-                   addF(b, l, one, math::ErfOp::create(b, l, mulF(b, l, x, cst(b, l, x, M_SQRT1_2)))));
+  Value cdf = mulF(
+      b, l, half,
+      addF(b, l, one,
+           math::ErfOp::create(b, l, mulF(b, l, x, cst(b, l, x, M_SQRT1_2)))));
   Value pdf = mulF(b, l, cst(b, l, x, 1.0 / std::sqrt(2.0 * M_PI)),
-                   math::ExpOp::create(b, l, mulF(b, l, cst(b, l, x, -0.5), mulF(b, l, x, x))));
+                   math::ExpOp::create(
+                       b, l, mulF(b, l, cst(b, l, x, -0.5), mulF(b, l, x, x))));
   return addF(b, l, cdf, mulF(b, l, x, pdf));
 }
 
 struct RopeLowering : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos + x[i]·sin
-    // with angle s·theta^(−2i/D). cos and sin are constant tables of
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos +
+    // x[i]·sin with angle s·theta^(−2i/D). cos and sin are constant tables of
     // (position, column), computed here in f64 as the reference does, then
     // rounded to the element type; every batch row and head reads them.
     Location loc = op.getLoc();
@@ -100,7 +107,8 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     Type elt = type.getElementType();
     MLIRContext *ctx = getContext();
     auto tableType = RankedTensorType::get({S, D}, elt);
-    const llvm::fltSemantics &semantics = llvm::cast<FloatType>(elt).getFloatSemantics();
+    const llvm::fltSemantics &semantics =
+        llvm::cast<FloatType>(elt).getFloatSemantics();
     auto table = [&](bool sine) -> Value {
       SmallVector<APFloat> values;
       values.reserve(S * D);
@@ -116,8 +124,8 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
           v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
           values.push_back(v);
         }
-      return arith::ConstantOp::create(rewriter, loc,
-                                       DenseElementsAttr::get(tableType, values));
+      return arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(tableType, values));
     };
     Value cosT = table(false), sinT = table(true);
     Value input = adaptor.getInput();
@@ -125,22 +133,25 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     AffineMap byPosition = dimsMap(ctx, 4, {1, 3});
     Value result = generic(
         rewriter, loc, {input, cosT, sinT},
-        {AffineMap::getMultiDimIdentityMap(4, ctx), byPosition, byPosition}, init,
-        AffineMap::getMultiDimIdentityMap(4, ctx), iterators(4),
+        {AffineMap::getMultiDimIdentityMap(4, ctx), byPosition, byPosition},
+        init, AffineMap::getMultiDimIdentityMap(4, ctx), iterators(4),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value bIdx = linalg::IndexOp::create(b, l, 0);
           Value sIdx = linalg::IndexOp::create(b, l, 1);
           Value hIdx = linalg::IndexOp::create(b, l, 2);
           Value iIdx = linalg::IndexOp::create(b, l, 3);
           Value halfIdx = arith::ConstantIndexOp::create(b, l, half);
-          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, iIdx, halfIdx);
+          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              iIdx, halfIdx);
           Value partnerIdx = arith::SelectOp::create(
               b, l, first, arith::AddIOp::create(b, l, iIdx, halfIdx),
               arith::SubIOp::create(b, l, iIdx, halfIdx));
-          Value partner = tensor::ExtractOp::create(b, l, input,
-                                                    ValueRange{bIdx, sIdx, hIdx, partnerIdx});
-          Value xc = mulF(b, l, args[0], args[1]), ps = mulF(b, l, partner, args[2]);
-          return arith::SelectOp::create(b, l, first, subF(b, l, xc, ps), addF(b, l, xc, ps));
+          Value partner = tensor::ExtractOp::create(
+              b, l, input, ValueRange{bIdx, sIdx, hIdx, partnerIdx});
+          Value xc = mulF(b, l, args[0], args[1]),
+                ps = mulF(b, l, partner, args[2]);
+          return arith::SelectOp::create(b, l, first, subF(b, l, xc, ps),
+                                         addF(b, l, xc, ps));
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -149,40 +160,55 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
 
 } // namespace
 
-void mlir::tg::populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::tg::populateTGElementwiseToLinalgPatterns(
+    RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering<AddOp>>(ctx, [](AddOp, OpBuilder &b, Location l, ValueRange a) {
-    return addF(b, l, a[0], a[1]);
-  });
-  patterns.add<ElementwiseLowering<SubOp>>(ctx, [](SubOp, OpBuilder &b, Location l, ValueRange a) {
-    return subF(b, l, a[0], a[1]);
-  });
-  patterns.add<ElementwiseLowering<MulOp>>(ctx, [](MulOp, OpBuilder &b, Location l, ValueRange a) {
-    return mulF(b, l, a[0], a[1]);
-  });
-  patterns.add<ElementwiseLowering<ScaleOp>>(ctx, [](ScaleOp op, OpBuilder &b, Location l, ValueRange a) {
+  patterns.add<ElementwiseLowering<AddOp>>(
+      ctx, [](AddOp, OpBuilder &b, Location l, ValueRange a) {
+        return addF(b, l, a[0], a[1]);
+      });
+  patterns.add<ElementwiseLowering<SubOp>>(
+      ctx, [](SubOp, OpBuilder &b, Location l, ValueRange a) {
+        return subF(b, l, a[0], a[1]);
+      });
+  patterns.add<ElementwiseLowering<MulOp>>(
+      ctx, [](MulOp, OpBuilder &b, Location l, ValueRange a) {
+        return mulF(b, l, a[0], a[1]);
+      });
+  patterns.add<ElementwiseLowering<ScaleOp>>(ctx, [](ScaleOp op, OpBuilder &b,
+                                                     Location l, ValueRange a) {
     return mulF(b, l, a[0], cst(b, l, a[0], op.getFactor().convertToDouble()));
   });
-  patterns.add<ElementwiseLowering<ReluOp>>(ctx, [](ReluOp, OpBuilder &b, Location l, ValueRange a) {
-    return arith::MaximumFOp::create(b, l, a[0], cst(b, l, a[0], 0.0));
-  });
-  patterns.add<ElementwiseLowering<GeluOp>>(ctx, [](GeluOp op, OpBuilder &b, Location l, ValueRange a) {
-    return gelu(b, l, a[0], op.getApproximate() == "tanh");
-  });
-  patterns.add<ElementwiseLowering<SiluOp>>(ctx, [](SiluOp, OpBuilder &b, Location l, ValueRange a) {
-    return mulF(b, l, a[0], sigmoid(b, l, a[0]));
-  });
-  patterns.add<ElementwiseLowering<ReluGradOp>>(ctx, [](ReluGradOp, OpBuilder &b, Location l, ValueRange a) {
-    Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, a[1], cst(b, l, a[1], 0.0));
-    return arith::SelectOp::create(b, l, positive, a[0], cst(b, l, a[0], 0.0));
-  });
-  patterns.add<ElementwiseLowering<GeluGradOp>>(ctx, [](GeluGradOp op, OpBuilder &b, Location l, ValueRange a) {
-    return mulF(b, l, a[0], geluDerivative(b, l, a[1], op.getApproximate() == "tanh"));
-  });
-  patterns.add<ElementwiseLowering<SiluGradOp>>(ctx, [](SiluGradOp, OpBuilder &b, Location l, ValueRange a) {
-    Value s = sigmoid(b, l, a[1]), one = cst(b, l, a[1], 1.0);
-    Value d = mulF(b, l, s, addF(b, l, one, mulF(b, l, a[1], subF(b, l, one, s))));
-    return mulF(b, l, a[0], d);
-  });
+  patterns.add<ElementwiseLowering<ReluOp>>(
+      ctx, [](ReluOp, OpBuilder &b, Location l, ValueRange a) {
+        return arith::MaximumFOp::create(b, l, a[0], cst(b, l, a[0], 0.0));
+      });
+  patterns.add<ElementwiseLowering<GeluOp>>(
+      ctx, [](GeluOp op, OpBuilder &b, Location l, ValueRange a) {
+        return gelu(b, l, a[0], op.getApproximate() == "tanh");
+      });
+  patterns.add<ElementwiseLowering<SiluOp>>(
+      ctx, [](SiluOp, OpBuilder &b, Location l, ValueRange a) {
+        return mulF(b, l, a[0], sigmoid(b, l, a[0]));
+      });
+  patterns.add<ElementwiseLowering<ReluGradOp>>(
+      ctx, [](ReluGradOp, OpBuilder &b, Location l, ValueRange a) {
+        Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                               a[1], cst(b, l, a[1], 0.0));
+        return arith::SelectOp::create(b, l, positive, a[0],
+                                       cst(b, l, a[0], 0.0));
+      });
+  patterns.add<ElementwiseLowering<GeluGradOp>>(
+      ctx, [](GeluGradOp op, OpBuilder &b, Location l, ValueRange a) {
+        return mulF(b, l, a[0],
+                    geluDerivative(b, l, a[1], op.getApproximate() == "tanh"));
+      });
+  patterns.add<ElementwiseLowering<SiluGradOp>>(
+      ctx, [](SiluGradOp, OpBuilder &b, Location l, ValueRange a) {
+        Value s = sigmoid(b, l, a[1]), one = cst(b, l, a[1], 1.0);
+        Value d = mulF(b, l, s,
+                       addF(b, l, one, mulF(b, l, a[1], subF(b, l, one, s))));
+        return mulF(b, l, a[0], d);
+      });
   patterns.add<RopeLowering>(ctx);
 }

@@ -22,8 +22,8 @@ Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
 /// operand for an O(M·N·K) product.
 Value transpose2D(OpBuilder &b, Location loc, Value v) {
   RankedTensorType t = tensorType(v);
-  Value init = tensor::EmptyOp::create(b, loc, {t.getDimSize(1), t.getDimSize(0)},
-                                       t.getElementType());
+  Value init = tensor::EmptyOp::create(
+      b, loc, {t.getDimSize(1), t.getDimSize(0)}, t.getElementType());
   return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
       .getResult()[0];
 }
@@ -31,42 +31,52 @@ Value transpose2D(OpBuilder &b, Location loc, Value v) {
 /// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
 /// the op targets' matmul schedules recognise (any M, N, K).
 Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
-  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{init})
+  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs},
+                                  ValueRange{init})
       .getResult(0);
 }
 
 /// [M, N] = aᵀ · b with `a` stored [K, M] (weight gradients dW = dyᵀ·x):
 /// a matmul reading A through a transposed map, which the schedule
 /// vectorises directly (an outer product per row of the stored operand).
-Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
+Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                          Value init) {
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps{dimsMap(ctx, 3, {2, 0}), dimsMap(ctx, 3, {2, 1}),
                               dimsMap(ctx, 3, {0, 1})};
-  return linalg::MatmulOp::create(b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-                                  ValueRange{init}, ArrayRef<NamedAttribute>{
-                                      b.getNamedAttr("indexing_maps", b.getAffineMapArrayAttr(maps))})
+  return linalg::MatmulOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+             ValueRange{init},
+             ArrayRef<NamedAttribute>{b.getNamedAttr(
+                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
       .getResult(0);
 }
 
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     RankedTensorType out = op.getType();
     Location loc = op.getLoc();
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
-    int64_t lhsRank = tensorType(lhs).getRank(), rhsRank = tensorType(rhs).getRank();
+    int64_t lhsRank = tensorType(lhs).getRank(),
+            rhsRank = tensorType(rhs).getRank();
     // Matrix products, and batched inputs times one shared matrix (rows of
     // the batch folded together), become a 2-D linalg.matmul.
     if (rhsRank == 2 && (lhsRank == 2 || !op.getTransposeLhs())) {
       int64_t k = tensorType(rhs).getDimSize(op.getTransposeRhs() ? 1 : 0);
       int64_t n = out.getShape().back();
       int64_t rows = out.getNumElements() / n;
-      Value a = lhsRank == 2 ? lhs
-                             : reshape(rewriter, loc, lhs,
-                                       RankedTensorType::get({rows, k}, out.getElementType()));
+      Value a =
+          lhsRank == 2
+              ? lhs
+              : reshape(rewriter, loc, lhs,
+                        RankedTensorType::get({rows, k}, out.getElementType()));
       Value bm = op.getTransposeRhs() ? transpose2D(rewriter, loc, rhs) : rhs;
-      Value init = filled(rewriter, loc, RankedTensorType::get({rows, n}, out.getElementType()), 0.0);
+      Value init =
+          filled(rewriter, loc,
+                 RankedTensorType::get({rows, n}, out.getElementType()), 0.0);
       Value product = op.getTransposeLhs()
                           ? matmulTransposedLhs(rewriter, loc, a, bm, init)
                           : matmul2D(rewriter, loc, a, bm, init);
@@ -89,12 +99,12 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     for (int64_t i = 0; i < nb + 2; ++i)
       outDims.push_back(i);
     Value init = filled(rewriter, op.getLoc(), out, 0.0);
-    Value result = generic(
-        rewriter, op.getLoc(), {adaptor.getLhs(), adaptor.getRhs()},
-        {operandMap(adaptor.getLhs(), op.getTransposeLhs(), m, k),
-         operandMap(adaptor.getRhs(), op.getTransposeRhs(), k, n)},
-        init, dimsMap(getContext(), rank, outDims), iterators(rank, {k}),
-        multiplyAccumulate);
+    Value result =
+        generic(rewriter, op.getLoc(), {adaptor.getLhs(), adaptor.getRhs()},
+                {operandMap(adaptor.getLhs(), op.getTransposeLhs(), m, k),
+                 operandMap(adaptor.getRhs(), op.getTransposeRhs(), k, n)},
+                init, dimsMap(getContext(), rank, outDims),
+                iterators(rank, {k}), multiplyAccumulate);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -102,8 +112,9 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
 
 struct LinearLowering : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     // Rows flattened to one dimension: y[r, o] = Σ_k x[r, k] W[o, k] (+ b[o]).
     Location loc = op.getLoc();
     RankedTensorType out = op.getType();
@@ -111,13 +122,17 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     int64_t outDim = out.getShape().back();
     int64_t rows = out.getNumElements() / outDim;
     Type elt = out.getElementType();
-    Value x = reshape(rewriter, loc, adaptor.getInput(), RankedTensorType::get({rows, in}, elt));
+    Value x = reshape(rewriter, loc, adaptor.getInput(),
+                      RankedTensorType::get({rows, in}, elt));
     auto flatType = RankedTensorType::get({rows, outDim}, elt);
     Value init = adaptor.getBias()
                      ? elementwise(rewriter, loc, flatType, adaptor.getBias(),
-                                   [](OpBuilder &, Location, ValueRange a) { return a[0]; })
+                                   [](OpBuilder &, Location, ValueRange a) {
+                                     return a[0];
+                                   })
                      : filled(rewriter, loc, flatType, 0.0);
-    Value y = matmul2D(rewriter, loc, x, transpose2D(rewriter, loc, adaptor.getWeight()), init);
+    Value y = matmul2D(rewriter, loc, x,
+                       transpose2D(rewriter, loc, adaptor.getWeight()), init);
     rewriter.replaceOp(op, reshape(rewriter, loc, y, out));
     return success();
   }

@@ -17,8 +17,9 @@ namespace {
 
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type f32 = rewriter.getF32Type();
     auto scalarType = llvm::cast<RankedTensorType>(op.getType());
@@ -28,80 +29,97 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
       SmallVector<int64_t> all;
       for (int64_t i = 0; i < rank; ++i)
         all.push_back(i);
-      acc = generic(rewriter, loc, input, AffineMap::getMultiDimIdentityMap(rank, getContext()),
-                    acc, AffineMap::get(rank, 0, {}, getContext()), iterators(rank, all),
+      acc = generic(rewriter, loc, input,
+                    AffineMap::getMultiDimIdentityMap(rank, getContext()), acc,
+                    AffineMap::get(rank, 0, {}, getContext()),
+                    iterators(rank, all),
                     [&](OpBuilder &b, Location l, ValueRange a) {
                       Value x = castFloat(b, l, a[0], f32);
                       return addF(b, l, a[1], mulF(b, l, x, x));
                     });
     }
-    rewriter.replaceOp(op, elementwise(rewriter, loc, scalarType, acc,
-                                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                         return math::SqrtOp::create(b, l, a[0]);
-                                       }));
+    rewriter.replaceOp(
+        op, elementwise(rewriter, loc, scalarType, acc,
+                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return math::SqrtOp::create(b, l, a[0]);
+                        }));
     return success();
   }
 };
 
 struct ClipFactorLowering : OpConversionPattern<ClipFactorOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ClipFactorOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(ClipFactorOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     double maxNorm = op.getMaxNorm().convertToDouble();
-    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), llvm::cast<RankedTensorType>(op.getType()), adaptor.getNorm(),
-                                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                         Type t = a[0].getType();
-                                         Value denom = addF(b, l, a[0], constantFloat(b, l, t, 1e-6));
-                                         Value f = divF(b, l, constantFloat(b, l, t, maxNorm), denom);
-                                         return arith::MinimumFOp::create(b, l, f, constantFloat(b, l, t, 1.0));
-                                       }));
+    rewriter.replaceOp(
+        op, elementwise(
+                rewriter, op.getLoc(),
+                llvm::cast<RankedTensorType>(op.getType()), adaptor.getNorm(),
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Type t = a[0].getType();
+                  Value denom = addF(b, l, a[0], constantFloat(b, l, t, 1e-6));
+                  Value f = divF(b, l, constantFloat(b, l, t, maxNorm), denom);
+                  return arith::MinimumFOp::create(b, l, f,
+                                                   constantFloat(b, l, t, 1.0));
+                }));
     return success();
   }
 };
 
 struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SGDUpdateOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(SGDUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     double wd = op.getWeightDecay().convertToDouble();
     RankedTensorType type = tensorType(op.getNewParam());
-    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), type,
-                                       {adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
-                                       [&](OpBuilder &b, Location l, ValueRange a) {
-                                         Type t = a[0].getType();
-                                         Value lr = castFloat(b, l, a[2], t);
-                                         Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
-                                         return subF(b, l, a[0], mulF(b, l, lr, d));
-                                       }));
+    rewriter.replaceOp(
+        op,
+        elementwise(rewriter, op.getLoc(), type,
+                    {adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      Type t = a[0].getType();
+                      Value lr = castFloat(b, l, a[2], t);
+                      Value d =
+                          addF(b, l, a[1],
+                               mulF(b, l, constantFloat(b, l, t, wd), a[0]));
+                      return subF(b, l, a[0], mulF(b, l, lr, d));
+                    }));
     return success();
   }
 };
 
 struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SGDMomentumUpdateOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(SGDMomentumUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    double wd = op.getWeightDecay().convertToDouble(), mu = op.getMomentum().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble(),
+           mu = op.getMomentum().convertToDouble();
     RankedTensorType type = tensorType(op.getNewParam());
     auto buffer = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
       Type t = a[0].getType();
       Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
-      Value firstStep = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
-                                              constantFloat(b, l, a[3].getType(), 1.0));
+      Value firstStep =
+          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
+                                constantFloat(b, l, a[3].getType(), 1.0));
       Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), a[2]), d);
       return arith::SelectOp::create(b, l, firstStep, d, next);
     };
-    Value newBuffer = elementwise(rewriter, loc, type,
-                                  {adaptor.getParam(), adaptor.getGrad(),
-                                   adaptor.getMomentumBuffer(), adaptor.getStep()},
-                                  buffer);
-    Value newParam = elementwise(rewriter, loc, type,
-                                 {adaptor.getParam(), newBuffer, adaptor.getLr()},
-                                 [&](OpBuilder &b, Location l, ValueRange a) {
-                                   Value lr = castFloat(b, l, a[2], a[0].getType());
-                                   return subF(b, l, a[0], mulF(b, l, lr, a[1]));
-                                 });
+    Value newBuffer =
+        elementwise(rewriter, loc, type,
+                    {adaptor.getParam(), adaptor.getGrad(),
+                     adaptor.getMomentumBuffer(), adaptor.getStep()},
+                    buffer);
+    Value newParam = elementwise(
+        rewriter, loc, type, {adaptor.getParam(), newBuffer, adaptor.getLr()},
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value lr = castFloat(b, l, a[2], a[0].getType());
+          return subF(b, l, a[0], mulF(b, l, lr, a[1]));
+        });
     rewriter.replaceOp(op, {newParam, newBuffer});
     return success();
   }
@@ -109,39 +127,54 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
 
 struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(AdamWUpdateOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(AdamWUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
-    double eps = op.getEps().convertToDouble(), wd = op.getWeightDecay().convertToDouble();
+    double b1 = op.getBeta1().convertToDouble(),
+           b2 = op.getBeta2().convertToDouble();
+    double eps = op.getEps().convertToDouble(),
+           wd = op.getWeightDecay().convertToDouble();
     RankedTensorType paramType = tensorType(op.getNewParam());
     RankedTensorType momentType = tensorType(op.getNewExpAvg());
     Type f32 = rewriter.getF32Type();
-    auto c = [&](OpBuilder &b, Location l, double v) { return constantFloat(b, l, f32, v); };
-    Value m = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvg()},
+    auto c = [&](OpBuilder &b, Location l, double v) {
+      return constantFloat(b, l, f32, v);
+    };
+    Value m = elementwise(rewriter, loc, momentType,
+                          {adaptor.getGrad(), adaptor.getExpAvg()},
                           [&](OpBuilder &b, Location l, ValueRange a) {
                             Value g = castFloat(b, l, a[0], f32);
-                            return addF(b, l, mulF(b, l, c(b, l, b1), a[1]), mulF(b, l, c(b, l, 1 - b1), g));
+                            return addF(b, l, mulF(b, l, c(b, l, b1), a[1]),
+                                        mulF(b, l, c(b, l, 1 - b1), g));
                           });
-    Value v = elementwise(rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvgSq()},
-                          [&](OpBuilder &b, Location l, ValueRange a) {
-                            Value g = castFloat(b, l, a[0], f32);
-                            return addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
-                                        mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g)));
-                          });
+    Value v = elementwise(
+        rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvgSq()},
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value g = castFloat(b, l, a[0], f32);
+          return addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
+                      mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g)));
+        });
     Value p = elementwise(
-        rewriter, loc, paramType, {adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
+        rewriter, loc, paramType,
+        {adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
         [&](OpBuilder &b, Location l, ValueRange a) {
           Value param = castFloat(b, l, a[0], f32), lr = a[3], t = a[4];
           // Bias corrections 1 − β^t.
-          Value bc1 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b1), t));
-          Value bc2 = subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b2), t));
-          Value decayed = mulF(b, l, param, subF(b, l, c(b, l, 1.0), mulF(b, l, lr, c(b, l, wd))));
-          Value denom = addF(b, l, divF(b, l, math::SqrtOp::create(b, l, a[2]),
-                                        math::SqrtOp::create(b, l, bc2)),
+          Value bc1 = subF(b, l, c(b, l, 1.0),
+                           math::PowFOp::create(b, l, c(b, l, b1), t));
+          Value bc2 = subF(b, l, c(b, l, 1.0),
+                           math::PowFOp::create(b, l, c(b, l, b2), t));
+          Value decayed =
+              mulF(b, l, param,
+                   subF(b, l, c(b, l, 1.0), mulF(b, l, lr, c(b, l, wd))));
+          Value denom = addF(b, l,
+                             divF(b, l, math::SqrtOp::create(b, l, a[2]),
+                                  math::SqrtOp::create(b, l, bc2)),
                              c(b, l, eps));
           Value stepSize = divF(b, l, lr, bc1);
-          Value next = subF(b, l, decayed, mulF(b, l, stepSize, divF(b, l, a[1], denom)));
+          Value next = subF(b, l, decayed,
+                            mulF(b, l, stepSize, divF(b, l, a[1], denom)));
           return castFloat(b, l, next, paramType.getElementType());
         });
     rewriter.replaceOp(op, {p, m, v});
@@ -151,7 +184,9 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
 
 } // namespace
 
-void mlir::tg::populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::tg::populateTGOptimizerToLinalgPatterns(
+    RewritePatternSet &patterns) {
   patterns.add<GlobalNormLowering, ClipFactorLowering, SGDUpdateLowering,
-               SGDMomentumUpdateLowering, AdamWUpdateLowering>(patterns.getContext());
+               SGDMomentumUpdateLowering, AdamWUpdateLowering>(
+      patterns.getContext());
 }

@@ -34,16 +34,21 @@ Value reduceRows(OpBuilder &b, Location loc, ValueRange full, ValueRange rows,
   SmallVector<AffineMap> maps;
   collectOperands(ctx, rank, rank - 1, full, rows, {}, inputs, maps);
   SmallVector<int64_t> reductions = allDimsBut(rank, rank - 1);
-  Value init = filled(b, loc, RankedTensorType::get({type.getShape().back()},
-                                                    type.getElementType()), 0.0);
+  Value init = filled(
+      b, loc,
+      RankedTensorType::get({type.getShape().back()}, type.getElementType()),
+      0.0);
   return generic(b, loc, inputs, maps, init, dimsMap(ctx, rank, {rank - 1}),
                  iterators(rank, reductions),
                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                   return addF(nb, nl, args.back(), f(nb, nl, args.drop_back()));
+                   return addF(nb, nl, args.back(),
+                               f(nb, nl, args.drop_back()));
                  });
 }
 
-Value square(OpBuilder &b, Location l, ValueRange a) { return mulF(b, l, a[0], a[0]); }
+Value square(OpBuilder &b, Location l, ValueRange a) {
+  return mulF(b, l, a[0], a[0]);
+}
 
 /// rsqrt(sumsq / d + eps) of a row.
 Value inverseRms(OpBuilder &b, Location l, Value sum, int64_t d, double eps) {
@@ -51,7 +56,9 @@ Value inverseRms(OpBuilder &b, Location l, Value sum, int64_t d, double eps) {
   return math::RsqrtOp::create(b, l, addF(b, l, meanSq, cst(b, l, sum, eps)));
 }
 
-int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
 
 //===----------------------------------------------------------------------===//
 // Sums and softmax
@@ -59,8 +66,9 @@ int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + ran
 
 struct ReduceSumLowering : OpConversionPattern<ReduceSumOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(ReduceSumOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(ReduceSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     RankedTensorType in = op.getInput().getType();
     int64_t rank = in.getRank();
     SmallVector<int64_t> kept, shape;
@@ -72,8 +80,8 @@ struct ReduceSumLowering : OpConversionPattern<ReduceSumOp> {
     Location loc = op.getLoc();
     Value init = filled(rewriter, loc, in.clone(shape), 0.0);
     Value sum = generic(rewriter, loc, adaptor.getInput(),
-                        AffineMap::getMultiDimIdentityMap(rank, getContext()), init,
-                        dimsMap(getContext(), rank, kept),
+                        AffineMap::getMultiDimIdentityMap(rank, getContext()),
+                        init, dimsMap(getContext(), rank, kept),
                         iterators(rank, op.getDims()), sumOf(first));
     rewriter.replaceOp(op, reshape(rewriter, loc, sum, op.getType()));
     return success();
@@ -82,18 +90,21 @@ struct ReduceSumLowering : OpConversionPattern<ReduceSumOp> {
 
 struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     int64_t axis = normalizeAxis(op.getAxis(), op.getType().getRank());
-    rewriter.replaceOp(op, softmax(rewriter, op.getLoc(), adaptor.getInput(), axis));
+    rewriter.replaceOp(
+        op, softmax(rewriter, op.getLoc(), adaptor.getInput(), axis));
     return success();
   }
 };
 
 struct SoftmaxGradLowering : OpConversionPattern<SoftmaxGradOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t axis = normalizeAxis(op.getAxis(), op.getType().getRank());
     Value g = adaptor.getGrad(), y = adaptor.getOutput();
@@ -101,10 +112,11 @@ struct SoftmaxGradLowering : OpConversionPattern<SoftmaxGradOp> {
                            sumOf([](OpBuilder &b, Location l, ValueRange a) {
                              return mulF(b, l, a[0], a[1]);
                            }));
-    rewriter.replaceOp(op, rowwise(rewriter, loc, op.getType(), axis, {g, y}, dot, {},
-                                   [](OpBuilder &b, Location l, ValueRange a) {
-                                     return mulF(b, l, a[1], subF(b, l, a[0], a[2]));
-                                   }));
+    rewriter.replaceOp(
+        op, rowwise(rewriter, loc, op.getType(), axis, {g, y}, dot, {},
+                    [](OpBuilder &b, Location l, ValueRange a) {
+                      return mulF(b, l, a[1], subF(b, l, a[0], a[2]));
+                    }));
     return success();
   }
 };
@@ -115,34 +127,38 @@ struct SoftmaxGradLowering : OpConversionPattern<SoftmaxGradOp> {
 
 struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     int64_t last = type.getRank() - 1, d = type.getShape().back();
     double eps = op.getEps().convertToDouble();
     Value x = adaptor.getInput();
     Value ss = reduceAxis(rewriter, loc, x, last, 0.0, sumOf(square));
-    rewriter.replaceOp(op, rowwise(rewriter, loc, type, last, x, ss, adaptor.getWeight(),
-                                   [&](OpBuilder &b, Location l, ValueRange a) {
-                                     Value r = inverseRms(b, l, a[1], d, eps);
-                                     return mulF(b, l, mulF(b, l, a[0], r), a[2]);
-                                   }));
+    rewriter.replaceOp(
+        op, rowwise(rewriter, loc, type, last, x, ss, adaptor.getWeight(),
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      Value r = inverseRms(b, l, a[1], d, eps);
+                      return mulF(b, l, mulF(b, l, a[0], r), a[2]);
+                    }));
     return success();
   }
 };
 
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     // r = rsqrt(mean(x²)+eps), n = x·r:
     // dx = r·(g·w − n·mean(g·w·n)), dw = Σ_rows g·n.
     Location loc = op.getLoc();
     RankedTensorType type = op.getInput().getType();
     int64_t last = type.getRank() - 1, d = type.getShape().back();
     double eps = op.getEps().convertToDouble();
-    Value g = adaptor.getGrad(), x = adaptor.getInput(), w = adaptor.getWeight();
+    Value g = adaptor.getGrad(), x = adaptor.getInput(),
+          w = adaptor.getWeight();
     Value ss = reduceAxis(rewriter, loc, x, last, 0.0, sumOf(square));
     // Σ g·w·x per row (a rowwise product first, then its sum).
     Value gwx = rowwise(rewriter, loc, type, last, {g, x}, {}, w,
@@ -150,95 +166,117 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
                           return mulF(b, l, mulF(b, l, a[0], a[2]), a[1]);
                         });
     Value dot = reduceAxis(rewriter, loc, gwx, last, 0.0, sumOf(first));
-    Value dx = rowwise(rewriter, loc, type, last, {g, x}, {ss, dot}, w,
-                       [&](OpBuilder &b, Location l, ValueRange a) {
-                         Value r = inverseRms(b, l, a[2], d, eps);
-                         Value n = mulF(b, l, a[1], r);
-                         // mean(g·w·n) = r · Σ g·w·x / d
-                         Value meanGWN = divF(b, l, mulF(b, l, a[3], r), cst(b, l, r, d));
-                         Value gw = mulF(b, l, a[0], a[4]);
-                         return mulF(b, l, r, subF(b, l, gw, mulF(b, l, n, meanGWN)));
-                       });
-    Value dw = reduceRows(rewriter, loc, {g, x}, ss, [&](OpBuilder &b, Location l, ValueRange a) {
-      return mulF(b, l, a[0], mulF(b, l, a[1], inverseRms(b, l, a[2], d, eps)));
-    });
+    Value dx =
+        rowwise(rewriter, loc, type, last, {g, x}, {ss, dot}, w,
+                [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value r = inverseRms(b, l, a[2], d, eps);
+                  Value n = mulF(b, l, a[1], r);
+                  // mean(g·w·n) = r · Σ g·w·x / d
+                  Value meanGWN =
+                      divF(b, l, mulF(b, l, a[3], r), cst(b, l, r, d));
+                  Value gw = mulF(b, l, a[0], a[4]);
+                  return mulF(b, l, r, subF(b, l, gw, mulF(b, l, n, meanGWN)));
+                });
+    Value dw = reduceRows(
+        rewriter, loc, {g, x}, ss, [&](OpBuilder &b, Location l, ValueRange a) {
+          return mulF(b, l, a[0],
+                      mulF(b, l, a[1], inverseRms(b, l, a[2], d, eps)));
+        });
     rewriter.replaceOp(op, {dx, dw});
     return success();
   }
 };
 
 /// Mean and inverse standard deviation per row (biased variance).
-std::pair<Value, Value> rowMoments(OpBuilder &b, Location loc, Value x, double eps) {
+std::pair<Value, Value> rowMoments(OpBuilder &b, Location loc, Value x,
+                                   double eps) {
   RankedTensorType type = tensorType(x);
   int64_t last = type.getRank() - 1, d = type.getShape().back();
   Value sum = reduceAxis(b, loc, x, last, 0.0, sumOf(first));
   auto rowType = tensorType(sum);
-  Value mean = elementwise(b, loc, rowType, sum, [&](OpBuilder &nb, Location nl, ValueRange a) {
-    return divF(nb, nl, a[0], cst(nb, nl, a[0], d));
-  });
-  Value centered = rowwise(b, loc, type, last, x, mean, {}, [](OpBuilder &nb, Location nl, ValueRange a) {
-    Value c = subF(nb, nl, a[0], a[1]);
-    return mulF(nb, nl, c, c);
-  });
+  Value mean = elementwise(b, loc, rowType, sum,
+                           [&](OpBuilder &nb, Location nl, ValueRange a) {
+                             return divF(nb, nl, a[0], cst(nb, nl, a[0], d));
+                           });
+  Value centered = rowwise(b, loc, type, last, x, mean, {},
+                           [](OpBuilder &nb, Location nl, ValueRange a) {
+                             Value c = subF(nb, nl, a[0], a[1]);
+                             return mulF(nb, nl, c, c);
+                           });
   Value var = reduceAxis(b, loc, centered, last, 0.0, sumOf(first));
-  Value inv = elementwise(b, loc, rowType, var, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-    return inverseRms(nb, nl, a[0], d, eps);
-  });
+  Value inv =
+      elementwise(b, loc, rowType, var,
+                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                    return inverseRms(nb, nl, a[0], d, eps);
+                  });
   return {mean, inv};
 }
 
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     int64_t last = type.getRank() - 1;
-    auto [mean, inv] = rowMoments(rewriter, loc, adaptor.getInput(), op.getEps().convertToDouble());
+    auto [mean, inv] = rowMoments(rewriter, loc, adaptor.getInput(),
+                                  op.getEps().convertToDouble());
     SmallVector<Value> columns{adaptor.getWeight()};
     if (adaptor.getBias())
       columns.push_back(adaptor.getBias());
     bool hasBias = static_cast<bool>(adaptor.getBias());
-    rewriter.replaceOp(op, rowwise(rewriter, loc, type, last, adaptor.getInput(), {mean, inv}, columns,
-                                   [&](OpBuilder &b, Location l, ValueRange a) {
-                                     Value n = mulF(b, l, subF(b, l, a[0], a[1]), a[2]);
-                                     Value y = mulF(b, l, n, a[3]);
-                                     return hasBias ? addF(b, l, y, a[4]) : y;
-                                   }));
+    rewriter.replaceOp(
+        op, rowwise(rewriter, loc, type, last, adaptor.getInput(), {mean, inv},
+                    columns, [&](OpBuilder &b, Location l, ValueRange a) {
+                      Value n = mulF(b, l, subF(b, l, a[0], a[1]), a[2]);
+                      Value y = mulF(b, l, n, a[3]);
+                      return hasBias ? addF(b, l, y, a[4]) : y;
+                    }));
     return success();
   }
 };
 
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     // n = (x − mean)·r, gw = g·w:
     // dx = r·(gw − mean(gw) − n·mean(gw·n)), dw = Σ g·n, db = Σ g.
     Location loc = op.getLoc();
     RankedTensorType type = op.getInput().getType();
     int64_t last = type.getRank() - 1, d = type.getShape().back();
-    Value g = adaptor.getGrad(), x = adaptor.getInput(), w = adaptor.getWeight();
-    auto [mean, inv] = rowMoments(rewriter, loc, x, op.getEps().convertToDouble());
-    Value gw = rowwise(rewriter, loc, type, last, g, {}, w, [](OpBuilder &b, Location l, ValueRange a) {
-      return mulF(b, l, a[0], a[1]);
-    });
+    Value g = adaptor.getGrad(), x = adaptor.getInput(),
+          w = adaptor.getWeight();
+    auto [mean, inv] =
+        rowMoments(rewriter, loc, x, op.getEps().convertToDouble());
+    Value gw = rowwise(rewriter, loc, type, last, g, {}, w,
+                       [](OpBuilder &b, Location l, ValueRange a) {
+                         return mulF(b, l, a[0], a[1]);
+                       });
     Value gwn = rowwise(rewriter, loc, type, last, {gw, x}, {mean, inv}, {},
                         [](OpBuilder &b, Location l, ValueRange a) {
-                          return mulF(b, l, a[0], mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
+                          return mulF(b, l, a[0],
+                                      mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
                         });
     Value sumGW = reduceAxis(rewriter, loc, gw, last, 0.0, sumOf(first));
     Value sumGWN = reduceAxis(rewriter, loc, gwn, last, 0.0, sumOf(first));
-    Value dx = rowwise(rewriter, loc, type, last, {gw, x}, {mean, inv, sumGW, sumGWN}, {},
-                       [&](OpBuilder &b, Location l, ValueRange a) {
-                         Value n = mulF(b, l, subF(b, l, a[1], a[2]), a[3]);
-                         Value dd = cst(b, l, n, d);
-                         Value centered = subF(b, l, a[0], divF(b, l, a[4], dd));
-                         return mulF(b, l, a[3], subF(b, l, centered, mulF(b, l, n, divF(b, l, a[5], dd))));
-                       });
-    Value dw = reduceRows(rewriter, loc, {g, x}, {mean, inv}, [](OpBuilder &b, Location l, ValueRange a) {
-      return mulF(b, l, a[0], mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
-    });
+    Value dx =
+        rowwise(rewriter, loc, type, last, {gw, x}, {mean, inv, sumGW, sumGWN},
+                {}, [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value n = mulF(b, l, subF(b, l, a[1], a[2]), a[3]);
+                  Value dd = cst(b, l, n, d);
+                  Value centered = subF(b, l, a[0], divF(b, l, a[4], dd));
+                  return mulF(b, l, a[3],
+                              subF(b, l, centered,
+                                   mulF(b, l, n, divF(b, l, a[5], dd))));
+                });
+    Value dw = reduceRows(
+        rewriter, loc, {g, x}, {mean, inv},
+        [](OpBuilder &b, Location l, ValueRange a) {
+          return mulF(b, l, a[0], mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
+        });
     Value db = reduceRows(rewriter, loc, g, {}, first);
     rewriter.replaceOp(op, {dx, dw, db});
     return success();
@@ -254,11 +292,12 @@ struct LossRows {
   Value logits, targets, max, sumExp, count; // count: 0-d, rows not ignored
 };
 
-Value isIgnored(OpBuilder &b, Location l, Value target, std::optional<int64_t> ignore) {
+Value isIgnored(OpBuilder &b, Location l, Value target,
+                std::optional<int64_t> ignore) {
   if (!ignore)
     return arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
-  Value ig = arith::ConstantOp::create(b, l, target.getType(),
-                                       b.getIntegerAttr(target.getType(), *ignore));
+  Value ig = arith::ConstantOp::create(
+      b, l, target.getType(), b.getIntegerAttr(target.getType(), *ignore));
   return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, target, ig);
 }
 
@@ -269,36 +308,43 @@ LossRows lossRows(OpBuilder &b, Location loc, Value logits, Value targets,
   Type elt = type.getElementType();
   LossRows r;
   r.logits = reshape(b, loc, logits, RankedTensorType::get({rows, v}, elt));
-  r.targets = reshape(b, loc, targets,
-                      RankedTensorType::get({rows}, tensorType(targets).getElementType()));
-  r.max = reduceAxis(b, loc, r.logits, 1, -std::numeric_limits<double>::infinity(),
-                     [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                       return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                     });
-  Value e = rowwise(b, loc, tensorType(r.logits), 1, r.logits, r.max, {},
-                    [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                      return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
-                    });
+  r.targets = reshape(
+      b, loc, targets,
+      RankedTensorType::get({rows}, tensorType(targets).getElementType()));
+  r.max =
+      reduceAxis(b, loc, r.logits, 1, -std::numeric_limits<double>::infinity(),
+                 [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                 });
+  Value e =
+      rowwise(b, loc, tensorType(r.logits), 1, r.logits, r.max, {},
+              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
+              });
   r.sumExp = reduceAxis(b, loc, e, 1, 0.0, sumOf(first));
   Value zero = filled(b, loc, RankedTensorType::get({}, elt), 0.0);
-  r.count = generic(b, loc, r.targets, dimsMap(b.getContext(), 1, {0}), zero,
-                    AffineMap::get(1, 0, {}, b.getContext()), iterators(1, {0}),
-                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                      Value ignored = isIgnored(nb, nl, a[0], ignore);
-                      Value one = constantFloat(nb, nl, elt, 1.0);
-                      Value z = constantFloat(nb, nl, elt, 0.0);
-                      return addF(nb, nl, a[1], arith::SelectOp::create(nb, nl, ignored, z, one));
-                    });
+  r.count =
+      generic(b, loc, r.targets, dimsMap(b.getContext(), 1, {0}), zero,
+              AffineMap::get(1, 0, {}, b.getContext()), iterators(1, {0}),
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                Value ignored = isIgnored(nb, nl, a[0], ignore);
+                Value one = constantFloat(nb, nl, elt, 1.0);
+                Value z = constantFloat(nb, nl, elt, 0.0);
+                return addF(nb, nl, a[1],
+                            arith::SelectOp::create(nb, nl, ignored, z, one));
+              });
   return r;
 }
 
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     std::optional<int64_t> ignore = op.getIgnoreIndex();
-    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(), adaptor.getTargets(), ignore);
+    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
+                          adaptor.getTargets(), ignore);
     int64_t v = tensorType(r.logits).getDimSize(1);
     Type elt = op.getType().getElementType();
     Value logits = r.logits;
@@ -306,16 +352,19 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     // Σ_rows [not ignored] (log Σexp + max − logit[target]).
     Value total = generic(
         rewriter, loc, {r.targets, r.max, r.sumExp},
-        {dimsMap(getContext(), 1, {0}), dimsMap(getContext(), 1, {0}), dimsMap(getContext(), 1, {0})},
+        {dimsMap(getContext(), 1, {0}), dimsMap(getContext(), 1, {0}),
+         dimsMap(getContext(), 1, {0})},
         zero, AffineMap::get(1, 0, {}, getContext()), iterators(1, {0}),
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value row = linalg::IndexOp::create(b, l, 0);
-          Value picked = tensor::ExtractOp::create(b, l, logits,
-                                                   ValueRange{row, clampIndex(b, l, a[0], v)});
-          Value nll = subF(b, l, addF(b, l, math::LogOp::create(b, l, a[2]), a[1]), picked);
+          Value picked = tensor::ExtractOp::create(
+              b, l, logits, ValueRange{row, clampIndex(b, l, a[0], v)});
+          Value nll = subF(
+              b, l, addF(b, l, math::LogOp::create(b, l, a[2]), a[1]), picked);
           Value ignored = isIgnored(b, l, a[0], ignore);
           return addF(b, l, a[3],
-                      arith::SelectOp::create(b, l, ignored, constantFloat(b, l, elt, 0.0), nll));
+                      arith::SelectOp::create(
+                          b, l, ignored, constantFloat(b, l, elt, 0.0), nll));
         });
     Value mean = elementwise(rewriter, loc, op.getType(), {total, r.count},
                              [](OpBuilder &b, Location l, ValueRange a) {
@@ -328,26 +377,33 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 
 struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     std::optional<int64_t> ignore = op.getIgnoreIndex();
-    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(), adaptor.getTargets(), ignore);
+    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
+                          adaptor.getTargets(), ignore);
     RankedTensorType flat = tensorType(r.logits);
     MLIRContext *ctx = getContext();
-    Value init = tensor::EmptyOp::create(rewriter, loc, flat.getShape(), flat.getElementType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, flat.getShape(),
+                                         flat.getElementType());
     AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
     Value d = generic(
-        rewriter, loc, {r.logits, r.targets, r.max, r.sumExp, adaptor.getGrad(), r.count},
+        rewriter, loc,
+        {r.logits, r.targets, r.max, r.sumExp, adaptor.getGrad(), r.count},
         {dimsMap(ctx, 2, {0, 1}), dimsMap(ctx, 2, {0}), dimsMap(ctx, 2, {0}),
          dimsMap(ctx, 2, {0}), scalar, scalar},
         init, dimsMap(ctx, 2, {0, 1}), iterators(2),
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value p = divF(b, l, math::ExpOp::create(b, l, subF(b, l, a[0], a[2])), a[3]);
+          Value p = divF(
+              b, l, math::ExpOp::create(b, l, subF(b, l, a[0], a[2])), a[3]);
           Value col = linalg::IndexOp::create(b, l, 1);
           Value t = clampIndex(b, l, a[1], flat.getDimSize(1));
-          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
-          Value onehot = arith::SelectOp::create(b, l, hit, cst(b, l, p, 1.0), cst(b, l, p, 0.0));
+          Value hit =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
+          Value onehot = arith::SelectOp::create(b, l, hit, cst(b, l, p, 1.0),
+                                                 cst(b, l, p, 0.0));
           Value g = divF(b, l, mulF(b, l, a[4], subF(b, l, p, onehot)), a[5]);
           Value ignored = isIgnored(b, l, a[1], ignore);
           return arith::SelectOp::create(b, l, ignored, cst(b, l, p, 0.0), g);
@@ -359,7 +415,8 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 
 } // namespace
 
-void mlir::tg::populateTGReductionToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::tg::populateTGReductionToLinalgPatterns(
+    RewritePatternSet &patterns) {
   patterns.add<ReduceSumLowering, SoftmaxLowering, SoftmaxGradLowering,
                RMSNormLowering, RMSNormGradLowering, LayerNormLowering,
                LayerNormGradLowering, CrossEntropyLowering,

@@ -33,7 +33,8 @@ struct ConvertTGToLinalgPass
     populateTGReductionToLinalgPatterns(patterns);
     populateTGAttentionToLinalgPatterns(patterns);
     populateTGOptimizerToLinalgPatterns(patterns);
-    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       signalPassFailure();
   }
 };

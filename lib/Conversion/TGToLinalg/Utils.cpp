@@ -23,8 +23,8 @@ Value lowering::constantFloat(OpBuilder &b, Location loc, Type type,
 
 Value lowering::filled(OpBuilder &b, Location loc, RankedTensorType type,
                        double value) {
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                        type.getElementType());
+  Value empty =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   Value scalar = constantFloat(b, loc, type.getElementType(), value);
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
@@ -43,8 +43,8 @@ Value lowering::generic(OpBuilder &b, Location loc, ValueRange inputs,
   return op.getResult(0);
 }
 
-SmallVector<utils::IteratorType> lowering::iterators(int64_t rank,
-                                                     ArrayRef<int64_t> reductions) {
+SmallVector<utils::IteratorType>
+lowering::iterators(int64_t rank, ArrayRef<int64_t> reductions) {
   SmallVector<utils::IteratorType> its(rank, utils::IteratorType::parallel);
   for (int64_t r : reductions)
     its[r] = utils::IteratorType::reduction;
@@ -77,7 +77,8 @@ Value lowering::reshape(OpBuilder &b, Location loc, Value v,
       all.push_back(i);
     flat = tensor::CollapseShapeOp::create(
         b, loc,
-        RankedTensorType::get({source.getNumElements()}, source.getElementType()),
+        RankedTensorType::get({source.getNumElements()},
+                              source.getElementType()),
         v, ArrayRef<ReassociationIndices>{all});
   }
   if (target.getRank() == 1)
@@ -126,7 +127,8 @@ Value lowering::elementwise(OpBuilder &b, Location loc,
                                        resultType.getElementType());
   return generic(b, loc, operands, maps, init,
                  AffineMap::getMultiDimIdentityMap(rank, b.getContext()),
-                 iterators(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 iterators(rank),
+                 [&](OpBuilder &nb, Location nl, ValueRange args) {
                    return body(nb, nl, args.drop_back());
                  });
 }
@@ -141,16 +143,16 @@ SmallVector<int64_t> lowering::allDimsBut(int64_t rank, int64_t skip) {
 
 /// Reduces same-shaped `inputs` over `axis`: `combine` gets their elements
 /// and the accumulator and returns the new accumulator.
-Value lowering::reduceAxis(OpBuilder &b, Location loc, ValueRange inputs, int64_t axis,
-                 double initValue, BodyFn combine) {
+Value lowering::reduceAxis(OpBuilder &b, Location loc, ValueRange inputs,
+                           int64_t axis, double initValue, BodyFn combine) {
   RankedTensorType type = tensorType(inputs[0]);
   int64_t rank = type.getRank();
   SmallVector<int64_t> shape;
   for (int64_t d : allDimsBut(rank, axis))
     shape.push_back(type.getDimSize(d));
   Value init = filled(b, loc, type.clone(shape), initValue);
-  SmallVector<AffineMap> maps(inputs.size(),
-                              AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  SmallVector<AffineMap> maps(
+      inputs.size(), AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   return generic(b, loc, inputs, maps, init,
                  dimsMap(b.getContext(), rank, allDimsBut(rank, axis)),
                  iterators(rank, {axis}), combine);
@@ -159,7 +161,8 @@ Value lowering::reduceAxis(OpBuilder &b, Location loc, ValueRange inputs, int64_
 /// Elementwise over `type`: `full` inputs have its shape, `rows` have `axis`
 /// dropped, `columns` are 1-D along `axis`. `body` gets them in that order.
 void lowering::collectOperands(MLIRContext *ctx, int64_t rank, int64_t axis,
-                               ValueRange full, ValueRange rows, ValueRange columns,
+                               ValueRange full, ValueRange rows,
+                               ValueRange columns,
                                SmallVectorImpl<Value> &inputs,
                                SmallVectorImpl<AffineMap> &maps) {
   for (Value v : full) {
@@ -176,16 +179,19 @@ void lowering::collectOperands(MLIRContext *ctx, int64_t rank, int64_t axis,
   }
 }
 
-Value lowering::rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
-              ValueRange full, ValueRange rows, ValueRange columns, BodyFn body) {
+Value lowering::rowwise(OpBuilder &b, Location loc, RankedTensorType type,
+                        int64_t axis, ValueRange full, ValueRange rows,
+                        ValueRange columns, BodyFn body) {
   int64_t rank = type.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   collectOperands(ctx, rank, axis, full, rows, columns, inputs, maps);
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-  return generic(b, loc, inputs, maps, init, AffineMap::getMultiDimIdentityMap(rank, ctx),
-                 iterators(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return generic(b, loc, inputs, maps, init,
+                 AffineMap::getMultiDimIdentityMap(rank, ctx), iterators(rank),
+                 [&](OpBuilder &nb, Location nl, ValueRange args) {
                    return body(nb, nl, args.drop_back());
                  });
 }
@@ -199,17 +205,21 @@ BodyFn lowering::sumOf(BodyFn term) {
 Value lowering::first(OpBuilder &, Location, ValueRange a) { return a[0]; }
 Value lowering::softmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
   RankedTensorType type = tensorType(x);
-  Value mx = reduceAxis(b, loc, x, axis, -std::numeric_limits<double>::infinity(),
-                        [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                          return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                        });
-  Value e = rowwise(b, loc, type, axis, x, mx, {}, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-    return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
-  });
+  Value mx =
+      reduceAxis(b, loc, x, axis, -std::numeric_limits<double>::infinity(),
+                 [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                 });
+  Value e =
+      rowwise(b, loc, type, axis, x, mx, {},
+              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
+              });
   Value s = reduceAxis(b, loc, e, axis, 0.0, sumOf(first));
-  return rowwise(b, loc, type, axis, e, s, {}, [](OpBuilder &nb, Location nl, ValueRange a) {
-    return divF(nb, nl, a[0], a[1]);
-  });
+  return rowwise(b, loc, type, axis, e, s, {},
+                 [](OpBuilder &nb, Location nl, ValueRange a) {
+                   return divF(nb, nl, a[0], a[1]);
+                 });
 }
 
 Value lowering::cst(OpBuilder &b, Location loc, Value like, double value) {
@@ -220,11 +230,13 @@ Value lowering::clampIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
   Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value last = arith::ConstantIndexOp::create(b, loc, size - 1);
-  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, idx, zero), last);
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, idx, zero), last);
 }
 
 Value lowering::castFloat(OpBuilder &b, Location loc, Value v, Type type) {
-  unsigned from = v.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
+  unsigned from = v.getType().getIntOrFloatBitWidth(),
+           to = type.getIntOrFloatBitWidth();
   if (from == to)
     return v;
   if (from < to)

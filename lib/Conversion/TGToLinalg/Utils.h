@@ -66,7 +66,8 @@ void collectOperands(MLIRContext *ctx, int64_t rank, int64_t axis,
 /// Elementwise over `type`: `full` inputs have its shape, `rows` have `axis`
 /// dropped, `columns` are 1-D along `axis`. `body` gets them in that order.
 Value rowwise(OpBuilder &b, Location loc, RankedTensorType type, int64_t axis,
-              ValueRange full, ValueRange rows, ValueRange columns, BodyFn body);
+              ValueRange full, ValueRange rows, ValueRange columns,
+              BodyFn body);
 
 /// A combine function accumulating `term(elements)` into the accumulator.
 BodyFn sumOf(BodyFn term);

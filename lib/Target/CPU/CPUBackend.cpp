@@ -133,8 +133,8 @@ public:
     // f32: the CPU backend has no low-precision arithmetic yet.
     for (BlockArgument arg : step.getArguments()) {
       auto type = dyn_cast<RankedTensorType>(arg.getType());
-      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                tg::TGDialect::kParamAttrName);
+      auto name = step.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), tg::TGDialect::kParamAttrName);
       if (!name || !type || type.getElementType().isF32())
         continue;
       return llvm::createStringError(
@@ -148,7 +148,8 @@ public:
     buildCPUSchedulePipeline(pm, options);
   }
 
-  void buildCodegenPipeline(OpPassManager &pm, StringRef function) const override {
+  void buildCodegenPipeline(OpPassManager &pm,
+                            StringRef function) const override {
     CPUBackendOptions withFunction;
     withFunction.function = function.str();
     buildCPUCodegenPipeline(pm, withFunction);
@@ -179,7 +180,8 @@ public:
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,
-                             StringRef modelInfo, StringRef output) const override;
+                             StringRef modelInfo,
+                             StringRef output) const override;
 
 private:
   TargetOptions target;
@@ -197,7 +199,8 @@ llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
     return llvm::createStringError("the tgc runtime library is missing: " +
                                    runtime.str());
   SmallString<128> dir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
     return llvm::createStringError("cannot create a temporary directory: " +
                                    ec.message());
   auto write = [&](StringRef name, StringRef text) -> llvm::Error {
@@ -223,18 +226,20 @@ llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
     compiler = env;
   llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
   if (!program)
-    return llvm::createStringError("cannot find the linker driver '" + compiler +
+    return llvm::createStringError("cannot find the linker driver '" +
+                                   compiler +
                                    "' (install clang-22, or set TGC_CXX)");
   std::string include = "-I" + dir.str().str();
-  SmallVector<StringRef> args{*program, "-O2", "-x", "c", info, "-x", "none",
-                              include, objectFile, runtime, "-lomp",
-                              "-lm", "-o", output};
+  SmallVector<StringRef> args{*program, "-O2",  "-x",    "c",        info,
+                              "-x",     "none", include, objectFile, runtime,
+                              "-lomp",  "-lm",  "-o",    output};
   std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &message);
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
+                                     &message);
   if (rc != 0)
-    return llvm::createStringError("linking " + output.str() + " failed (" +
-                                   compiler + " exited with " + std::to_string(rc) +
-                                   (message.empty() ? "" : ": " + message) + ")");
+    return llvm::createStringError(
+        "linking " + output.str() + " failed (" + compiler + " exited with " +
+        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
   return llvm::Error::success();
 }
 

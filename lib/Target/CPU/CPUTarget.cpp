@@ -7,23 +7,23 @@
 
 #include "tgc/Target/CPU/CPUTarget.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 
 using namespace tgc;
 using namespace tgc::cpu;
@@ -36,11 +36,12 @@ void tgc::cpu::registerCPUTranslations(mlir::DialectRegistry &registry) {
 
 namespace {
 std::unique_ptr<llvm::TargetMachine> hostTargetMachine(const std::string &cpu,
-                                                     std::string &error) {
+                                                       std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
   std::string name, features;
@@ -70,7 +71,8 @@ namespace {
 /// "Unified"), from sysfs; 0 if unknown.
 int64_t hostCacheBytes(int level, llvm::StringRef type) {
   for (int index = 0; index < 8; ++index) {
-    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" +
+                      std::to_string(index) + "/";
     auto read = [&](const char *file) -> std::string {
       auto buffer = llvm::MemoryBuffer::getFile(dir + file, /*IsText=*/true);
       return buffer ? (*buffer)->getBuffer().trim().str() : "";
@@ -83,7 +85,9 @@ int64_t hostCacheBytes(int level, llvm::StringRef type) {
     std::string sizeText = read("size");
     llvm::StringRef size = sizeText;
     int64_t value = 0;
-    int64_t scale = size.consume_back("K") ? 1024 : size.consume_back("M") ? 1 << 20 : 1;
+    int64_t scale = size.consume_back("K")   ? 1024
+                    : size.consume_back("M") ? 1 << 20
+                                             : 1;
     if (size.getAsInteger(10, value) || value <= 0)
       return 0;
     return value * scale;
@@ -93,7 +97,7 @@ int64_t hostCacheBytes(int level, llvm::StringRef type) {
 } // namespace
 
 std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
-                                                std::string &error) {
+                                                    std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
   if (!tm)
     return std::nullopt;
@@ -157,8 +161,9 @@ void prepareForTranslation(mlir::ModuleOp module) {
 } // namespace
 
 std::unique_ptr<llvm::Module>
-tgc::cpu::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
-                          const std::string &cpu, std::string &error) {
+tgc::cpu::translateAndOptimize(mlir::ModuleOp module,
+                               llvm::LLVMContext &context,
+                               const std::string &cpu, std::string &error) {
   prepareForTranslation(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
@@ -219,14 +224,15 @@ tgc::cpu::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context
 }
 
 bool tgc::cpu::emitCode(llvm::Module &module, CodeFileType type,
-                   const std::string &cpu, llvm::raw_pwrite_stream &os,
-                   std::string &error) {
+                        const std::string &cpu, llvm::raw_pwrite_stream &os,
+                        std::string &error) {
   std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
   if (!tm)
     return false;
   llvm::legacy::PassManager pm;
-  auto fileType = type == CodeFileType::Object ? llvm::CodeGenFileType::ObjectFile
-                                               : llvm::CodeGenFileType::AssemblyFile;
+  auto fileType = type == CodeFileType::Object
+                      ? llvm::CodeGenFileType::ObjectFile
+                      : llvm::CodeGenFileType::AssemblyFile;
   if (tm->addPassesToEmitFile(pm, os, nullptr, fileType)) {
     error = "the host target cannot emit this file type";
     return false;

@@ -13,13 +13,14 @@ namespace tgc::cpu {
 using namespace mlir;
 
 namespace {
-struct TGCExpandMathPass : tgc::cpu::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
+struct TGCExpandMathPass
+    : tgc::cpu::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
       return llvm::is_contained({"math.exp", "math.expm1", "math.log",
-                                  "math.log1p", "math.tanh", "math.erf"},
-                                 name);
+                                 "math.log1p", "math.tanh", "math.erf"},
+                                name);
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

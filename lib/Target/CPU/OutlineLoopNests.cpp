@@ -62,10 +62,10 @@ bool isPassable(Value value) {
 }
 
 /// Which storage `value` (an argument of the outlined function) lives in:
-/// an alloc is its own, a global's is the global; an argument of the step shares storage with the
-/// arguments of the same tg.param / tg.state name (the runtime may update
-/// parameters and optimizer state in place) and with nothing else. Null
-/// when unknown.
+/// an alloc is its own, a global's is the global; an argument of the step
+/// shares storage with the arguments of the same tg.param / tg.state name (the
+/// runtime may update parameters and optimizer state in place) and with nothing
+/// else. Null when unknown.
 const void *storageOf(Value value, func::FuncOp step) {
   if (Operation *def = value.getDefiningOp()) {
     if (llvm::isa<memref::AllocOp>(def))
@@ -78,7 +78,8 @@ const void *storageOf(Value value, func::FuncOp step) {
   auto arg = llvm::dyn_cast<BlockArgument>(value);
   if (!arg || arg.getOwner()->getParentOp() != step)
     return nullptr;
-  for (StringRef role : {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
+  for (StringRef role :
+       {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
     if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role))
       return name.getAsOpaquePointer();
   return arg.getAsOpaquePointer();
@@ -167,8 +168,9 @@ struct TGCOutlineLoopNestsPass
   /// Outlines `ops` (consecutive, in one block, their results unused after
   /// them) into a private function; `done` tells whether it happened
   /// (not when a captured value cannot be passed).
-  LogicalResult outline(IRRewriter &rewriter, func::FuncOp func, ArrayRef<Operation *> ops,
-                        int &index, bool *done = nullptr) {
+  LogicalResult outline(IRRewriter &rewriter, func::FuncOp func,
+                        ArrayRef<Operation *> ops, int &index,
+                        bool *done = nullptr) {
     if (done)
       *done = false;
     Location loc = ops.front()->getLoc();
@@ -197,7 +199,8 @@ struct TGCOutlineLoopNestsPass
     FailureOr<func::FuncOp> outlined = outlineSingleBlockRegion(
         rewriter, loc, region.getRegion(), name, &call);
     if (failed(outlined))
-      return region.emitError("tgc-outline-loop-nests: cannot outline this loop nest");
+      return region.emitError(
+          "tgc-outline-loop-nests: cannot outline this loop nest");
     outlined->setPrivate();
     markNoAlias(*outlined, call, func);
     (*outlined)->setAttr(tg::kOutlinedAttrName, rewriter.getUnitAttr());

@@ -27,8 +27,9 @@ struct TGCParallelizeLoopsPass
 
   /// Chunks along the outermost loop for `op`, or 0 to leave it alone.
   int64_t chunksFor(linalg::LinalgOp op) {
-    if (llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) || !op.hasPureBufferSemantics() ||
-        op.getNumLoops() == 0 || op.getIteratorTypesArray()[0] != utils::IteratorType::parallel)
+    if (llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+        !op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
+        op.getIteratorTypesArray()[0] != utils::IteratorType::parallel)
       return 0;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t work = 1;
@@ -37,14 +38,16 @@ struct TGCParallelizeLoopsPass
         return 0;
       work *= r;
     }
-    int64_t chunks = std::min({ranges[0], maxChunks.getValue(), work / minChunkWork});
+    int64_t chunks =
+        std::min({ranges[0], maxChunks.getValue(), work / minChunkWork});
     return chunks >= 2 ? chunks : 0;
   }
 
   void runOnOperation() override {
     if (minChunkWork < 1 || maxChunks < 2) {
-      getOperation().emitError("tgc-parallelize-loops: min-chunk-work must be >= 1 and "
-                               "max-chunks >= 2");
+      getOperation().emitError(
+          "tgc-parallelize-loops: min-chunk-work must be >= 1 and "
+          "max-chunks >= 2");
       return signalPassFailure();
     }
     SmallVector<std::pair<linalg::LinalgOp, int64_t>> work;
@@ -59,13 +62,15 @@ struct TGCParallelizeLoopsPass
     IRRewriter rewriter(&getContext());
     for (auto [op, chunks] : work) {
       int64_t outer = op.getStaticLoopRanges()[0];
-      SmallVector<OpFoldResult> sizes(op.getNumLoops(), rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes(op.getNumLoops(),
+                                      rewriter.getIndexAttr(0));
       sizes[0] = rewriter.getIndexAttr((outer + chunks - 1) / chunks);
       scf::SCFTilingOptions options;
-      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp).setTileSizes(sizes);
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp)
+          .setTileSizes(sizes);
       rewriter.setInsertionPoint(op);
-      FailureOr<scf::SCFTilingResult> tiled =
-          scf::tileUsingSCF(rewriter, llvm::cast<TilingInterface>(op.getOperation()), options);
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, llvm::cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled))
         continue; // stays a sequential loop nest
       rewriter.eraseOp(op);

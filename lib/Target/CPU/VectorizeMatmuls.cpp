@@ -44,7 +44,8 @@ struct Tiles {
   int64_t mt, nt, kt, mr, nr;
   bool batched = false;
   std::string key() const {
-    return llvm::formatv("{0}{1}x{2}x{3}_{4}x{5}", batched ? "b" : "", mt, nt, kt, mr, nr)
+    return llvm::formatv("{0}{1}x{2}x{3}_{4}x{5}", batched ? "b" : "", mt, nt,
+                         kt, mr, nr)
         .str();
   }
 };
@@ -129,10 +130,14 @@ std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
   llvm::raw_string_ostream os(s);
   for (auto &[key, t] : configs)
     os << llvm::formatv(
-        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", \"linalg.batch_matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} tile_sizes "
-        "[{2}{3}, {4}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n",
+        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", "
+        "\"linalg.batch_matmul\"]} "
+        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "!transform.any_op\n"
+        "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} "
+        "tile_sizes "
+        "[{2}{3}, {4}] : (!transform.any_op) -> (!transform.any_op, "
+        "!transform.any_op)\n",
         key, kScheduleAttr, t.batched ? "1, " : "", t.mt, t.nt);
   os << kFooter;
   return s;
@@ -143,32 +148,40 @@ std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
 /// vectors (peeled again: only the last < lanes columns stay partial); the
 /// i loop is peeled and its remainder done a row at a time. The unit K loop
 /// comes last, so every variant has the accumulators' loop innermost.
-std::string registerSchedule(const std::map<std::string, Tiles> &configs, int64_t lanes) {
+std::string registerSchedule(const std::map<std::string, Tiles> &configs,
+                             int64_t lanes) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
   // Each loop of `handle` on its own (one handle holds the loops of every
   // matmul of a configuration).
   auto peel = [&](StringRef handle, StringRef name, StringRef rest) {
-    os << llvm::formatv(
-        "  transform.foreach {0} : !transform.any_op {{\n"
-        "  ^bb0(%each_{1}: !transform.any_op):\n"
-        "  %{1} = transform.cast %each_{1} : !transform.any_op to !transform.op<\"scf.for\">\n"
-        "  transform.sequence %{1} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
-        "  ^bb0(%l_{1}: !transform.op<\"scf.for\">):\n"
-        "    %main_{1}, %rest_{1} = transform.loop.peel %l_{1} : (!transform.op<\"scf.for\">) -> "
-        "(!transform.any_op, !transform.any_op)\n{2}"
-        "  }\n"
-        "  }\n",
-        handle, name, rest);
+    os << llvm::formatv("  transform.foreach {0} : !transform.any_op {{\n"
+                        "  ^bb0(%each_{1}: !transform.any_op):\n"
+                        "  %{1} = transform.cast %each_{1} : !transform.any_op "
+                        "to !transform.op<\"scf.for\">\n"
+                        "  transform.sequence %{1} : "
+                        "!transform.op<\"scf.for\"> failures(suppress) {{\n"
+                        "  ^bb0(%l_{1}: !transform.op<\"scf.for\">):\n"
+                        "    %main_{1}, %rest_{1} = transform.loop.peel %l_{1} "
+                        ": (!transform.op<\"scf.for\">) -> "
+                        "(!transform.any_op, !transform.any_op)\n{2}"
+                        "  }\n"
+                        "  }\n",
+                        handle, name, rest);
   };
   for (auto &[key, t] : configs) {
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
-        "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} tile_sizes "
-        "[0, 0, {2}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-        "  %r_{0}, %rl_{0}:2 = transform.structured.tile_using_for %k_{0} tile_sizes "
-        "[{3}, {4}, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
+        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "!transform.any_op\n"
+        "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} "
+        "tile_sizes "
+        "[0, 0, {2}] : (!transform.any_op) -> (!transform.any_op, "
+        "!transform.any_op)\n"
+        "  %r_{0}, %rl_{0}:2 = transform.structured.tile_using_for %k_{0} "
+        "tile_sizes "
+        "[{3}, {4}, 0] : (!transform.any_op) -> (!transform.any_op, "
+        "!transform.any_op, "
         "!transform.any_op)\n",
         key, kScheduleAttr, t.kt, t.mr, t.nr);
     // A trip count that divides evenly makes loop.peel fail silenceably:
@@ -178,18 +191,25 @@ std::string registerSchedule(const std::map<std::string, Tiles> &configs, int64_
       columns = llvm::formatv(
           "    transform.foreach %rest_j_{0} : !transform.any_op {{\n"
           "    ^bb3(%restloop_j_{0}: !transform.any_op):\n"
-          "    %rm_j_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %restloop_j_{0} "
+          "    %rm_j_{0} = transform.structured.match "
+          "ops{{[\"linalg.matmul\"]} in %restloop_j_{0} "
           ": (!transform.any_op) -> !transform.any_op\n"
           "    transform.foreach %rm_j_{0} : !transform.any_op {{\n"
           "    ^bb1(%vop_{0}: !transform.any_op):\n"
-          "    %v_{0}, %vl_{0} = transform.structured.tile_using_for %vop_{0} tile_sizes "
-          "[0, {1}, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-          "    %vc_{0} = transform.cast %vl_{0} : !transform.any_op to !transform.op<\"scf.for\">\n"
-          "    transform.sequence %vc_{0} : !transform.op<\"scf.for\"> failures(suppress) {{\n"
+          "    %v_{0}, %vl_{0} = transform.structured.tile_using_for %vop_{0} "
+          "tile_sizes "
+          "[0, {1}, 0] : (!transform.any_op) -> (!transform.any_op, "
+          "!transform.any_op)\n"
+          "    %vc_{0} = transform.cast %vl_{0} : !transform.any_op to "
+          "!transform.op<\"scf.for\">\n"
+          "    transform.sequence %vc_{0} : !transform.op<\"scf.for\"> "
+          "failures(suppress) {{\n"
           "    ^bb2(%vloop_{0}: !transform.op<\"scf.for\">):\n"
-          "      %vm_{0}, %vr_{0} = transform.loop.peel %vloop_{0} : (!transform.op<\"scf.for\">) "
+          "      %vm_{0}, %vr_{0} = transform.loop.peel %vloop_{0} : "
+          "(!transform.op<\"scf.for\">) "
           "-> (!transform.any_op, !transform.any_op)\n"
-          "      %vmm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %vm_{0} "
+          "      %vmm_{0} = transform.structured.match "
+          "ops{{[\"linalg.matmul\"]} in %vm_{0} "
           ": (!transform.any_op) -> !transform.any_op\n"
           "      transform.annotate %vmm_{0} \"{2}\" : !transform.any_op\n"
           "    }\n"
@@ -202,12 +222,15 @@ std::string registerSchedule(const std::map<std::string, Tiles> &configs, int64_
       rows = llvm::formatv(
           "    transform.foreach %rest_i_{0} : !transform.any_op {{\n"
           "    ^bb3(%restloop_i_{0}: !transform.any_op):\n"
-          "    %rm_i_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} in %restloop_i_{0} "
+          "    %rm_i_{0} = transform.structured.match "
+          "ops{{[\"linalg.matmul\"]} in %restloop_i_{0} "
           ": (!transform.any_op) -> !transform.any_op\n"
           "    transform.foreach %rm_i_{0} : !transform.any_op {{\n"
           "    ^bb1(%rop_{0}: !transform.any_op):\n"
-          "    %one_{0}, %onel_{0} = transform.structured.tile_using_for %rop_{0} tile_sizes "
-          "[1, 0, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
+          "    %one_{0}, %onel_{0} = transform.structured.tile_using_for "
+          "%rop_{0} tile_sizes "
+          "[1, 0, 0] : (!transform.any_op) -> (!transform.any_op, "
+          "!transform.any_op)\n"
           "    }\n"
           "    }\n",
           key);
@@ -216,10 +239,12 @@ std::string registerSchedule(const std::map<std::string, Tiles> &configs, int64_
   for (auto &[key, t] : configs)
     os << llvm::formatv(
         "  %all_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> !transform.any_op\n"
+        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "!transform.any_op\n"
         "  transform.foreach %all_{0} : !transform.any_op {{\n"
         "  ^bb0(%uop_{0}: !transform.any_op):\n"
-        "  %u_{0}, %ul_{0} = transform.structured.tile_using_for %uop_{0} tile_sizes [0, 0, 1] "
+        "  %u_{0}, %ul_{0} = transform.structured.tile_using_for %uop_{0} "
+        "tile_sizes [0, 0, 1] "
         ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
         "  }\n",
         key, kScheduleAttr);
@@ -276,7 +301,8 @@ std::string loweringSchedule() {
 /// as they are; a dynamic size (a partial vector of columns, or rows where
 /// nothing was peeled) is masked up to its bound: one vector of `lanes`,
 /// or MR rows.
-LogicalResult vectorizeTiles(ModuleOp module, const std::map<std::string, Tiles> &configs,
+LogicalResult vectorizeTiles(ModuleOp module,
+                             const std::map<std::string, Tiles> &configs,
                              int64_t lanes) {
   SmallVector<linalg::MatmulOp> tiles;
   module.walk([&](linalg::MatmulOp op) {
@@ -285,27 +311,35 @@ LogicalResult vectorizeTiles(ModuleOp module, const std::map<std::string, Tiles>
   });
   IRRewriter rewriter(module.getContext());
   for (linalg::MatmulOp op : tiles) {
-    const Tiles &t = configs.at(op->getAttrOfType<StringAttr>(kScheduleAttr).str());
-    SmallVector<int64_t> ranges = llvm::cast<linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
+    const Tiles &t =
+        configs.at(op->getAttrOfType<StringAttr>(kScheduleAttr).str());
+    SmallVector<int64_t> ranges =
+        llvm::cast<linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
     SmallVector<int64_t> sizes;
     bool dynamic = false, onlyColumnsDynamic = true;
     for (auto [d, r] : llvm::enumerate(ranges)) {
       bool dyn = ShapedType::isDynamic(r);
       dynamic |= dyn;
       onlyColumnsDynamic &= !dyn || d == 1;
-      sizes.push_back(!dyn ? r : d == 0 ? t.mr : d == 1 ? std::min(t.nr, lanes) : 1);
+      sizes.push_back(!dyn     ? r
+                      : d == 0 ? t.mr
+                      : d == 1 ? std::min(t.nr, lanes)
+                               : 1);
     }
-    bool fullColumns = dynamic && onlyColumnsDynamic && op->hasAttr(kFullVectorAttr);
+    bool fullColumns =
+        dynamic && onlyColumnsDynamic && op->hasAttr(kFullVectorAttr);
     rewriter.setInsertionPoint(op);
     // Scalable flags given explicitly: an empty list builds mask types that
     // print alike but differ from the transfers' (verifier failure).
     SmallVector<bool> scalable(sizes.size(), false);
     if (!dynamic)
       sizes.clear(), scalable.clear();
-    if (failed(linalg::vectorize(rewriter, op, sizes, scalable, /*vectorizeNDExtract=*/false,
-                                 /*flatten1DDepthwiseConv=*/false,
-                                 /*assumeDynamicDimsMatchVecSizes=*/fullColumns)))
-      return op.emitError("tgc-vectorize-matmuls: internal error: a tile did not vectorise");
+    if (failed(linalg::vectorize(
+            rewriter, op, sizes, scalable, /*vectorizeNDExtract=*/false,
+            /*flatten1DDepthwiseConv=*/false,
+            /*assumeDynamicDimsMatchVecSizes=*/fullColumns)))
+      return op.emitError(
+          "tgc-vectorize-matmuls: internal error: a tile did not vectorise");
     rewriter.eraseOp(op);
   }
   return success();
@@ -328,18 +362,22 @@ void rankReduceUnitBatches(ModuleOp module) {
       SmallVector<OpFoldResult> sizes{rewriter.getIndexAttr(1)};
       for (int d = 1; d < 3; ++d)
         sizes.push_back(type.isDynamicDim(d)
-                            ? OpFoldResult(memref::DimOp::create(rewriter, op.getLoc(), v, d)
+                            ? OpFoldResult(memref::DimOp::create(
+                                               rewriter, op.getLoc(), v, d)
                                                .getResult())
                             : rewriter.getIndexAttr(type.getDimSize(d)));
       auto reduced = memref::SubViewOp::inferRankReducedResultType(
-          {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
-      return memref::SubViewOp::create(rewriter, op.getLoc(), reduced, v, offsets, sizes,
-                                       strides);
+          {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes,
+          strides);
+      return memref::SubViewOp::create(rewriter, op.getLoc(), reduced, v,
+                                       offsets, sizes, strides);
     };
     rewriter.setInsertionPoint(op);
-    Value a = dropBatch(op.getDpsInputs()[0]), b = dropBatch(op.getDpsInputs()[1]),
+    Value a = dropBatch(op.getDpsInputs()[0]),
+          b = dropBatch(op.getDpsInputs()[1]),
           c = dropBatch(op.getDpsInits()[0]);
-    auto mm = linalg::MatmulOp::create(rewriter, op.getLoc(), ValueRange{a, b}, ValueRange{c});
+    auto mm = linalg::MatmulOp::create(rewriter, op.getLoc(), ValueRange{a, b},
+                                       ValueRange{c});
     mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
     rewriter.eraseOp(op);
   }
@@ -350,13 +388,15 @@ struct TGCVectorizeMatmulsPass
   using Base::Base;
 
   LogicalResult runSchedule(ModuleOp module, const std::string &text) {
-    OwningOpRef<ModuleOp> schedule = parseSourceString<ModuleOp>(text, &getContext());
+    OwningOpRef<ModuleOp> schedule =
+        parseSourceString<ModuleOp>(text, &getContext());
     if (!schedule)
-      return module.emitError("tgc-vectorize-matmuls: internal error: bad schedule");
+      return module.emitError(
+          "tgc-vectorize-matmuls: internal error: bad schedule");
     Operation *entry = nullptr;
     schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
-    return transform::applyTransformNamedSequence(module, entry, *schedule,
-                                                  transform::TransformOptions());
+    return transform::applyTransformNamedSequence(
+        module, entry, *schedule, transform::TransformOptions());
   }
 
   void runOnOperation() override {
@@ -376,8 +416,9 @@ struct TGCVectorizeMatmulsPass
     // Register tiles are unrolled: bound them so a typo cannot explode code.
     if (forced && (forced->mr > 16 || forced->nr > 8 * cpu.lanes)) {
       module.emitError("tgc-vectorize-matmuls: register tile ")
-          << forced->mr << "x" << forced->nr << " is too large (at most 16 rows and "
-          << 8 * cpu.lanes << " columns)";
+          << forced->mr << "x" << forced->nr
+          << " is too large (at most 16 rows and " << 8 * cpu.lanes
+          << " columns)";
       return signalPassFailure();
     }
     std::map<std::string, Tiles> configs;
@@ -386,10 +427,12 @@ struct TGCVectorizeMatmulsPass
       if (!batched && !llvm::isa<linalg::MatmulOp>(op))
         return;
       // Batch matmuls with their own maps are left to the loops.
-      if (batched && op.getIndexingMapsArray() !=
-                         linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext()))
+      if (batched &&
+          op.getIndexingMapsArray() !=
+              linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext()))
         return;
-      if (!op.hasPureBufferSemantics() || !llvm::all_of(op->getOperandTypes(), [](Type t) {
+      if (!op.hasPureBufferSemantics() ||
+          !llvm::all_of(op->getOperandTypes(), [](Type t) {
             auto m = llvm::dyn_cast<MemRefType>(t);
             return m && m.hasStaticShape();
           }))
@@ -397,7 +440,9 @@ struct TGCVectorizeMatmulsPass
       // Loop ranges (…, M, N, K) whatever the operands' layouts.
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       size_t r = ranges.size();
-      Tiles t = forced ? *forced : chooseTiles(ranges[r - 3], ranges[r - 2], ranges[r - 1], cpu);
+      Tiles t = forced ? *forced
+                       : chooseTiles(ranges[r - 3], ranges[r - 2],
+                                     ranges[r - 1], cpu);
       t.batched = batched;
       configs.emplace(t.key(), t);
       op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t.key()));

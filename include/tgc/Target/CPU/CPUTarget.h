@@ -1,4 +1,5 @@
-//===- CPUTarget.h - LLVM dialect → optimised host object code ---*- C++ -*-===//
+//===- CPUTarget.h - LLVM dialect → optimised host object code ---*- C++
+//-*-===//
 #ifndef TGC_TARGET_CPU_CPUTARGET_H
 #define TGC_TARGET_CPU_CPUTARGET_H
 
@@ -20,10 +21,10 @@ namespace tgc::cpu {
 /// What the code generator needs to know of a CPU: its vector unit and
 /// caches (the matmul tile model reads these).
 struct CPUDescription {
-  std::string name;              // LLVM CPU name
-  unsigned vectorBits = 128;     // widest vector register in use
-  unsigned vectorRegisters = 16; // architectural vector registers
-  int64_t l1CacheBytes = 32768;  // L1 data cache per core
+  std::string name;               // LLVM CPU name
+  unsigned vectorBits = 128;      // widest vector register in use
+  unsigned vectorRegisters = 16;  // architectural vector registers
+  int64_t l1CacheBytes = 32768;   // L1 data cache per core
   int64_t l2CacheBytes = 1 << 20; // L2 cache per core
 };
 
@@ -31,7 +32,8 @@ struct CPUDescription {
 /// cache sizes (sysfs); an LLVM CPU name reads its features from LLVM's
 /// description of that CPU, with typical cache sizes. Unknown names are an
 /// error.
-std::optional<CPUDescription> describeCPU(const std::string &cpu, std::string &error);
+std::optional<CPUDescription> describeCPU(const std::string &cpu,
+                                          std::string &error);
 
 /// Registers the LLVM IR translations the CPU path needs.
 void registerCPUTranslations(mlir::DialectRegistry &registry);
@@ -39,9 +41,10 @@ void registerCPUTranslations(mlir::DialectRegistry &registry);
 /// Translates an LLVM-dialect module to LLVM IR for the host triple and
 /// runs LLVM's O3 pipeline for `cpu`: "native" (this machine's CPU and
 /// features) or an LLVM CPU name such as x86-64-v3.
-std::unique_ptr<llvm::Module>
-translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
-                     const std::string &cpu, std::string &error);
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
+                                                   llvm::LLVMContext &context,
+                                                   const std::string &cpu,
+                                                   std::string &error);
 
 enum class CodeFileType { Assembly, Object };
 

@@ -41,9 +41,9 @@ int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,
     for (size_t other : placed) {
       const ArenaBlock &o = blocks[other];
       if (o.start <= block.end && block.start <= o.end)
-        busy.emplace_back(o.offset,
-                          o.offset + llvm::alignTo(std::max<int64_t>(o.bytes, 1),
-                                                   alignment));
+        busy.emplace_back(
+            o.offset,
+            o.offset + llvm::alignTo(std::max<int64_t>(o.bytes, 1), alignment));
     }
     std::sort(busy.begin(), busy.end());
     // The lowest gap that holds the block.
@@ -123,7 +123,8 @@ MemoryPlan mlir::tg::planMemory(func::FuncOp func) {
   for (PlannedBuffer &buffer : plan.buffers) {
     if (returned.contains(buffer.values.front()) && buffer.values.size() == 1)
       continue;
-    if (llvm::any_of(buffer.values, [&](Value v) { return returned.contains(v); }))
+    if (llvm::any_of(buffer.values,
+                     [&](Value v) { return returned.contains(v); }))
       buffer.block.end = last;
     kept.push_back(std::move(buffer));
   }

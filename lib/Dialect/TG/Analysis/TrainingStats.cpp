@@ -63,7 +63,7 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
   llvm::DenseSet<Value> saved;
   for (Operation &op : step.getBody().front().without_terminator()) {
     OpCost cost = getOpCost(&op);
-    OpCost &bucket = forward.contains(&op)       ? stats.forward
+    OpCost &bucket = forward.contains(&op)        ? stats.forward
                      : optimizerOps.contains(&op) ? stats.optimizer
                      : op.hasAttr(TGDialect::kRecomputedAttrName)
                          ? stats.recompute
@@ -74,7 +74,8 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
       continue;
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (def && forward.contains(def) && !def->hasTrait<OpTrait::ConstantLike>() &&
+      if (def && forward.contains(def) &&
+          !def->hasTrait<OpTrait::ConstantLike>() &&
           saved.insert(operand).second) {
         stats.savedActivationElements += numel(operand);
         stats.savedActivationBytes += numel(operand) * elementBytes(operand);

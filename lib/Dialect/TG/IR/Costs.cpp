@@ -16,7 +16,9 @@ int64_t numel(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
-OpCost elementwise(Value v, int64_t perElement) { return {0, perElement * numel(v)}; }
+OpCost elementwise(Value v, int64_t perElement) {
+  return {0, perElement * numel(v)};
+}
 
 OpCost products(int64_t multiplications, int64_t extraFlops = 0) {
   return {multiplications, 2 * multiplications + extraFlops};
@@ -50,7 +52,8 @@ OpCost ClipFactorOp::getCost() { return {}; }
 
 OpCost MatmulOp::getCost() {
   auto lhs = getLhs().getType();
-  int64_t k = getTransposeLhs() ? lhs.getShape().end()[-2] : lhs.getShape().back();
+  int64_t k =
+      getTransposeLhs() ? lhs.getShape().end()[-2] : lhs.getShape().back();
   return products(numel(getResult()) * k);
 }
 
@@ -62,14 +65,16 @@ OpCost LinearOp::getCost() {
 
 OpCost AttentionOp::getCost() {
   int64_t pairs = attentionPairs(getQuery(), getKey());
-  int64_t d = getQuery().getType().getDimSize(3), dv = getValue().getType().getDimSize(3);
+  int64_t d = getQuery().getType().getDimSize(3),
+          dv = getValue().getType().getDimSize(3);
   // Q·Kᵀ and P·V, plus scaling and the softmax of every score.
   return products(pairs * (d + dv), 6 * pairs);
 }
 
 OpCost AttentionGradOp::getCost() {
   int64_t pairs = attentionPairs(getQuery(), getKey());
-  int64_t d = getQuery().getType().getDimSize(3), dv = getValue().getType().getDimSize(3);
+  int64_t d = getQuery().getType().getDimSize(3),
+          dv = getValue().getType().getDimSize(3);
   // Recomputed scores Q·Kᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
   // dK = dSᵀ·Q; softmax recomputation and its gradient per score.
   return products(pairs * (3 * d + 2 * dv), 10 * pairs);

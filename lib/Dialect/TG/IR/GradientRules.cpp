@@ -220,8 +220,8 @@ LogicalResult SubOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return sumToShape(b, getLoc(), resultGrads[0], getLhs().getType());
   });
   push(grads, needsGrad, 1, [&] {
-    Value neg = ScaleOp::create(b, getLoc(), resultGrads[0],
-                                b.getF64FloatAttr(-1.0));
+    Value neg =
+        ScaleOp::create(b, getLoc(), resultGrads[0], b.getF64FloatAttr(-1.0));
     return sumToShape(b, getLoc(), neg, getRhs().getType());
   });
   return success();

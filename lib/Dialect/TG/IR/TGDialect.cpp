@@ -33,9 +33,8 @@ namespace {
 /// Checks a naming attribute on argument or result `index` of a function:
 /// the name must be a non-empty string and the value a ranked tensor
 /// (parameters and their state floating point).
-LogicalResult verifyNameAttribute(Operation *op, StringRef what,
-                                  unsigned index, NamedAttribute attribute,
-                                  Type type) {
+LogicalResult verifyNameAttribute(Operation *op, StringRef what, unsigned index,
+                                  NamedAttribute attribute, Type type) {
   StringRef name = attribute.getName().strref();
   auto str = llvm::dyn_cast<StringAttr>(attribute.getValue());
   if (!str || str.getValue().empty())
@@ -50,8 +49,8 @@ LogicalResult verifyNameAttribute(Operation *op, StringRef what,
     return op->emitError() << what << " #" << index << " marked '" << name
                            << "' must be ranked, got " << type;
   if (failed(checkElementCount(shaped, [&] {
-        return op->emitError() << what << " #" << index << " marked '" << name
-                               << "': ";
+        return op->emitError()
+               << what << " #" << index << " marked '" << name << "': ";
       })))
     return failure();
   bool mustBeFloat = name == TGDialect::kParamAttrName ||
@@ -111,7 +110,8 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
   if (name != kParamAttrName && name != kInputAttrName &&
-      name != kStateAttrName && name != kOutputAttrName && name != kGradAttrName)
+      name != kStateAttrName && name != kOutputAttrName &&
+      name != kGradAttrName)
     return op->emitError() << "unknown tg argument attribute '" << name << "'";
   Region &region = op->getRegion(regionIndex);
   Type type = !region.empty() && argIndex < region.getNumArguments()
@@ -149,16 +149,17 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   if (name == kLayerAttrName) {
     auto layer = llvm::dyn_cast<IntegerAttr>(value);
     if (!layer || layer.getValue().isNegative())
-      return op->emitError() << "'" << name
-                             << "' must be a non-negative integer, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be a non-negative integer, got "
+             << value;
     return success();
   }
   if (name == kRematAttrName) {
     auto str = llvm::dyn_cast<StringAttr>(value);
     if (!str || (str.getValue() != "save" && str.getValue() != "recompute"))
-      return op->emitError() << "'" << name
-                             << "' must be \"save\" or \"recompute\", got "
-                             << value;
+      return op->emitError()
+             << "'" << name << "' must be \"save\" or \"recompute\", got "
+             << value;
     return success();
   }
   if (name == kRecomputedAttrName) {

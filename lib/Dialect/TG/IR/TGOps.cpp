@@ -74,13 +74,15 @@ LogicalResult mlir::tg::verifyElementCounts(Operation *op) {
 // ConstantOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> location,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
   auto type = llvm::dyn_cast<RankedTensorType>(adaptor.getValue().getType());
   if (!type) {
     if (location)
-      mlir::emitError(*location) << "'tg.constant' op value must be a ranked tensor";
+      mlir::emitError(*location)
+          << "'tg.constant' op value must be a ranked tensor";
     return failure();
   }
   inferred.push_back(type);
@@ -113,7 +115,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     getInputMutable().assign(producer.getInput());
     return getResult();
   }
-  if (auto dense = llvm::dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+  if (auto dense =
+          llvm::dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
     return dense.reshape(getType());
   return {};
 }
@@ -122,13 +125,14 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
 // TransposeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(TransposeOp)
-  return pushInferred(
-      inferTranspose(tensorTypeOf(adaptor.getInput()), adaptor.getPermutation(), diag),
-      inferred);
+  return pushInferred(inferTranspose(tensorTypeOf(adaptor.getInput()),
+                                     adaptor.getPermutation(), diag),
+                      inferred);
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
@@ -167,7 +171,8 @@ LogicalResult BroadcastOp::verify() {
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  if (auto splat = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+  if (auto splat =
+          llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
     return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
   return {};
 }
@@ -176,14 +181,15 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
 // ReduceSumOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(ReduceSumOp)
-  return pushInferred(
-      inferReduceSum(tensorTypeOf(adaptor.getInput()), adaptor.getDims(),
-                     adaptor.getKeepDims(), diag),
-      inferred);
+  return pushInferred(inferReduceSum(tensorTypeOf(adaptor.getInput()),
+                                     adaptor.getDims(), adaptor.getKeepDims(),
+                                     diag),
+                      inferred);
 }
 
 OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
@@ -196,14 +202,15 @@ OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
 // SliceOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   TG_DIAG(SliceOp)
   return pushInferred(inferSlice(tensorTypeOf(adaptor.getInput()),
-                                          adaptor.getAxis(), adaptor.getStart(),
-                                          adaptor.getSize(), diag),
-                               inferred);
+                                 adaptor.getAxis(), adaptor.getStart(),
+                                 adaptor.getSize(), diag),
+                      inferred);
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor) {
@@ -216,24 +223,27 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
 // MatmulOp, LinearOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   TG_DIAG(MatmulOp)
-  return pushInferred(
-      inferMatmul(tensorTypeOf(adaptor.getLhs()), tensorTypeOf(adaptor.getRhs()),
-                  adaptor.getTransposeLhs(), adaptor.getTransposeRhs(), diag),
-      inferred);
+  return pushInferred(inferMatmul(tensorTypeOf(adaptor.getLhs()),
+                                  tensorTypeOf(adaptor.getRhs()),
+                                  adaptor.getTransposeLhs(),
+                                  adaptor.getTransposeRhs(), diag),
+                      inferred);
 }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   TG_DIAG(LinearOp)
-  return pushInferred(
-      inferLinear(tensorTypeOf(adaptor.getInput()), tensorTypeOf(adaptor.getWeight()),
-                  tensorTypeOf(adaptor.getBias()), diag),
-      inferred);
+  return pushInferred(inferLinear(tensorTypeOf(adaptor.getInput()),
+                                  tensorTypeOf(adaptor.getWeight()),
+                                  tensorTypeOf(adaptor.getBias()), diag),
+                      inferred);
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,15 +251,14 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 //===----------------------------------------------------------------------===//
 
 #define TG_BINARY_INFER(OP)                                                    \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> location,         \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> location, Adaptor adaptor,        \
+      SmallVectorImpl<Type> &inferred) {                                       \
     TG_DIAG(OP)                                                                \
-    return pushInferred(                                                   \
-        inferBroadcastBinary(tensorTypeOf(adaptor.getLhs()),                   \
-                             tensorTypeOf(adaptor.getRhs()), diag),            \
-        inferred);                                                             \
+    return pushInferred(inferBroadcastBinary(tensorTypeOf(adaptor.getLhs()),   \
+                                             tensorTypeOf(adaptor.getRhs()),   \
+                                             diag),                            \
+                        inferred);                                             \
   }
 TG_BINARY_INFER(AddOp)
 TG_BINARY_INFER(SubOp)
@@ -306,7 +315,8 @@ LogicalResult GeluOp::verify() {
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxis() < -rank || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank " << rank;
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << rank;
   return success();
 }
 
@@ -314,71 +324,78 @@ LogicalResult SoftmaxOp::verify() {
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(EmbeddingOp)
-  return pushInferred(
-      inferEmbedding(tensorTypeOf(adaptor.getTable()),
-                     tensorTypeOf(adaptor.getIndices()), diag),
-      inferred);
+  return pushInferred(inferEmbedding(tensorTypeOf(adaptor.getTable()),
+                                     tensorTypeOf(adaptor.getIndices()), diag),
+                      inferred);
 }
 
-LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   TG_DIAG(RMSNormOp)
   return pushInferred(inferNorm(tensorTypeOf(adaptor.getInput()),
-                                           tensorTypeOf(adaptor.getWeight()),
-                                           RankedTensorType(), diag),
-                                 inferred);
+                                tensorTypeOf(adaptor.getWeight()),
+                                RankedTensorType(), diag),
+                      inferred);
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(LayerNormOp)
   return pushInferred(inferNorm(tensorTypeOf(adaptor.getInput()),
-                                             tensorTypeOf(adaptor.getWeight()),
-                                             tensorTypeOf(adaptor.getBias()), diag),
-                                   inferred);
+                                tensorTypeOf(adaptor.getWeight()),
+                                tensorTypeOf(adaptor.getBias()), diag),
+                      inferred);
 }
 
 LogicalResult RopeOp::verify() {
   RankedTensorType type = getType();
   if (type.getRank() != 4)
-    return emitOpError("input must be [B, S, H, D], got rank ") << type.getRank();
+    return emitOpError("input must be [B, S, H, D], got rank ")
+           << type.getRank();
   if (type.getDimSize(3) % 2 != 0)
-    return emitOpError("head dimension must be even, got ") << type.getDimSize(3);
+    return emitOpError("head dimension must be even, got ")
+           << type.getDimSize(3);
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(AttentionOp)
-  return pushInferred(
-      inferAttention(tensorTypeOf(adaptor.getQuery()), tensorTypeOf(adaptor.getKey()),
-                     tensorTypeOf(adaptor.getValue()), adaptor.getCausal(), diag),
-      inferred);
+  return pushInferred(inferAttention(tensorTypeOf(adaptor.getQuery()),
+                                     tensorTypeOf(adaptor.getKey()),
+                                     tensorTypeOf(adaptor.getValue()),
+                                     adaptor.getCausal(), diag),
+                      inferred);
 }
 
 double AttentionOp::getScaleOrDefault() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return 1.0 /
+         std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &inferred) {
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
   TG_DIAG(CrossEntropyOp)
-  return pushInferred(
-      inferCrossEntropy(tensorTypeOf(adaptor.getLogits()),
-                        tensorTypeOf(adaptor.getTargets()), diag),
-      inferred);
+  return pushInferred(inferCrossEntropy(tensorTypeOf(adaptor.getLogits()),
+                                        tensorTypeOf(adaptor.getTargets()),
+                                        diag),
+                      inferred);
 }
 
 //===----------------------------------------------------------------------===//
@@ -397,7 +414,8 @@ LogicalResult PadOp::verify() {
   RankedTensorType in = getInput().getType(), out = getType();
   int64_t axis = getAxis();
   if (axis < 0 || axis >= in.getRank() || in.getRank() != out.getRank())
-    return emitOpError("axis ") << axis << " is out of range for rank " << in.getRank();
+    return emitOpError("axis ")
+           << axis << " is out of range for rank " << in.getRank();
   if (getLow() < 0 || getHigh() < 0)
     return emitOpError("padding must be non-negative");
   SmallVector<int64_t> shape(in.getShape());
@@ -415,7 +433,8 @@ LogicalResult EmbeddingGradOp::verify() {
   if (failed(expected))
     return failure();
   if (*expected != grad)
-    return emitOpError("grad must be ") << *expected << " (indices shape + [D]), got " << grad;
+    return emitOpError("grad must be ")
+           << *expected << " (indices shape + [D]), got " << grad;
   return success();
 }
 
@@ -429,20 +448,21 @@ LogicalResult GeluGradOp::verify() {
 LogicalResult SoftmaxGradOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxis() < -rank || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank " << rank;
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << rank;
   return success();
 }
 
 LogicalResult RMSNormGradOp::verify() {
   VerifierDiagnostics diag{getOperation()};
-  return inferNorm(getInput().getType(), getWeight().getType(), RankedTensorType(),
-                   ErrorEmitter(diag));
+  return inferNorm(getInput().getType(), getWeight().getType(),
+                   RankedTensorType(), ErrorEmitter(diag));
 }
 
 LogicalResult LayerNormGradOp::verify() {
   VerifierDiagnostics diag{getOperation()};
-  return inferNorm(getInput().getType(), getWeight().getType(), RankedTensorType(),
-                   ErrorEmitter(diag));
+  return inferNorm(getInput().getType(), getWeight().getType(),
+                   RankedTensorType(), ErrorEmitter(diag));
 }
 
 LogicalResult AttentionGradOp::verify() {
@@ -454,12 +474,14 @@ LogicalResult AttentionGradOp::verify() {
 double AttentionGradOp::getScaleOrDefault() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return 1.0 /
+         std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
   VerifierDiagnostics diag{getOperation()};
-  if (getGrad().getType().getElementType() != getLogits().getType().getElementType())
+  if (getGrad().getType().getElementType() !=
+      getLogits().getType().getElementType())
     return emitOpError("grad and logits must have the same element type");
   return inferCrossEntropy(getLogits().getType(), getTargets().getType(),
                            ErrorEmitter(diag));

@@ -131,9 +131,10 @@ mlir::tg::inferTranspose(RankedTensorType input, ArrayRef<int64_t> permutation,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType>
-mlir::tg::inferReduceSum(RankedTensorType input, ArrayRef<int64_t> dims,
-                         bool keepDims, ErrorEmitter emitError) {
+FailureOr<RankedTensorType> mlir::tg::inferReduceSum(RankedTensorType input,
+                                                     ArrayRef<int64_t> dims,
+                                                     bool keepDims,
+                                                     ErrorEmitter emitError) {
   int64_t rank = input.getRank();
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= rank)
@@ -170,10 +171,11 @@ FailureOr<RankedTensorType> mlir::tg::inferSlice(RankedTensorType input,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType>
-mlir::tg::inferMatmul(RankedTensorType lhs, RankedTensorType rhs,
-                      bool transposeLhs, bool transposeRhs,
-                      ErrorEmitter emitError) {
+FailureOr<RankedTensorType> mlir::tg::inferMatmul(RankedTensorType lhs,
+                                                  RankedTensorType rhs,
+                                                  bool transposeLhs,
+                                                  bool transposeRhs,
+                                                  ErrorEmitter emitError) {
   if (failed(checkSameElementType(lhs, "lhs", rhs, "rhs", emitError)))
     return failure();
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
@@ -198,11 +200,11 @@ mlir::tg::inferMatmul(RankedTensorType lhs, RankedTensorType rhs,
   return RankedTensorType::get(shape, lhs.getElementType());
 }
 
-FailureOr<RankedTensorType>
-mlir::tg::inferLinear(RankedTensorType input, RankedTensorType weight,
-                      RankedTensorType bias, ErrorEmitter emitError) {
-  if (failed(checkSameElementType(input, "input", weight, "weight",
-                                  emitError)))
+FailureOr<RankedTensorType> mlir::tg::inferLinear(RankedTensorType input,
+                                                  RankedTensorType weight,
+                                                  RankedTensorType bias,
+                                                  ErrorEmitter emitError) {
+  if (failed(checkSameElementType(input, "input", weight, "weight", emitError)))
     return failure();
   if (input.getRank() < 1)
     return fail(emitError, "input must have rank >= 1");
@@ -227,9 +229,9 @@ mlir::tg::inferLinear(RankedTensorType input, RankedTensorType weight,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType>
-mlir::tg::inferEmbedding(RankedTensorType table, RankedTensorType indices,
-                         ErrorEmitter emitError) {
+FailureOr<RankedTensorType> mlir::tg::inferEmbedding(RankedTensorType table,
+                                                     RankedTensorType indices,
+                                                     ErrorEmitter emitError) {
   if (table.getRank() != 2)
     return fail(emitError, "table must be [vocab, dim], got rank ",
                 table.getRank());
@@ -245,7 +247,8 @@ FailureOr<RankedTensorType> mlir::tg::inferNorm(RankedTensorType input,
   if (input.getRank() < 1)
     return fail(emitError, "input must have rank >= 1");
   int64_t d = input.getShape().back();
-  for (auto [t, name] : {std::pair(weight, "weight"), std::pair(bias, "bias")}) {
+  for (auto [t, name] :
+       {std::pair(weight, "weight"), std::pair(bias, "bias")}) {
     if (!t)
       continue;
     if (failed(checkSameElementType(input, "input", t, name, emitError)))
@@ -258,13 +261,13 @@ FailureOr<RankedTensorType> mlir::tg::inferNorm(RankedTensorType input,
   return input;
 }
 
-FailureOr<RankedTensorType>
-mlir::tg::inferAttention(RankedTensorType query, RankedTensorType key,
-                         RankedTensorType value, bool causal,
-                         ErrorEmitter emitError) {
-  for (auto [t, name] :
-       {std::pair(query, "query"), std::pair(key, "key"),
-        std::pair(value, "value")}) {
+FailureOr<RankedTensorType> mlir::tg::inferAttention(RankedTensorType query,
+                                                     RankedTensorType key,
+                                                     RankedTensorType value,
+                                                     bool causal,
+                                                     ErrorEmitter emitError) {
+  for (auto [t, name] : {std::pair(query, "query"), std::pair(key, "key"),
+                         std::pair(value, "value")}) {
     if (t.getRank() != 4)
       return fail(emitError, name, " must be [B, S, H, D], got rank ",
                   t.getRank());
@@ -281,14 +284,15 @@ mlir::tg::inferAttention(RankedTensorType query, RankedTensorType key,
     return fail(emitError, "key ", shapeStr(k), " and value ", shapeStr(v),
                 " must agree on sequence length and heads");
   if (q[3] != k[3])
-    return fail(emitError, "query head dim ", q[3], " differs from key head dim ",
-                k[3]);
+    return fail(emitError, "query head dim ", q[3],
+                " differs from key head dim ", k[3]);
   if (q[2] % k[2] != 0)
     return fail(emitError, "key/value heads (", k[2],
                 ") must divide query heads (", q[2], ")");
   if (causal && q[1] != k[1])
-    return fail(emitError, "causal attention needs equal query and key "
-                           "lengths, got ",
+    return fail(emitError,
+                "causal attention needs equal query and key "
+                "lengths, got ",
                 q[1], " and ", k[1]);
   return RankedTensorType::get({q[0], q[1], q[2], v[3]},
                                query.getElementType());

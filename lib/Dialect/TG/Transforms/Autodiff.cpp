@@ -51,7 +51,8 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
   auto tensor = llvm::cast<RankedTensorType>(type);
   return ConstantOp::create(
       b, loc,
-      DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+      DenseElementsAttr::get(tensor,
+                             b.getFloatAttr(tensor.getElementType(), 0.0)));
 }
 
 struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
@@ -108,8 +109,8 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
     if (active.contains(loss))
       adjoints[loss] = ConstantOp::create(
           b, ret.getLoc(),
-          DenseElementsAttr::get(lossType,
-                                 b.getFloatAttr(lossType.getElementType(), 1.0)));
+          DenseElementsAttr::get(
+              lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
 
     // Reverse sweep over the forward ops (a snapshot: rules append ops).
     SmallVector<Operation *> forwardOps;
@@ -149,9 +150,9 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
                  << grad.getType() << " for an operand of type "
                  << operand.getType();
         Value &adjoint = adjoints[operand];
-        adjoint = adjoint ? AddOp::create(b, op->getLoc(), adjoint, grad)
-                                .getResult()
-                          : grad;
+        adjoint =
+            adjoint ? AddOp::create(b, op->getLoc(), adjoint, grad).getResult()
+                    : grad;
       }
     }
 

@@ -49,7 +49,8 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
         paramArgs.push_back(i);
     llvm::StringMap<unsigned> gradResult;
     for (unsigned i = 0, e = step.getNumResults(); i < e; ++i)
-      if (auto name = step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttrName))
+      if (auto name =
+              step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttrName))
         gradResult[name.getValue()] = i;
     if (step.getNumResults() != paramArgs.size() + 1 ||
         gradResult.size() != paramArgs.size())
@@ -75,9 +76,11 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     unsigned next = insertAt;
     for (auto [kindIndex, kind] : llvm::enumerate(stateKinds)) {
       for (unsigned p : paramArgs) {
-        auto paramType = llvm::cast<RankedTensorType>(step.getArgument(p).getType());
+        auto paramType =
+            llvm::cast<RankedTensorType>(step.getArgument(p).getType());
         Type stateType = adamw ? paramType.clone(b.getF32Type()) : paramType;
-        auto paramName = step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
+        auto paramName =
+            step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
         auto attrs = b.getDictionaryAttr(b.getNamedAttr(
             TGDialect::kStateAttrName,
             b.getStringAttr(kind.first + "." + paramName.getValue())));
@@ -93,21 +96,25 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     };
     unsigned numArgs = step.getNumArguments();
     if (failed(step.insertArgument(numArgs, f32Scalar, inputAttr("lr"), loc)) ||
-        failed(step.insertArgument(numArgs + 1, f32Scalar, inputAttr("step"), loc)))
+        failed(step.insertArgument(numArgs + 1, f32Scalar, inputAttr("step"),
+                                   loc)))
       return failure();
-    Value lr = step.getArgument(numArgs), stepCount = step.getArgument(numArgs + 1);
+    Value lr = step.getArgument(numArgs),
+          stepCount = step.getArgument(numArgs + 1);
 
     // Global norm (always reported) and clipping.
     b.setInsertionPoint(ret);
     SmallVector<Value> grads;
     for (unsigned p : paramArgs) {
-      auto name = step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
+      auto name =
+          step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
       grads.push_back(ret.getOperand(gradResult.lookup(name.getValue())));
     }
     SmallVector<Value> rawGrads(grads);
     Value norm = GlobalNormOp::create(b, loc, grads);
     if (gradClip > 0.0) {
-      Value factor = ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));
+      Value factor =
+          ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));
       for (Value &g : grads) {
         if (!llvm::cast<RankedTensorType>(g.getType()).getElementType().isF32())
           return step.emitError("tg-optimizer: gradient clipping needs f32 "
@@ -138,17 +145,17 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
         newParams.push_back(update.getNewParam());
         newStates[0].push_back(update.getNewMomentumBuffer());
       } else {
-        newParams.push_back(SGDUpdateOp::create(b, l, param, grad, lr,
-                                                b.getF64FloatAttr(weightDecay)));
+        newParams.push_back(SGDUpdateOp::create(
+            b, l, param, grad, lr, b.getF64FloatAttr(weightDecay)));
       }
-      paramAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-          TGDialect::kParamAttrName,
-          step.getArgAttr(p, TGDialect::kParamAttrName))));
+      paramAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TGDialect::kParamAttrName,
+                         step.getArgAttr(p, TGDialect::kParamAttrName))));
       for (unsigned k = 0; k < statesPerParam; ++k)
-        stateAttrs[k].push_back(b.getDictionaryAttr(b.getNamedAttr(
-            TGDialect::kStateAttrName,
-            step.getArgAttr(states[k][i].getArgNumber(),
-                            TGDialect::kStateAttrName))));
+        stateAttrs[k].push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TGDialect::kStateAttrName,
+                           step.getArgAttr(states[k][i].getArgNumber(),
+                                           TGDialect::kStateAttrName))));
     }
 
     auto output = [&](StringRef name) {
@@ -156,7 +163,8 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
           b.getNamedAttr(TGDialect::kOutputAttrName, b.getStringAttr(name)));
     };
     SmallVector<Value> results{ret.getOperand(0), norm};
-    SmallVector<DictionaryAttr> resultAttrs{output("loss"), output("grad_norm")};
+    SmallVector<DictionaryAttr> resultAttrs{output("loss"),
+                                            output("grad_norm")};
     llvm::append_range(results, newParams);
     llvm::append_range(resultAttrs, paramAttrs);
     for (unsigned k = 0; k < statesPerParam; ++k) {
@@ -166,14 +174,15 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     if (returnGradients) {
       for (auto [p, g] : llvm::zip(paramArgs, rawGrads)) {
         results.push_back(g);
-        resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-            TGDialect::kGradAttrName, step.getArgAttr(p, TGDialect::kParamAttrName))));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TGDialect::kGradAttrName,
+                           step.getArgAttr(p, TGDialect::kParamAttrName))));
       }
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
-    step.setFunctionType(FunctionType::get(
-        ctx, step.getArgumentTypes(), ValueRange(results).getTypes()));
+    step.setFunctionType(FunctionType::get(ctx, step.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
     step.setAllResultAttrs(resultAttrs);
     return success();
   }

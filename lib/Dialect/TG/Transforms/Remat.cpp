@@ -19,11 +19,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Dialect/TG/Transforms/Remat.h"
-#include "tgc/Support/MinCut.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Support/MinCut.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -63,7 +63,8 @@ llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
           ((t[numberEnd] == 'e' || t[numberEnd] == 'E') && numberEnd > 0 &&
            numberEnd + 1 < t.size() && llvm::isDigit(t[numberEnd + 1]))))
     ++numberEnd;
-  StringRef number = t.take_front(numberEnd), unit = t.drop_front(numberEnd).trim();
+  StringRef number = t.take_front(numberEnd),
+            unit = t.drop_front(numberEnd).trim();
   double value;
   if (number.empty() || number.getAsDouble(value) || !std::isfinite(value) ||
       value <= 0)
@@ -159,7 +160,7 @@ int64_t resultBytes(Operation *op) {
 }
 struct Applied {
   int64_t extraFlops = 0;
-  bool recomputesMatmul = false; // one the user did not ask for
+  bool recomputesMatmul = false;      // one the user did not ask for
   llvm::DenseSet<Operation *> cloned; // forward ops that got a clone
 };
 
@@ -177,8 +178,9 @@ Applied applyRecompute(func::FuncOp step, const StepGraph &graph,
     IRMapping mapping;
     for (Value operand : def->getOperands())
       if (Operation *d = operand.getDefiningOp(); d && recompute.contains(d))
-        mapping.map(operand, materialize(d, before)->getResult(
-                                 llvm::cast<OpResult>(operand).getResultNumber()));
+        mapping.map(operand,
+                    materialize(d, before)->getResult(
+                        llvm::cast<OpResult>(operand).getResultNumber()));
     b.setInsertionPoint(before);
     Operation *clone = b.clone(*def, mapping);
     clone->setAttr(TGDialect::kRecomputedAttrName, b.getUnitAttr());
@@ -221,7 +223,8 @@ llvm::DenseSet<Operation *> layerInternalOps(const StepGraph &graph,
       for (Operation *user : r.getUsers())
         if (graph.forward.contains(user) && layerOf(user) != layer)
           boundary = true;
-        else if (!graph.forward.contains(user) && user->hasTrait<OpTrait::IsTerminator>())
+        else if (!graph.forward.contains(user) &&
+                 user->hasTrait<OpTrait::IsTerminator>())
           boundary = true;
     if (!boundary)
       internal.insert(op);
@@ -230,7 +233,8 @@ llvm::DenseSet<Operation *> layerInternalOps(const StepGraph &graph,
 }
 
 /// Applies the user annotations to a policy's choice.
-void applyAnnotations(const StepGraph &graph, llvm::DenseSet<Operation *> &set) {
+void applyAnnotations(const StepGraph &graph,
+                      llvm::DenseSet<Operation *> &set) {
   for (Operation *op : graph.forwardOps) {
     StringRef a = annotation(op);
     if (a == "save")
@@ -252,8 +256,8 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
   for (int i = 0; i < n; ++i) {
     Operation *op = graph.forwardOps[i];
     StringRef a = annotation(op);
-    bool mayRecompute =
-        a == "recompute" || (a != "save" && (allowMatmuls || !isMatmulClass(op)));
+    bool mayRecompute = a == "recompute" ||
+                        (a != "save" && (allowMatmuls || !isMatmulClass(op)));
     // A view is free to recompute, so keep its operand instead (unless the
     // user pinned the view itself).
     bool mayKeep = a != "recompute" && (!isView(op) || a == "save");
@@ -263,7 +267,8 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
                 mayRecompute ? static_cast<int64_t>(std::min(charge, 1e17))
                              : kInfinite);
     for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && graph.index.count(def))
+      if (Operation *def = operand.getDefiningOp();
+          def && graph.index.count(def))
         cut.addEdge(out(graph.index.lookup(def)), in(i), kInfinite);
     if (graph.readByBackward.contains(op))
       cut.addEdge(out(i), sink, kInfinite);
@@ -313,8 +318,8 @@ std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
   case RematPolicy::Layers: {
     std::optional<int64_t> layer = layerOf(op);
     if (recomputed)
-      return llvm::formatv("inside layer {0}: recomputed from the layer's input",
-                           *layer)
+      return llvm::formatv(
+                 "inside layer {0}: recomputed from the layer's input", *layer)
           .str();
     if (layer)
       return llvm::formatv("output of layer {0}: input of the next layer's "
@@ -363,7 +368,8 @@ FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
   for (int e = -20; e <= 12; e += 2) {
     double lambda = std::ldexp(1.0, e);
     for (bool allowMatmuls : {false, true}) {
-      llvm::DenseSet<Operation *> plan = minCutPlan(graph, lambda, allowMatmuls);
+      llvm::DenseSet<Operation *> plan =
+          minCutPlan(graph, lambda, allowMatmuls);
       if (!allowMatmuls && !llvm::is_contained(cheapPlans, plan))
         cheapPlans.push_back(plan);
       add(llvm::formatv("min-cut λ=2^{0}{1}", e,
@@ -391,7 +397,8 @@ FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
   candidatesEvaluated = candidates.size();
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate &a, const Candidate &b) {
-                     return std::tie(a.flops, a.peak) < std::tie(b.flops, b.peak);
+                     return std::tie(a.flops, a.peak) <
+                            std::tie(b.flops, b.peak);
                    });
   const Candidate *pick = nullptr;
   for (bool allowMatmuls : {false, true}) {
@@ -429,8 +436,8 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
   StepGraph graph = analyzeStep(step);
   result.plannedPeakWithout = planMemory(step).arenaBytes;
 
-  bool hasLayers = llvm::any_of(graph.forwardOps,
-                                [](Operation *op) { return layerOf(op).has_value(); });
+  bool hasLayers = llvm::any_of(
+      graph.forwardOps, [](Operation *op) { return layerOf(op).has_value(); });
   llvm::DenseSet<Operation *> recompute;
   std::string chosen;
   switch (policy) {
@@ -451,10 +458,10 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     if (!budget.isSet())
       return mlir::emitError(step.getLoc(),
                              "tg-remat: --remat=budget needs a memory budget");
-    int64_t bytes = budget.bytes >= 0
-                        ? budget.bytes
-                        : static_cast<int64_t>(budget.fraction *
-                                               result.plannedPeakWithout);
+    int64_t bytes =
+        budget.bytes >= 0
+            ? budget.bytes
+            : static_cast<int64_t>(budget.fraction * result.plannedPeakWithout);
     result.budgetBytes = bytes;
 
     FailureOr<Candidate> pick = searchBudgetPlan(step, graph, bytes, hasLayers,
@@ -501,21 +508,23 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
 void mlir::tg::printRematReport(llvm::raw_ostream &os, const RematResult &r) {
   os << "tg-remat: policy " << stringifyRematPolicy(r.policy);
   if (r.budgetBytes >= 0)
-    os << ", budget " << formatBytes(r.budgetBytes) << " (" << r.candidatesEvaluated
-       << " candidate plans evaluated)";
+    os << ", budget " << formatBytes(r.budgetBytes) << " ("
+       << r.candidatesEvaluated << " candidate plans evaluated)";
   os << "\n";
   int64_t keptBytes = 0, recomputedBytes = 0;
   for (const RematDecision &d : r.decisions) {
     os << llvm::formatv("  {0,-10} {1,12} {2,14} FLOPs  {3} ({4} {5}): {6}\n",
-                        d.recomputed ? "recompute" : "keep", formatBytes(d.bytes),
-                        d.flops, d.name, d.op, d.type, d.reason);
+                        d.recomputed ? "recompute" : "keep",
+                        formatBytes(d.bytes), d.flops, d.name, d.op, d.type,
+                        d.reason);
     (d.recomputed ? recomputedBytes : keptBytes) += d.bytes;
   }
   os << llvm::formatv("  kept {0}, recomputed {1}, extra FLOPs {2}\n",
                       formatBytes(keptBytes), formatBytes(recomputedBytes),
                       r.extraFlops);
   os << llvm::formatv("  planned peak {0} (without rematerialisation {1})\n",
-                      formatBytes(r.plannedPeak), formatBytes(r.plannedPeakWithout));
+                      formatBytes(r.plannedPeak),
+                      formatBytes(r.plannedPeakWithout));
 }
 
 //===----------------------------------------------------------------------===//
@@ -531,14 +540,16 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
     if (!memoryBudget.empty()) {
       llvm::Expected<MemoryBudget> b = parseMemoryBudget(memoryBudget);
       if (!b) {
-        mlir::emitError(getOperation().getLoc(), "tg-remat: ") << llvm::toString(b.takeError());
+        mlir::emitError(getOperation().getLoc(), "tg-remat: ")
+            << llvm::toString(b.takeError());
         return signalPassFailure();
       }
       budget = *b;
     }
     auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
     if (!step) {
-      mlir::emitError(getOperation().getLoc(), "tg-remat: no function @") << trainStepName;
+      mlir::emitError(getOperation().getLoc(), "tg-remat: no function @")
+          << trainStepName;
       return signalPassFailure();
     }
     FailureOr<RematResult> result = rematerialize(step, policy, budget);

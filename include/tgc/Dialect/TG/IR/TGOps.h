@@ -45,7 +45,8 @@ class OptimizerStep : public OpTrait::TraitBase<ConcreteType, OptimizerStep> {};
 /// Op trait: computes a parameter's (and its state's) new value from the
 /// old one; the runtime may run it in place (Executable.cpp checks when).
 template <typename ConcreteType>
-class ParameterUpdate : public OpTrait::TraitBase<ConcreteType, ParameterUpdate> {};
+class ParameterUpdate
+    : public OpTrait::TraitBase<ConcreteType, ParameterUpdate> {};
 } // namespace mlir::tg
 
 #define GET_OP_CLASSES

@@ -35,9 +35,9 @@ llvm::Expected<MemoryBudget> parseMemoryBudget(llvm::StringRef text);
 
 /// One forward value the reverse graph reads: kept or recomputed, and why.
 struct RematDecision {
-  std::string name;  // the op's location name, e.g. model.layers.0.mlp.up_proj
-  std::string op;    // e.g. tg.linear
-  std::string type;  // e.g. tensor<8x128x688xf32>
+  std::string name; // the op's location name, e.g. model.layers.0.mlp.up_proj
+  std::string op;   // e.g. tg.linear
+  std::string type; // e.g. tensor<8x128x688xf32>
   int64_t bytes = 0;
   bool recomputed = false;
   int64_t flops = 0; // FLOPs of recomputing this op (0 when kept)

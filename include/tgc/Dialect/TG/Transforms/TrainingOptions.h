@@ -66,11 +66,10 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
 
 /// The cl::values of the enums, for flags and pass options.
 #define TG_OPTIMIZER_KIND_CL_VALUES                                            \
-  ::llvm::cl::values(                                                          \
-      clEnumValN(::mlir::tg::OptimizerKind::SGD, "sgd",                        \
-                 "stochastic gradient descent"),                               \
-      clEnumValN(::mlir::tg::OptimizerKind::AdamW, "adamw",                    \
-                 "Adam with decoupled weight decay"))
+  ::llvm::cl::values(clEnumValN(::mlir::tg::OptimizerKind::SGD, "sgd",         \
+                                "stochastic gradient descent"),                \
+                     clEnumValN(::mlir::tg::OptimizerKind::AdamW, "adamw",     \
+                                "Adam with decoupled weight decay"))
 #define TG_REMAT_POLICY_CL_VALUES                                              \
   ::llvm::cl::values(                                                          \
       clEnumValN(::mlir::tg::RematPolicy::None, "none",                        \

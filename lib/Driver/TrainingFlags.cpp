@@ -51,6 +51,10 @@ cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>>
     remat("remat", cl::desc("Rematerialisation (default: none)"),
           cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
           TG_REMAT_POLICY_CL_VALUES);
+cl::opt<FusionMode, false, EnumFlagParser<FusionMode>>
+    fusion("fusion", cl::desc("Fusion (default: default)"),
+           cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
+           TG_FUSION_MODE_CL_VALUES);
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -113,6 +117,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (rematReport)
     t.rematReport = true;
+  if (fusion.getNumOccurrences())
+    t.fusion = fusion;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -168,4 +174,5 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.remat = t.remat;
   options.memoryBudget = t.memoryBudget;
   options.rematReport = t.rematReport;
+  options.fusion = t.fusion;
 }

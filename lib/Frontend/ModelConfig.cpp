@@ -364,6 +364,13 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
       r.error("dtype",
               "expected \"f32\", \"bf16\" or \"f16\", got \"" + *name + "\"");
   }
+  if (auto name = r.string("fusion", false)) {
+    if (std::optional<FusionMode> mode = mlir::tg::parseFusionMode(*name))
+      t.fusion = *mode;
+    else
+      r.error("fusion",
+              "expected \"none\" or \"default\", got \"" + *name + "\"");
+  }
   if (auto v = r.integer("seed", false, 0))
     t.seed = static_cast<uint64_t>(*v);
   if (auto v = r.integer("steps", false, 0))

@@ -12,6 +12,9 @@
 
 void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                      const TrainingGraphOptions &options) {
+  // Fused ops bring their own gradient rules: before autodiff.
+  if (options.fusion != mlir::tg::FusionMode::None)
+    pm.addPass(mlir::tg::createTGFusePass());
   pm.addPass(mlir::tg::createTGAutodiffPass());
   // Folding the seed and the reverse graph's reshapes, and sharing common
   // subexpressions, before the optimizer reads the gradients.

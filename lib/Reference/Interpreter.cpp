@@ -458,6 +458,38 @@ Tensor crossEntropy(const Tensor &logits, const Tensor &targets,
   return result;
 }
 
+/// The logits of the fused vocabulary projection, [rows..., V].
+Tensor fusedLogits(const Tensor &x, const Tensor &w, const Tensor *bias) {
+  Shape shape = x.shape;
+  shape.back() = w.shape[0];
+  return linear(x, w, bias, shape);
+}
+
+/// Gradients of cross_entropy(linear(x, w, b)): dx, dw and (with a bias) db.
+std::vector<Tensor> linearCrossEntropyGrad(double g, const Tensor &x,
+                                           const Tensor &w, const Tensor *bias,
+                                           const Tensor &targets,
+                                           std::optional<int64_t> ignore) {
+  Tensor dlogits = crossEntropy(fusedLogits(x, w, bias), targets, ignore, &g);
+  int64_t V = w.shape[0], D = w.shape[1], rows = x.numElements() / D;
+  Tensor dx(x.shape), dw(w.shape), db({V});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < V; ++v) {
+      double d = dlogits[r * V + v];
+      if (d == 0.0)
+        continue;
+      for (int64_t k = 0; k < D; ++k) {
+        dx[r * D + k] += d * w[v * D + k];
+        dw[v * D + k] += d * x[r * D + k];
+      }
+      db[v] += d;
+    }
+  std::vector<Tensor> grads{std::move(dx), std::move(dw)};
+  if (bias)
+    grads.push_back(std::move(db));
+  return grads;
+}
+
 //===----------------------------------------------------------------------===//
 // The interpreter loop
 //===----------------------------------------------------------------------===//
@@ -614,6 +646,20 @@ private:
         .Case([&](CrossEntropyOp o) {
           set(o, crossEntropy(in(o.getLogits()), in(o.getTargets()),
                               o.getIgnoreIndex(), nullptr));
+        })
+        .Case([&](LinearCrossEntropyOp o) {
+          const Tensor *bias = o.getBias() ? &in(o.getBias()) : nullptr;
+          Tensor logits =
+              fusedLogits(in(o.getInput()), in(o.getWeight()), bias);
+          set(o.getResult(), crossEntropy(logits, in(o.getTargets()),
+                                          o.getIgnoreIndex(), nullptr));
+          std::vector<Tensor> g = linearCrossEntropyGrad(
+              1.0, in(o.getInput()), in(o.getWeight()), bias,
+              in(o.getTargets()), o.getIgnoreIndex());
+          set(o.getInputGrad(), std::move(g[0]));
+          set(o.getWeightGrad(), std::move(g[1]));
+          if (bias)
+            set(o.getBiasGrad(), std::move(g[2]));
         })
         // Reverse graph.
         .Case([&](EmbeddingGradOp o) {

@@ -290,6 +290,25 @@ const GradCase kCases[] = {
      "tensor<2x4x5xf64>, tensor<2x4xi64> -> tensor<f64>\n"
      "  return %l : tensor<f64>\n}\n",
      5},
+    {"linear_cross_entropy_bias",
+     "func.func @forward(%x: tensor<2x3x4xf64> {tg.param = \"x\"}, %w: "
+     "tensor<5x4xf64> {tg.param = \"w\"}, %b: tensor<5xf64> {tg.param = "
+     "\"b\"}, %t: tensor<2x3xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"
+     "  %l, %dx, %dw, %db = tg.linear_cross_entropy %x, %w, %t bias(%b : "
+     "tensor<5xf64>) {chunk_rows = 4 : i64, ignore_index = 2 : i64} : "
+     "tensor<2x3x4xf64>, tensor<5x4xf64>, tensor<2x3xi64> -> tensor<f64>, "
+     "tensor<2x3x4xf64>, tensor<5x4xf64>, tensor<5xf64>\n"
+     "  return %l : tensor<f64>\n}\n",
+     5},
+    {"linear_cross_entropy",
+     "func.func @forward(%x: tensor<3x4xf64> {tg.param = \"x\"}, %w: "
+     "tensor<6x4xf64> {tg.param = \"w\"}, %t: tensor<3xi64> {tg.input = "
+     "\"t\"}) -> tensor<f64> {\n"
+     "  %l, %dx, %dw = tg.linear_cross_entropy %x, %w, %t {chunk_rows = 2 : "
+     "i64} : tensor<3x4xf64>, tensor<6x4xf64>, tensor<3xi64> -> tensor<f64>, "
+     "tensor<3x4xf64>, tensor<6x4xf64>\n"
+     "  return %l : tensor<f64>\n}\n",
+     6},
     {"structure_ops",
      "func.func @forward(%a: tensor<2x6xf64> {tg.param = \"a\"}, %r: "
      "tensor<3x2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"

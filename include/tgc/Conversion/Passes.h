@@ -44,6 +44,7 @@ void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tg
 

@@ -27,6 +27,7 @@ enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
 
 llvm::StringRef stringifyActivation(Activation act);
 
+using mlir::tg::FusionMode;
 using mlir::tg::OptimizerKind;
 using mlir::tg::RematPolicy;
 
@@ -57,6 +58,8 @@ struct TrainingConfig {
   /// Rematerialisation (tg-remat): policy, budget text (parsed by
   /// tg-remat; checked by the flags), and whether to report every decision.
   RematPolicy remat = RematPolicy::None;
+  /// tg-fuse before autodiff.
+  FusionMode fusion = FusionMode::Default;
   std::string memoryBudget;
   bool rematReport = false;
 };

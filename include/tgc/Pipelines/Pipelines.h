@@ -15,8 +15,8 @@
 
 namespace tgc {
 
-/// @forward → @train_step with the optimizer update (autodiff, cleanup,
-/// optimizer, rematerialisation).
+/// @forward → @train_step with the optimizer update (fusion, autodiff,
+/// cleanup, optimizer, rematerialisation).
 struct TrainingGraphOptions
     : public mlir::PassPipelineOptions<TrainingGraphOptions> {
   Option<mlir::tg::OptimizerKind> optimizer{
@@ -51,6 +51,9 @@ struct TrainingGraphOptions
   Option<bool> rematReport{*this, "remat-report",
                            llvm::cl::desc("Print every remat decision"),
                            llvm::cl::init(false)};
+  Option<mlir::tg::FusionMode> fusion{
+      *this, "fusion", llvm::cl::desc("Fusions before autodiff"),
+      llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

@@ -18,40 +18,6 @@ Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
   return addF(b, l, args[2], mulF(b, l, args[0], args[1]));
 }
 
-/// A materialised transpose of a matrix: O(M·N) copies buy a contiguous
-/// operand for an O(M·N·K) product.
-Value transpose2D(OpBuilder &b, Location loc, Value v) {
-  RankedTensorType t = tensorType(v);
-  Value init = tensor::EmptyOp::create(
-      b, loc, {t.getDimSize(1), t.getDimSize(0)}, t.getElementType());
-  return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
-      .getResult()[0];
-}
-
-/// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
-/// the op targets' matmul schedules recognise (any M, N, K).
-Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init) {
-  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs},
-                                  ValueRange{init})
-      .getResult(0);
-}
-
-/// [M, N] = aᵀ · b with `a` stored [K, M] (weight gradients dW = dyᵀ·x):
-/// a matmul reading A through a transposed map, which the schedule
-/// vectorises directly (an outer product per row of the stored operand).
-Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                          Value init) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps{dimsMap(ctx, 3, {2, 0}), dimsMap(ctx, 3, {2, 1}),
-                              dimsMap(ctx, 3, {0, 1})};
-  return linalg::MatmulOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-             ValueRange{init},
-             ArrayRef<NamedAttribute>{b.getNamedAttr(
-                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
-      .getResult(0);
-}
-
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

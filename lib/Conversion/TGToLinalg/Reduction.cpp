@@ -287,55 +287,6 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 
-/// Logits as [R, V] and targets as [R], with per-row max and Σexp(x − max).
-struct LossRows {
-  Value logits, targets, max, sumExp, count; // count: 0-d, rows not ignored
-};
-
-Value isIgnored(OpBuilder &b, Location l, Value target,
-                std::optional<int64_t> ignore) {
-  if (!ignore)
-    return arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
-  Value ig = arith::ConstantOp::create(
-      b, l, target.getType(), b.getIntegerAttr(target.getType(), *ignore));
-  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, target, ig);
-}
-
-LossRows lossRows(OpBuilder &b, Location loc, Value logits, Value targets,
-                  std::optional<int64_t> ignore) {
-  RankedTensorType type = tensorType(logits);
-  int64_t v = type.getShape().back(), rows = type.getNumElements() / v;
-  Type elt = type.getElementType();
-  LossRows r;
-  r.logits = reshape(b, loc, logits, RankedTensorType::get({rows, v}, elt));
-  r.targets = reshape(
-      b, loc, targets,
-      RankedTensorType::get({rows}, tensorType(targets).getElementType()));
-  r.max =
-      reduceAxis(b, loc, r.logits, 1, -std::numeric_limits<double>::infinity(),
-                 [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                   return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                 });
-  Value e =
-      rowwise(b, loc, tensorType(r.logits), 1, r.logits, r.max, {},
-              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
-              });
-  r.sumExp = reduceAxis(b, loc, e, 1, 0.0, sumOf(first));
-  Value zero = filled(b, loc, RankedTensorType::get({}, elt), 0.0);
-  r.count =
-      generic(b, loc, r.targets, dimsMap(b.getContext(), 1, {0}), zero,
-              AffineMap::get(1, 0, {}, b.getContext()), iterators(1, {0}),
-              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                Value ignored = isIgnored(nb, nl, a[0], ignore);
-                Value one = constantFloat(nb, nl, elt, 1.0);
-                Value z = constantFloat(nb, nl, elt, 0.0);
-                return addF(nb, nl, a[1],
-                            arith::SelectOp::create(nb, nl, ignored, z, one));
-              });
-  return r;
-}
-
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -345,28 +296,10 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     std::optional<int64_t> ignore = op.getIgnoreIndex();
     LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
                           adaptor.getTargets(), ignore);
-    int64_t v = tensorType(r.logits).getDimSize(1);
-    Type elt = op.getType().getElementType();
-    Value logits = r.logits;
-    Value zero = filled(rewriter, loc, op.getType(), 0.0);
-    // Σ_rows [not ignored] (log Σexp + max − logit[target]).
-    Value total = generic(
-        rewriter, loc, {r.targets, r.max, r.sumExp},
-        {dimsMap(getContext(), 1, {0}), dimsMap(getContext(), 1, {0}),
-         dimsMap(getContext(), 1, {0})},
-        zero, AffineMap::get(1, 0, {}, getContext()), iterators(1, {0}),
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value row = linalg::IndexOp::create(b, l, 0);
-          Value picked = tensor::ExtractOp::create(
-              b, l, logits, ValueRange{row, clampIndex(b, l, a[0], v)});
-          Value nll = subF(
-              b, l, addF(b, l, math::LogOp::create(b, l, a[2]), a[1]), picked);
-          Value ignored = isIgnored(b, l, a[0], ignore);
-          return addF(b, l, a[3],
-                      arith::SelectOp::create(
-                          b, l, ignored, constantFloat(b, l, elt, 0.0), nll));
-        });
-    Value mean = elementwise(rewriter, loc, op.getType(), {total, r.count},
+    Value count = targetCount(rewriter, loc, r.targets, ignore,
+                              op.getType().getElementType());
+    Value total = lossSum(rewriter, loc, r, ignore);
+    Value mean = elementwise(rewriter, loc, op.getType(), {total, count},
                              [](OpBuilder &b, Location l, ValueRange a) {
                                return divF(b, l, a[0], a[1]);
                              });
@@ -384,30 +317,9 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     std::optional<int64_t> ignore = op.getIgnoreIndex();
     LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
                           adaptor.getTargets(), ignore);
-    RankedTensorType flat = tensorType(r.logits);
-    MLIRContext *ctx = getContext();
-    Value init = tensor::EmptyOp::create(rewriter, loc, flat.getShape(),
-                                         flat.getElementType());
-    AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
-    Value d = generic(
-        rewriter, loc,
-        {r.logits, r.targets, r.max, r.sumExp, adaptor.getGrad(), r.count},
-        {dimsMap(ctx, 2, {0, 1}), dimsMap(ctx, 2, {0}), dimsMap(ctx, 2, {0}),
-         dimsMap(ctx, 2, {0}), scalar, scalar},
-        init, dimsMap(ctx, 2, {0, 1}), iterators(2),
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value p = divF(
-              b, l, math::ExpOp::create(b, l, subF(b, l, a[0], a[2])), a[3]);
-          Value col = linalg::IndexOp::create(b, l, 1);
-          Value t = clampIndex(b, l, a[1], flat.getDimSize(1));
-          Value hit =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
-          Value onehot = arith::SelectOp::create(b, l, hit, cst(b, l, p, 1.0),
-                                                 cst(b, l, p, 0.0));
-          Value g = divF(b, l, mulF(b, l, a[4], subF(b, l, p, onehot)), a[5]);
-          Value ignored = isIgnored(b, l, a[1], ignore);
-          return arith::SelectOp::create(b, l, ignored, cst(b, l, p, 0.0), g);
-        });
+    Value count = targetCount(rewriter, loc, r.targets, ignore,
+                              op.getType().getElementType());
+    Value d = logitsGrad(rewriter, loc, r, adaptor.getGrad(), count, ignore);
     rewriter.replaceOp(op, reshape(rewriter, loc, d, op.getType()));
     return success();
   }

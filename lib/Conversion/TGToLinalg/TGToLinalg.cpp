@@ -33,6 +33,7 @@ struct ConvertTGToLinalgPass
     populateTGReductionToLinalgPatterns(patterns);
     populateTGAttentionToLinalgPatterns(patterns);
     populateTGOptimizerToLinalgPatterns(patterns);
+    populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -256,3 +256,141 @@ Value lowering::subF(OpBuilder &b, Location loc, Value x, Value y) {
 Value lowering::divF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::DivFOp::create(b, loc, x, y);
 }
+
+namespace {
+
+Value isIgnored(OpBuilder &b, Location l, Value target,
+                std::optional<int64_t> ignore) {
+  if (!ignore)
+    return arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
+  Value ig = arith::ConstantOp::create(
+      b, l, target.getType(), b.getIntegerAttr(target.getType(), *ignore));
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, target, ig);
+}
+
+} // namespace
+
+LossRows mlir::tg::lowering::lossRows(OpBuilder &b, Location loc, Value logits,
+                                      Value targets,
+                                      std::optional<int64_t> ignore) {
+  RankedTensorType type = tensorType(logits);
+  int64_t v = type.getShape().back(), rows = type.getNumElements() / v;
+  Type elt = type.getElementType();
+  LossRows r;
+  r.logits = reshape(b, loc, logits, RankedTensorType::get({rows, v}, elt));
+  r.targets = reshape(
+      b, loc, targets,
+      RankedTensorType::get({rows}, tensorType(targets).getElementType()));
+  r.max =
+      reduceAxis(b, loc, r.logits, 1, -std::numeric_limits<double>::infinity(),
+                 [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                 });
+  Value e =
+      rowwise(b, loc, tensorType(r.logits), 1, r.logits, r.max, {},
+              [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return math::ExpOp::create(nb, nl, subF(nb, nl, a[0], a[1]));
+              });
+  r.sumExp = reduceAxis(b, loc, e, 1, 0.0, sumOf(first));
+  return r;
+}
+
+Value mlir::tg::lowering::targetCount(OpBuilder &b, Location loc, Value targets,
+                                      std::optional<int64_t> ignore, Type elt) {
+  int64_t rank = tensorType(targets).getRank();
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  Value zero = filled(b, loc, RankedTensorType::get({}, elt), 0.0);
+  return generic(
+      b, loc, targets, dimsMap(b.getContext(), rank, all), zero,
+      AffineMap::get(rank, 0, {}, b.getContext()), iterators(rank, all),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value ignored = isIgnored(nb, nl, a[0], ignore);
+        Value one = constantFloat(nb, nl, elt, 1.0);
+        Value z = constantFloat(nb, nl, elt, 0.0);
+        return addF(nb, nl, a[1],
+                    arith::SelectOp::create(nb, nl, ignored, z, one));
+      });
+}
+
+Value mlir::tg::lowering::lossSum(OpBuilder &b, Location loc, const LossRows &r,
+                                  std::optional<int64_t> ignore) {
+  MLIRContext *ctx = b.getContext();
+  Value logits = r.logits;
+  int64_t v = tensorType(logits).getDimSize(1);
+  Type elt = tensorType(logits).getElementType();
+  Value zero = filled(b, loc, RankedTensorType::get({}, elt), 0.0);
+  return generic(
+      b, loc, {r.targets, r.max, r.sumExp},
+      {dimsMap(ctx, 1, {0}), dimsMap(ctx, 1, {0}), dimsMap(ctx, 1, {0})}, zero,
+      AffineMap::get(1, 0, {}, ctx), iterators(1, {0}),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value picked = tensor::ExtractOp::create(
+            nb, l, logits, ValueRange{row, clampIndex(nb, l, a[0], v)});
+        Value nll = subF(
+            nb, l, addF(nb, l, math::LogOp::create(nb, l, a[2]), a[1]), picked);
+        Value ignored = isIgnored(nb, l, a[0], ignore);
+        return addF(nb, l, a[3],
+                    arith::SelectOp::create(
+                        nb, l, ignored, constantFloat(nb, l, elt, 0.0), nll));
+      });
+}
+
+Value mlir::tg::lowering::logitsGrad(OpBuilder &b, Location loc,
+                                     const LossRows &r, Value grad, Value count,
+                                     std::optional<int64_t> ignore) {
+  RankedTensorType flat = tensorType(r.logits);
+  MLIRContext *ctx = b.getContext();
+  Value init =
+      tensor::EmptyOp::create(b, loc, flat.getShape(), flat.getElementType());
+  AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
+  return generic(
+      b, loc, {r.logits, r.targets, r.max, r.sumExp, grad, count},
+      {dimsMap(ctx, 2, {0, 1}), dimsMap(ctx, 2, {0}), dimsMap(ctx, 2, {0}),
+       dimsMap(ctx, 2, {0}), scalar, scalar},
+      init, dimsMap(ctx, 2, {0, 1}), iterators(2),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value p = divF(
+            nb, l, math::ExpOp::create(nb, l, subF(nb, l, a[0], a[2])), a[3]);
+        Value col = linalg::IndexOp::create(nb, l, 1);
+        Value t = clampIndex(nb, l, a[1], flat.getDimSize(1));
+        Value hit =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, col, t);
+        Value onehot = arith::SelectOp::create(nb, l, hit, cst(nb, l, p, 1.0),
+                                               cst(nb, l, p, 0.0));
+        Value g = divF(nb, l, mulF(nb, l, a[4], subF(nb, l, p, onehot)), a[5]);
+        Value ignored = isIgnored(nb, l, a[1], ignore);
+        return arith::SelectOp::create(nb, l, ignored, cst(nb, l, p, 0.0), g);
+      });
+}
+
+Value mlir::tg::lowering::transpose2D(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType t = tensorType(v);
+  Value init = tensor::EmptyOp::create(
+      b, loc, {t.getDimSize(1), t.getDimSize(0)}, t.getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
+      .getResult()[0];
+}
+
+Value mlir::tg::lowering::matmul2D(OpBuilder &b, Location loc, Value lhs,
+                                   Value rhs, Value init) {
+  return linalg::MatmulOp::create(b, loc, ValueRange{lhs, rhs},
+                                  ValueRange{init})
+      .getResult(0);
+}
+
+Value mlir::tg::lowering::matmulTransposedLhs(OpBuilder &b, Location loc,
+                                              Value lhs, Value rhs,
+                                              Value init) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps{dimsMap(ctx, 3, {2, 0}), dimsMap(ctx, 3, {2, 1}),
+                              dimsMap(ctx, 3, {0, 1})};
+  return linalg::MatmulOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+             ValueRange{init},
+             ArrayRef<NamedAttribute>{b.getNamedAttr(
+                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
+      .getResult(0);
+}

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <functional>
+#include <optional>
 
 namespace mlir::tg::lowering {
 
@@ -92,6 +93,48 @@ Value mulF(OpBuilder &b, Location loc, Value x, Value y);
 Value addF(OpBuilder &b, Location loc, Value x, Value y);
 Value subF(OpBuilder &b, Location loc, Value x, Value y);
 Value divF(OpBuilder &b, Location loc, Value x, Value y);
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+/// A materialised transpose of a matrix: O(M·N) copies buy a contiguous
+/// operand for an O(M·N·K) product.
+Value transpose2D(OpBuilder &b, Location loc, Value v);
+
+/// [M, N] = a[M, K] · b[K, N] accumulated into `init`: a named linalg.matmul,
+/// the targets' matmul schedules recognise (any M, N, K).
+Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init);
+
+/// [M, N] = aᵀ · b with `a` stored [K, M] (weight gradients dW = dyᵀ·x),
+/// accumulated into `init`: a matmul reading A through a transposed map.
+Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                          Value init);
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+/// Logits as [R, V] and targets as [R], with per-row max and Σexp(x − max).
+struct LossRows {
+  Value logits, targets, max, sumExp;
+};
+
+LossRows lossRows(OpBuilder &b, Location loc, Value logits, Value targets,
+                  std::optional<int64_t> ignore);
+
+/// 0-d count of the targets [R] that are not `ignore`, in `elementType`.
+Value targetCount(OpBuilder &b, Location loc, Value targets,
+                  std::optional<int64_t> ignore, Type elementType);
+
+/// 0-d Σ over the rows not ignored of log Σexp + max − logit[target].
+Value lossSum(OpBuilder &b, Location loc, const LossRows &r,
+              std::optional<int64_t> ignore);
+
+/// [R, V] gradient of the mean loss: grad · (softmax − onehot) / count,
+/// zero on ignored rows (`grad` and `count` 0-d).
+Value logitsGrad(OpBuilder &b, Location loc, const LossRows &r, Value grad,
+                 Value count, std::optional<int64_t> ignore);
 
 } // namespace mlir::tg::lowering
 

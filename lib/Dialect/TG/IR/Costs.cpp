@@ -63,6 +63,21 @@ OpCost LinearOp::getCost() {
   return products(outputs * in, getBias() ? outputs : 0);
 }
 
+/// Logits of the fused vocabulary projection: rows · V.
+int64_t fusedLogits(RankedTensorType input, RankedTensorType weight) {
+  return input.getNumElements() / input.getShape().back() *
+         weight.getDimSize(0);
+}
+
+OpCost LinearCrossEntropyOp::getCost() {
+  int64_t logits = fusedLogits(getInput().getType(), getWeight().getType());
+  int64_t d = getWeight().getType().getDimSize(1);
+  // The logits, input_grad and weight_grad: three products of the
+  // projection's size (the unfused forward and backward together); the
+  // bias (and its gradient), the loss and its gradient per logit.
+  return products(3 * logits * d, (getBias() ? 2 * logits : 0) + 10 * logits);
+}
+
 OpCost AttentionOp::getCost() {
   int64_t pairs = attentionPairs(getQuery(), getKey());
   int64_t d = getQuery().getType().getDimSize(3),

@@ -352,6 +352,25 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult
+LinearCrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  // The op computed the gradients for an upstream gradient of 1: scale them
+  // (a train step's seed is 1, and x·1 folds away).
+  Location loc = getLoc();
+  Value g = resultGrads[0];
+  auto scaled = [&](Value grad) -> Value {
+    return g ? MulOp::create(b, loc, g, grad).getResult() : Value();
+  };
+  grads.push_back(needsGrad[0] ? scaled(getInputGrad()) : Value());
+  grads.push_back(needsGrad[1] ? scaled(getWeightGrad()) : Value());
+  if (getBias())
+    grads.push_back(needsGrad[2] ? scaled(getBiasGrad()) : Value());
+  grads.push_back(Value()); // integer targets
+  return success();
+}
+
 LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b,
                                             ValueRange resultGrads,
                                             ArrayRef<bool> needsGrad,

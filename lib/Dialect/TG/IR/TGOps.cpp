@@ -398,6 +398,27 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
                       inferred);
 }
 
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  TG_DIAG(LinearCrossEntropyOp)
+  FailureOr<RankedTensorType> logits = inferLinear(
+      tensorTypeOf(adaptor.getInput()), tensorTypeOf(adaptor.getWeight()),
+      tensorTypeOf(adaptor.getBias()), diag);
+  if (failed(logits))
+    return failure();
+  if (failed(pushInferred(
+          inferCrossEntropy(*logits, tensorTypeOf(adaptor.getTargets()), diag),
+          inferred)))
+    return failure();
+  // The gradients have their operands' types.
+  inferred.push_back(adaptor.getInput().getType());
+  inferred.push_back(adaptor.getWeight().getType());
+  if (adaptor.getBias())
+    inferred.push_back(adaptor.getBias().getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reverse graph ops: they reuse the forward shape rules
 //===----------------------------------------------------------------------===//

@@ -444,3 +444,38 @@ func.func @constant_failure_type() {
   %0 = tg.constant dense<true> : tensor<2xi1>
   return
 }
+
+// -----
+
+func.func @fused_loss_weight(%h: tensor<4x5xf32>, %w: tensor<7x6xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{weight is [7, 6] but the input's last dimension is 5}}
+  %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 2 : i64} : tensor<4x5xf32>, tensor<7x6xf32>, tensor<4xi32> -> tensor<f32>, tensor<4x5xf32>, tensor<7x6xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @fused_loss_targets(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %t: tensor<3xi32>) -> tensor<f32> {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{targets [3] must match the logits' leading dimensions [4]}}
+  %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 2 : i64} : tensor<4x5xf32>, tensor<7x5xf32>, tensor<3xi32> -> tensor<f32>, tensor<4x5xf32>, tensor<7x5xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @fused_loss_chunk(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  // expected-error@+1 {{attribute 'chunk_rows' failed to satisfy constraint}}
+  %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 0 : i64} : tensor<4x5xf32>, tensor<7x5xf32>, tensor<4xi32> -> tensor<f32>, tensor<4x5xf32>, tensor<7x5xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @fused_loss_bias_grad(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %b: tensor<7xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.linear_cross_entropy' op inferred type(s)}}
+  %l, %dh, %dw, %db = tg.linear_cross_entropy %h, %w, %t bias(%b : tensor<7xf32>) {chunk_rows = 2 : i64} : tensor<4x5xf32>, tensor<7x5xf32>, tensor<4xi32> -> tensor<f32>, tensor<4x5xf32>, tensor<7x5xf32>, tensor<5xf32>
+  return %l : tensor<f32>
+}

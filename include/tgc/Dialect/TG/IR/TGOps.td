@@ -476,6 +476,50 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
   }];
 }
 
+def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
+    [TG_MatrixProduct, TG_Differentiable]> {
+  let summary = "Vocabulary projection, mean cross-entropy and its gradients, fused over row chunks";
+  let description = [{
+    `cross_entropy(linear(input, weight, bias), targets)` without ever
+    storing the logits: `input` is `[N..., D]`, `weight` `[V, D]`, the
+    optional `bias` `[V]`, `targets` `[N...]`. The rows are processed
+    `chunk_rows` at a time; for each chunk the `[chunk_rows, V]` logits are
+    computed, reduced into the loss and, in the same sweep, turned into the
+    gradients of the mean loss (for an upstream gradient of 1):
+    `dlogits = (softmax − onehot(targets)) / count`, zero on rows whose
+    target is `ignore_index`; `input_grad` rows `= dlogits · weight`,
+    `weight_grad += dlogitsᵀ · input`, `bias_grad += Σ_rows dlogits`. Only
+    one chunk of logits exists at a time (Liger Kernel's fused linear
+    cross-entropy), and nothing is recomputed: the gradient rule scales
+    these results by the loss's upstream gradient, which a train step's seed
+    of 1 folds away. `result` is the same 0-d mean loss as
+    `tg.cross_entropy`. `tg-fuse` creates it from the unfused pair.
+
+    Example:
+    ```mlir
+    %loss, %dh, %dw = tg.linear_cross_entropy %h, %w, %targets {chunk_rows = 256 : i64, ignore_index = -100 : i64}
+        : tensor<2x8x64xf32>, tensor<50257x64xf32>, tensor<2x8xi32>
+        -> tensor<f32>, tensor<2x8x64xf32>, tensor<50257x64xf32>
+    %l2, %dx, %dw2, %db2 = tg.linear_cross_entropy %x, %w2, %labels bias(%b2 : tensor<10xf32>) {chunk_rows = 4 : i64}
+        : tensor<4x32xf32>, tensor<10x32xf32>, tensor<4xi32>
+        -> tensor<f32>, tensor<4x32xf32>, tensor<10x32xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       Optional<TG_FloatTensor>:$bias, TG_IndexTensor:$targets,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_rows);
+  let results = (outs TG_ScalarFloatTensor:$result, TG_FloatTensor:$input_grad,
+                      TG_FloatTensor:$weight_grad,
+                      Optional<TG_FloatTensor>:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $targets (`bias` `(` $bias^ `:` type($bias) `)`)?
+    attr-dict `:` type($input) `,` type($weight) `,` type($targets) `->`
+    type($result) `,` type($input_grad) `,` type($weight_grad)
+    (`,` type($bias_grad)^)?
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reverse graph: gradient ops that tg-autodiff emits
 //===----------------------------------------------------------------------===//

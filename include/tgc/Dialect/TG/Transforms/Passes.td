@@ -45,6 +45,48 @@ def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGFusePass : Pass<"tg-fuse", "::mlir::ModuleOp"> {
+  let summary = "Fuses forward-graph patterns into ops with their own gradient rules";
+  let description = [{
+    Runs on every function of the module; tgc runs it on `@forward` before
+    `tg-autodiff`, so each fused op brings its own gradient rule (and cost)
+    into the reverse graph.
+
+    * `linear-cross-entropy`: `tg.cross_entropy` of a `tg.linear` whose
+      result nothing else reads (the LM head, an MLP's last layer) becomes
+      `tg.linear_cross_entropy`, which computes the loss and the gradients
+      of the input, weight and bias in one sweep over `chunk_rows` rows at a
+      time: the logits and their gradient never exist whole, nothing is
+      recomputed, and the backward pass keeps the input's gradient
+      (`[rows, D]`) instead of the logits (`[rows, V]`). Applied when
+      `V >= D` (language-model heads; a classifier with fewer classes than
+      inputs keeps the smaller logits). Chunks hold at most `chunk-bytes` of
+      logits but at least `min-chunk-rows` rows (the weight gradient is
+      accumulated once per chunk, so fewer, larger chunks move less memory).
+
+    Before:
+    ```mlir
+    %logits = tg.linear %h, %w : tensor<4x64xf32>, tensor<50257x64xf32> -> tensor<4x50257xf32>
+    %loss = tg.cross_entropy %logits, %t : tensor<4x50257xf32>, tensor<4xi32> -> tensor<f32>
+    ```
+    After:
+    ```mlir
+    %loss, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 4 : i64}
+        : tensor<4x64xf32>, tensor<50257x64xf32>, tensor<4xi32>
+        -> tensor<f32>, tensor<4x64xf32>, tensor<50257x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"linearCrossEntropy", "linear-cross-entropy", "bool", "true",
+           "Fuse the vocabulary projection with the cross-entropy">,
+    Option<"chunkBytes", "chunk-bytes", "int64_t", "64 << 20",
+           "Most bytes of logits in one chunk">,
+    Option<"minChunkRows", "min-chunk-rows", "int64_t", "256",
+           "Fewest rows in one chunk (when there are that many)">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let summary = "Appends the optimizer update to @train_step";
   let description = [{

@@ -22,6 +22,20 @@ enum class OptimizerKind { SGD, AdamW };
 /// What tg-remat does with the values the reverse graph reads.
 enum class RematPolicy { None, Layers, Selective, Budget };
 
+/// Which fusions tg-fuse applies before autodiff.
+enum class FusionMode { None, Default };
+
+inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<FusionMode>>(text)
+      .Case("none", FusionMode::None)
+      .Case("default", FusionMode::Default)
+      .Default(std::nullopt);
+}
+
+inline llvm::StringRef stringifyFusionMode(FusionMode mode) {
+  return mode == FusionMode::None ? "none" : "default";
+}
+
 inline std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef text) {
   return llvm::StringSwitch<std::optional<OptimizerKind>>(text)
       .Case("sgd", OptimizerKind::SGD)
@@ -80,5 +94,12 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
                  "recompute cheap ops, keep matmul outputs"),                  \
       clEnumValN(::mlir::tg::RematPolicy::Budget, "budget",                    \
                  "fewest extra FLOPs within the memory budget"))
+
+#define TG_FUSION_MODE_CL_VALUES                                               \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::FusionMode::None, "none",                         \
+                 "no fusion: every op on its own"),                            \
+      clEnumValN(::mlir::tg::FusionMode::Default, "default",                   \
+                 "fused vocabulary projection + cross-entropy"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

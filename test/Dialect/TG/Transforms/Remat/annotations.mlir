@@ -1,6 +1,6 @@
 // tg.remat annotations win over every policy.
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=layers" | FileCheck %s --check-prefix=LAYERS
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=none" | FileCheck %s --check-prefix=NONE
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=layers" | FileCheck %s --check-prefix=LAYERS
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=none" | FileCheck %s --check-prefix=NONE
 
 // layers: layer 1's norm is annotated "save", so only its projection is
 // recomputed (from the kept norm output); layer 0 is checkpointed as usual.

@@ -1,10 +1,10 @@
 // Each tg-remat policy on a two-layer model: which forward ops are cloned
 // into the reverse graph (tg.recomputed), and which values stay live.
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=none" | FileCheck %s --check-prefix=NONE
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=layers" | FileCheck %s --check-prefix=LAYERS
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=selective" | FileCheck %s --check-prefix=SELECTIVE
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=budget memory-budget=2048" | FileCheck %s --check-prefix=BUDGET
-// RUN: tgc-opt %s --tgc-training-graph="with-optimizer=false remat=layers remat-report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=none" | FileCheck %s --check-prefix=NONE
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=layers" | FileCheck %s --check-prefix=LAYERS
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=selective" | FileCheck %s --check-prefix=SELECTIVE
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=budget memory-budget=2048" | FileCheck %s --check-prefix=BUDGET
+// RUN: tgc-opt %s --tgc-training-graph="fusion=none with-optimizer=false remat=layers remat-report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // none: nothing is cloned; silu_grad reads the forward linear outputs.
 // NONE-LABEL: func.func @train_step

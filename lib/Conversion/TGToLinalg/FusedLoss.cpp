@@ -1,0 +1,194 @@
+//===- FusedLoss.cpp - tg.linear_cross_entropy → chunked linalg -----------===//
+//
+// The vocabulary projection, the loss and its gradients over row chunks: an
+// scf.for over chunks of `chunk_rows` rows (the last, shorter chunk straight
+// after it, so every shape stays static); each chunk's [rows, V] logits are
+// computed, reduced into the loss, turned into their gradient, multiplied
+// into the input and weight gradients, and dropped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::lowering;
+
+namespace {
+
+/// The operands of either op, flattened to rows.
+struct FusedOperands {
+  Value input;      // [N, D]
+  Value targets;    // [N]
+  Value weight;     // [V, D]
+  Value weightT;    // [D, V], materialised once
+  Value bias;       // [V] or null
+  int64_t rows, dim, vocab, chunk;
+  std::optional<int64_t> ignore;
+  Type elt;
+};
+
+FusedOperands flatten(OpBuilder &b, Location loc, Value input, Value weight,
+                      Value bias, Value targets, std::optional<int64_t> ignore,
+                      int64_t chunkRows) {
+  FusedOperands f;
+  RankedTensorType w = tensorType(weight);
+  f.vocab = w.getDimSize(0);
+  f.dim = w.getDimSize(1);
+  f.elt = w.getElementType();
+  f.rows = tensorType(input).getNumElements() / f.dim;
+  f.chunk = std::max<int64_t>(1, std::min(chunkRows, f.rows));
+  f.input = reshape(b, loc, input, RankedTensorType::get({f.rows, f.dim}, f.elt));
+  f.targets = reshape(
+      b, loc, targets,
+      RankedTensorType::get({f.rows}, tensorType(targets).getElementType()));
+  f.weight = weight;
+  f.weightT = transpose2D(b, loc, weight);
+  f.bias = bias;
+  f.ignore = ignore;
+  return f;
+}
+
+/// Rows [offset, offset + size) of a [N, ...] tensor (`offset` an index).
+Value rowSlice(OpBuilder &b, Location loc, Value t, OpFoldResult offset,
+               int64_t size) {
+  RankedTensorType type = tensorType(t);
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = offset;
+  sizes.push_back(b.getIndexAttr(size));
+  for (int64_t d : type.getShape().drop_front())
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
+}
+
+/// The [size, V] logits of one chunk of rows.
+Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
+                  int64_t size) {
+  auto type = RankedTensorType::get({size, f.vocab}, f.elt);
+  Value init = f.bias ? elementwise(b, loc, type, f.bias,
+                                    [](OpBuilder &, Location, ValueRange a) {
+                                      return a[0];
+                                    })
+                      : filled(b, loc, type, 0.0);
+  return matmul2D(b, loc, x, f.weightT, init);
+}
+
+/// Runs `body(offset, size, iterArgs) -> new iterArgs` over every chunk: an
+/// scf.for over the full chunks, then the remainder with static sizes.
+using ChunkBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                  OpFoldResult, int64_t,
+                                                  ValueRange)>;
+SmallVector<Value> forEachChunk(OpBuilder &b, Location loc,
+                                const FusedOperands &f, ValueRange init,
+                                ChunkBody body) {
+  int64_t full = f.rows / f.chunk, rest = f.rows % f.chunk;
+  SmallVector<Value> values(init);
+  if (full == 1) {
+    values = body(b, loc, b.getIndexAttr(0), f.chunk, values);
+  } else if (full > 1) {
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(b, loc, full * f.chunk);
+    Value step = arith::ConstantIndexOp::create(b, loc, f.chunk);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, values,
+        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
+          scf::YieldOp::create(nb, nl, body(nb, nl, iv, f.chunk, args));
+        });
+    values.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  if (rest)
+    values = body(b, loc, b.getIndexAttr(full * f.chunk), rest, values);
+  return values;
+}
+
+struct LinearCrossEntropyLowering
+    : OpConversionPattern<LinearCrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearCrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    FusedOperands f = flatten(rewriter, loc, adaptor.getInput(),
+                              adaptor.getWeight(), adaptor.getBias(),
+                              adaptor.getTargets(), op.getIgnoreIndex(),
+                              op.getChunkRows());
+    RankedTensorType lossType = op.getResult().getType();
+    Value count = targetCount(rewriter, loc, f.targets, f.ignore, f.elt);
+    // The upstream gradient the op's gradients are for: 1.
+    Value one = filled(rewriter, loc, lossType, 1.0);
+    auto inputType = RankedTensorType::get({f.rows, f.dim}, f.elt);
+    SmallVector<Value> init{
+        filled(rewriter, loc, lossType, 0.0),
+        tensor::EmptyOp::create(rewriter, loc, inputType.getShape(), f.elt),
+        filled(rewriter, loc, tensorType(f.weight), 0.0)};
+    if (f.bias)
+      init.push_back(filled(rewriter, loc, tensorType(f.bias), 0.0));
+    AffineMap scalar = AffineMap::get(0, 0, {}, ctx);
+    SmallVector<Value> results = forEachChunk(
+        rewriter, loc, f, init,
+        [&](OpBuilder &b, Location l, OpFoldResult offset, int64_t size,
+            ValueRange args) -> SmallVector<Value> {
+          Value x = rowSlice(b, l, f.input, offset, size);
+          Value t = rowSlice(b, l, f.targets, offset, size);
+          LossRows r =
+              lossRows(b, l, chunkLogits(b, l, f, x, size), t, f.ignore);
+          // The loss, accumulated into the loop's own tensor (in place).
+          Value sum = lossSum(b, l, r, f.ignore);
+          Value total = generic(b, l, sum, scalar, args[0], scalar, {},
+                                [](OpBuilder &nb, Location nl, ValueRange a) {
+                                  return addF(nb, nl, a[1], a[0]);
+                                });
+          Value dlogits = logitsGrad(b, l, r, one, count, f.ignore);
+          // dx rows = dlogits · W, computed in their rows of dx (an
+          // extract/insert pair that bufferizes in place, without a copy).
+          Value rowsOfDx = rowSlice(b, l, args[1], offset, size);
+          Value zero =
+              arith::ConstantOp::create(b, l, b.getFloatAttr(f.elt, 0.0));
+          Value zeroed =
+              linalg::FillOp::create(b, l, zero, rowsOfDx).getResult(0);
+          Value dx = matmul2D(b, l, dlogits, f.weight, zeroed);
+          SmallVector<OpFoldResult> offsets{offset, b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes{b.getIndexAttr(size),
+                                          b.getIndexAttr(f.dim)};
+          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+          SmallVector<Value> next{
+              total,
+              tensor::InsertSliceOp::create(b, l, dx, args[1], offsets, sizes,
+                                            strides),
+              // dW += dlogitsᵀ · x.
+              matmulTransposedLhs(b, l, dlogits, x, args[2])};
+          if (f.bias)
+            next.push_back(generic(b, l, dlogits, dimsMap(ctx, 2, {0, 1}),
+                                   args[3], dimsMap(ctx, 2, {1}),
+                                   iterators(2, {0}), sumOf(first)));
+          return next;
+        });
+    Value mean = elementwise(rewriter, loc, lossType, {results[0], count},
+                             [](OpBuilder &b, Location l, ValueRange a) {
+                               return divF(b, l, a[0], a[1]);
+                             });
+    SmallVector<Value> replacements{
+        mean, reshape(rewriter, loc, results[1], op.getInputGrad().getType()),
+        results[2]};
+    if (f.bias)
+      replacements.push_back(results[3]);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tg::populateTGFusedToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<LinearCrossEntropyLowering>(patterns.getContext());
+}

@@ -14,9 +14,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -26,11 +29,11 @@ namespace {
 
 /// The operands of either op, flattened to rows.
 struct FusedOperands {
-  Value input;      // [N, D]
-  Value targets;    // [N]
-  Value weight;     // [V, D]
-  Value weightT;    // [D, V], materialised once
-  Value bias;       // [V] or null
+  Value input;   // [N, D]
+  Value targets; // [N]
+  Value weight;  // [V, D]
+  Value weightT; // [D, V], materialised once
+  Value bias;    // [V] or null
   int64_t rows, dim, vocab, chunk;
   std::optional<int64_t> ignore;
   Type elt;
@@ -46,7 +49,8 @@ FusedOperands flatten(OpBuilder &b, Location loc, Value input, Value weight,
   f.elt = w.getElementType();
   f.rows = tensorType(input).getNumElements() / f.dim;
   f.chunk = std::max<int64_t>(1, std::min(chunkRows, f.rows));
-  f.input = reshape(b, loc, input, RankedTensorType::get({f.rows, f.dim}, f.elt));
+  f.input =
+      reshape(b, loc, input, RankedTensorType::get({f.rows, f.dim}, f.elt));
   f.targets = reshape(
       b, loc, targets,
       RankedTensorType::get({f.rows}, tensorType(targets).getElementType()));
@@ -84,9 +88,8 @@ Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
 
 /// Runs `body(offset, size, iterArgs) -> new iterArgs` over every chunk: an
 /// scf.for over the full chunks, then the remainder with static sizes.
-using ChunkBody = function_ref<SmallVector<Value>(OpBuilder &, Location,
-                                                  OpFoldResult, int64_t,
-                                                  ValueRange)>;
+using ChunkBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, OpFoldResult, int64_t, ValueRange)>;
 SmallVector<Value> forEachChunk(OpBuilder &b, Location loc,
                                 const FusedOperands &f, ValueRange init,
                                 ChunkBody body) {
@@ -110,22 +113,86 @@ SmallVector<Value> forEachChunk(OpBuilder &b, Location loc,
   return values;
 }
 
-struct LinearCrossEntropyLowering
-    : OpConversionPattern<LinearCrossEntropyOp> {
+/// One chunk's loss sum (0-d) and logits gradient [rows, V], with a single
+/// [rows, V] buffer: the exponentials and then the gradient are written over
+/// the logits (parallel loops, which vectorise; the row sums are the only
+/// reductions).
+struct ChunkLoss {
+  Value sum, dlogits;
+};
+
+ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
+                    Value logits, Value targets, Value count) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rows = tensorType(logits).getDimSize(0);
+  auto rowType = RankedTensorType::get({rows}, f.elt);
+  AffineMap full = dimsMap(ctx, 2, {0, 1}), row2 = dimsMap(ctx, 2, {0});
+  AffineMap row1 = dimsMap(ctx, 1, {0});
+  Value max =
+      reduceAxis(b, loc, logits, 1, -std::numeric_limits<double>::infinity(),
+                 [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                 });
+  // The target's logit, read before the logits are overwritten.
+  Value picked = generic(
+      b, loc, targets, row1, tensor::EmptyOp::create(b, loc, {rows}, f.elt),
+      row1, iterators(1),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value r = linalg::IndexOp::create(nb, l, 0);
+        return tensor::ExtractOp::create(
+            nb, l, logits, ValueRange{r, clampIndex(nb, l, a[0], f.vocab)});
+      });
+  Value exps =
+      generic(b, loc, max, row2, logits, full, iterators(2),
+              [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                return math::ExpOp::create(nb, l, subF(nb, l, a[1], a[0]));
+              });
+  Value sumExp = generic(b, loc, exps, full, filled(b, loc, rowType, 0.0), row2,
+                         iterators(2, {1}), sumOf(first));
+  // Σ_rows [not ignored] (log Σexp + max − logit[target]).
+  Value zero = filled(b, loc, RankedTensorType::get({}, f.elt), 0.0);
+  Value sum = generic(
+      b, loc, {targets, max, sumExp, picked}, {row1, row1, row1, row1}, zero,
+      AffineMap::get(1, 0, {}, ctx), iterators(1, {0}),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value nll = subF(
+            nb, l, addF(nb, l, math::LogOp::create(nb, l, a[2]), a[1]), a[3]);
+        return addF(
+            nb, l, a[4],
+            arith::SelectOp::create(nb, l, isIgnored(nb, l, a[0], f.ignore),
+                                    constantFloat(nb, l, f.elt, 0.0), nll));
+      });
+  // (softmax − onehot) / count, zero on ignored rows, over the exponentials.
+  AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
+  Value dlogits = generic(
+      b, loc, {targets, sumExp, count}, {row2, row2, scalar}, exps, full,
+      iterators(2), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value p = divF(nb, l, a[3], a[1]);
+        Value col = linalg::IndexOp::create(nb, l, 1);
+        Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, col,
+                                          clampIndex(nb, l, a[0], f.vocab));
+        Value onehot = arith::SelectOp::create(nb, l, hit, cst(nb, l, p, 1.0),
+                                               cst(nb, l, p, 0.0));
+        Value g = divF(nb, l, subF(nb, l, p, onehot), a[2]);
+        return arith::SelectOp::create(nb, l, isIgnored(nb, l, a[0], f.ignore),
+                                       cst(nb, l, p, 0.0), g);
+      });
+  return {sum, dlogits};
+}
+
+struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LinearCrossEntropyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
-    FusedOperands f = flatten(rewriter, loc, adaptor.getInput(),
-                              adaptor.getWeight(), adaptor.getBias(),
-                              adaptor.getTargets(), op.getIgnoreIndex(),
-                              op.getChunkRows());
+    FusedOperands f =
+        flatten(rewriter, loc, adaptor.getInput(), adaptor.getWeight(),
+                adaptor.getBias(), adaptor.getTargets(), op.getIgnoreIndex(),
+                op.getChunkRows());
     RankedTensorType lossType = op.getResult().getType();
     Value count = targetCount(rewriter, loc, f.targets, f.ignore, f.elt);
-    // The upstream gradient the op's gradients are for: 1.
-    Value one = filled(rewriter, loc, lossType, 1.0);
     auto inputType = RankedTensorType::get({f.rows, f.dim}, f.elt);
     SmallVector<Value> init{
         filled(rewriter, loc, lossType, 0.0),
@@ -140,15 +207,13 @@ struct LinearCrossEntropyLowering
             ValueRange args) -> SmallVector<Value> {
           Value x = rowSlice(b, l, f.input, offset, size);
           Value t = rowSlice(b, l, f.targets, offset, size);
-          LossRows r =
-              lossRows(b, l, chunkLogits(b, l, f, x, size), t, f.ignore);
-          // The loss, accumulated into the loop's own tensor (in place).
-          Value sum = lossSum(b, l, r, f.ignore);
-          Value total = generic(b, l, sum, scalar, args[0], scalar, {},
+          ChunkLoss c =
+              chunkLoss(b, l, f, chunkLogits(b, l, f, x, size), t, count);
+          Value total = generic(b, l, c.sum, scalar, args[0], scalar, {},
                                 [](OpBuilder &nb, Location nl, ValueRange a) {
                                   return addF(nb, nl, a[1], a[0]);
                                 });
-          Value dlogits = logitsGrad(b, l, r, one, count, f.ignore);
+          Value dlogits = c.dlogits;
           // dx rows = dlogits · W, computed in their rows of dx (an
           // extract/insert pair that bufferizes in place, without a copy).
           Value rowsOfDx = rowSlice(b, l, args[1], offset, size);

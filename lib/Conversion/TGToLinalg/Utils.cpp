@@ -257,18 +257,14 @@ Value lowering::divF(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::DivFOp::create(b, loc, x, y);
 }
 
-namespace {
-
-Value isIgnored(OpBuilder &b, Location l, Value target,
-                std::optional<int64_t> ignore) {
+Value mlir::tg::lowering::isIgnored(OpBuilder &b, Location l, Value target,
+                                    std::optional<int64_t> ignore) {
   if (!ignore)
     return arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
   Value ig = arith::ConstantOp::create(
       b, l, target.getType(), b.getIntegerAttr(target.getType(), *ignore));
   return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, target, ig);
 }
-
-} // namespace
 
 LossRows mlir::tg::lowering::lossRows(OpBuilder &b, Location loc, Value logits,
                                       Value targets,

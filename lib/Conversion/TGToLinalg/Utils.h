@@ -120,6 +120,10 @@ struct LossRows {
   Value logits, targets, max, sumExp;
 };
 
+/// i1: whether `target` (a scalar) is the ignore index.
+Value isIgnored(OpBuilder &b, Location l, Value target,
+                std::optional<int64_t> ignore);
+
 LossRows lossRows(OpBuilder &b, Location loc, Value logits, Value targets,
                   std::optional<int64_t> ignore);
 

@@ -27,7 +27,8 @@ struct FuseLinearCrossEntropy : OpRewritePattern<CrossEntropyOp> {
                                 PatternRewriter &rewriter) const override {
     auto linear = op.getLogits().getDefiningOp<LinearOp>();
     if (!linear || !linear->hasOneUse())
-      return rewriter.notifyMatchFailure(op, "logits are not a linear's only use");
+      return rewriter.notifyMatchFailure(op,
+                                         "logits are not a linear's only use");
     RankedTensorType logits = linear.getType();
     int64_t vocab = logits.getShape().back();
     // The fused op keeps the input's gradient ([rows, D]) for the backward

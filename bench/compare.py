@@ -6,7 +6,11 @@ PyTorch peer (bench/peer_pytorch.py) with 1 and 2 threads, and prints the
 median ms/step, peak RSS and the ratios. Not a test: numbers vary with the
 machine; quote the ratios.
 
-  /usr/bin/python3 bench/compare.py [--tgc build/bin/tgc] [--steps N] [MODEL...]
+  /usr/bin/python3 bench/compare.py [--tgc build/bin/tgc] [--steps N]
+      [--fusion default,none] [MODEL...]
+
+With several --fusion modes each model is compiled once per mode (rows
+"name[mode]") against the same PyTorch runs.
 """
 import argparse
 import json
@@ -52,8 +56,9 @@ def cpu_model():
     return "unknown CPU"
 
 
-def compile_model(tgc, model, exe):
-    out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M", tgc, model, "-o", exe],
+def compile_model(tgc, model, exe, fusion):
+    out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M", tgc, model,
+                          f"--fusion={fusion}", "-o", exe],
                          capture_output=True, text=True, check=True)
     wall = float(re.search(r"wall_s=([\d.]+)", out.stderr).group(1))
     rss = int(re.search(r"maxrss_kb=(\d+)", out.stderr).group(1)) / 1024
@@ -64,6 +69,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", default=os.path.join(ROOT, "build", "bin", "tgc"))
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--fusion", default="default",
+                    help="comma-separated tgc --fusion modes to compile each model with")
     ap.add_argument("models", nargs="*",
                     default=[os.path.join(ROOT, "examples", "mlp.json"),
                              os.path.join(ROOT, "examples", "tiny-llama.json")])
@@ -71,24 +78,26 @@ def main():
     print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)")
     print(f"{'model':<20}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"
           f"{'tgc x':>7}{'tgc RSS':>10}{'torch RSS':>11}{'compile':>10}{'tgc-mem':>9}")
+    modes = args.fusion.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
             name = os.path.splitext(os.path.basename(model))[0]
-            exe = os.path.join(tmp, name)
-            wall, crss = compile_model(args.tgc, model, exe)
-            rows = []
-            for threads in (1, 2):
-                rows.append((threads, run_tgc(exe, args.steps, threads),
-                             run_peer(model, args.steps, threads)))
-            best_peer = min(p["median_ms"] for _, _, p in rows)
-            one = rows[0][1]["median_ms"]
-            for threads, ours, peer in rows:
-                ratio = ours["median_ms"] / peer["median_ms"]
-                vs_best = ours["median_ms"] / best_peer
-                print(f"{name:<20}{threads:>4}{ours['median_ms']:>10.2f}{peer['median_ms']:>10.2f}"
-                      f"{ratio:>8.2f}{vs_best:>9.2f}{one / ours['median_ms']:>7.2f}"
-                      f"{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M"
-                      f"{wall:>9.1f}s{crss:>8.0f}M", flush=True)
+            peers = {t: run_peer(model, args.steps, t) for t in (1, 2)}
+            best_peer = min(p["median_ms"] for p in peers.values())
+            for mode in modes:
+                label = name if len(modes) == 1 else f"{name}[{mode}]"
+                exe = os.path.join(tmp, f"{name}-{mode}")
+                wall, crss = compile_model(args.tgc, model, exe, mode)
+                rows = [(t, run_tgc(exe, args.steps, t), peers[t]) for t in (1, 2)]
+                one = rows[0][1]["median_ms"]
+                for threads, ours, peer in rows:
+                    ratio = ours["median_ms"] / peer["median_ms"]
+                    vs_best = ours["median_ms"] / best_peer
+                    print(f"{label:<20}{threads:>4}{ours['median_ms']:>10.2f}"
+                          f"{peer['median_ms']:>10.2f}{ratio:>8.2f}{vs_best:>9.2f}"
+                          f"{one / ours['median_ms']:>7.2f}"
+                          f"{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M"
+                          f"{wall:>9.1f}s{crss:>8.0f}M", flush=True)
     print("ratio = tgc / torch median ms per step at the same thread count; vs best = tgc / "
           "torch's best time at <= 2 threads; tgc x = tgc's speed-up over its 1-thread time; "
           "RSS = peak resident set; compile = tgc's wall time and peak memory for -o.")

@@ -8,6 +8,10 @@
 #include "tgc/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
@@ -45,6 +49,46 @@ llvm::Error writeOutput(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// Counts the kernels and bytes of the bufferized step (see KernelCounts).
+struct CountKernelsPass
+    : public PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
+  explicit CountKernelsPass(KernelCounts *counts) : counts(counts) {}
+  StringRef getArgument() const final { return "tgc-count-kernels"; }
+
+  void runOnOperation() override {
+    auto bytesOf = [](Value v) -> int64_t {
+      auto type = dyn_cast<MemRefType>(v.getType());
+      if (!type || !type.hasStaticShape())
+        return 0;
+      return type.getNumElements() *
+             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    };
+    // Iterations of the loops around `op` (constant trip counts).
+    auto repeats = [](Operation *op) {
+      int64_t n = 1;
+      for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+           loop = loop->getParentOfType<scf::ForOp>())
+        if (std::optional<APInt> trips = loop.getStaticTripCount())
+          n *= trips->getSExtValue();
+      return n;
+    };
+    getOperation().walk([&](Operation *op) {
+      if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
+          op->getParentOfType<linalg::LinalgOp>())
+        return;
+      int64_t bytes = 0;
+      for (Value operand : op->getOperands())
+        bytes += bytesOf(operand);
+      int64_t n = repeats(op);
+      counts->kernels += n;
+      counts->bytesMoved += n * bytes;
+    });
+  }
+
+  KernelCounts *counts;
+};
+
 } // namespace
 
 LogicalResult tgc::buildTrainStep(ModuleOp module,
@@ -59,10 +103,14 @@ LogicalResult tgc::buildTrainStep(ModuleOp module,
 }
 
 FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
-                                      const TargetBackend &target) {
+                                      const TargetBackend &target,
+                                      tg::FusionMode fusion,
+                                      KernelCounts *counts) {
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
-        buildTGToLinalgPipeline(pm, kStepName);
+        buildTGToLinalgPipeline(pm, kStepName, fusion);
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
+          if (counts)
+            nested.addPass(std::make_unique<CountKernelsPass>(counts));
           target.buildSchedulePipeline(nested);
         });
       })))
@@ -109,12 +157,12 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                                    llvm::toString(std::move(err)));
   if (level == EmitLevel::Linalg) {
     if (failed(runPipeline(module, [&](OpPassManager &pm) {
-          buildTGToLinalgPipeline(pm, kStepName);
+          buildTGToLinalgPipeline(pm, kStepName, training.fusion);
         })))
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });
   }
-  FailureOr<int64_t> arena = planTrainStep(module, target);
+  FailureOr<int64_t> arena = planTrainStep(module, target, training.fusion);
   if (failed(arena) || failed(runPipeline(module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kStepName);
       })))

@@ -107,12 +107,16 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
     quiet.rematReport = false;
     if (failed(buildTrainStep(*compiled, quiet, /*returnGradients=*/true)))
       return failedBuild();
-    FailureOr<int64_t> arena = planTrainStep(*compiled, target);
+    KernelCounts counts;
+    FailureOr<int64_t> arena =
+        planTrainStep(*compiled, target, training.fusion, &counts);
     if (failed(arena))
       return llvm::createStringError(context.input +
                                      ": lowering the train step failed (see "
                                      "the diagnostics above)");
     report.compiledArenaBytes = *arena;
+    report.kernels = counts.kernels;
+    report.bytesMoved = counts.bytesMoved;
   }
   if (sweep) {
     // The sweep starts from the step without rematerialisation: the one

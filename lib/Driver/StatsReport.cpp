@@ -67,6 +67,10 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
         "  compiled arena {0} (tgc-plan-buffers on the bufferized "
         "step the executable runs; its gradients are outputs)\n",
         formatBytes(*r.compiledArenaBytes));
+  if (r.kernels && r.bytesMoved)
+    os << llvm::formatv("  kernels {0}, bytes moved {1} (every loop nest of the "
+                        "bufferized step and the buffers it reads and writes)\n",
+                        withCommas(*r.kernels), formatBytes(*r.bytesMoved));
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
@@ -174,6 +178,10 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
     if (report.compiledArenaBytes)
       if (auto *memory = root.getObject("memory"))
         (*memory)["compiled_arena"] = *report.compiledArenaBytes;
+    if (report.kernels)
+      root["kernels"] = *report.kernels;
+    if (report.bytesMoved)
+      root["bytes_moved"] = *report.bytesMoved;
   }
   if (report.sweep) {
     llvm::json::Array rows;

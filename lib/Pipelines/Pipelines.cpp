@@ -42,7 +42,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
 }
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
-                                  llvm::StringRef function) {
+                                  llvm::StringRef function,
+                                  mlir::tg::FusionMode fusion) {
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
@@ -50,6 +51,10 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
   // the forward ops (after bufferization CSE cannot: the ops write memory).
   pm.addPass(mlir::createCanonicalizerPass());
+  if (fusion != mlir::tg::FusionMode::None) {
+    pm.addPass(mlir::tg::createTGCFuseElementwisePass());
+    pm.addPass(mlir::createCanonicalizerPass());
+  }
 }
 
 void tgc::buildBufferizePipeline(

@@ -24,6 +24,26 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuses chains of elementwise linalg.generic ops on tensors";
+  let description = [{
+    Target-neutral, on linalg on tensors after `convert-tg-to-linalg`: an
+    elementwise `linalg.generic` (all loops parallel) whose only user is
+    another `linalg.generic` is fused into it (MLIR's elementwise fusion
+    patterns, `linalg::populateElementwiseOpsFusionPatterns`), so chains
+    such as residual add → scale, SiLU · up, or an elementwise producer of
+    a row reduction become one loop nest that reads its inputs once and
+    writes one result: fewer kernels and fewer bytes through memory.
+    Named ops (matmuls, transposes, fills) are left alone, so the targets'
+    matmul schedules see the same products, and so are producers with
+    several users (fusing them would compute them twice). The
+    reshape-propagation patterns of `linalg-fuse-elementwise-ops` are not
+    used: they rewrite matmuls fed through reshapes into higher-rank generic
+    contractions.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def TGCEmitCEntryPass : Pass<"tgc-emit-c-entry", "::mlir::ModuleOp"> {
   let summary = "Adds the stable C entry point `tgc_<fn>(void **buffers)`";
   let description = [{

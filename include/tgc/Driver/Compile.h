@@ -40,11 +40,23 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    const TrainingConfig &training,
                                    bool returnGradients);
 
+/// Loop nests and memory traffic of the bufferized step, before the target's
+/// schedule: every linalg op (and memref.copy) is one kernel; its bytes are
+/// those of every buffer it reads or writes. Ops inside loops (the fused
+/// loss's chunks) count once per iteration.
+struct KernelCounts {
+  int64_t kernels = 0;
+  int64_t bytesMoved = 0;
+};
+
 /// Lowers tg @train_step to a bufferized step whose intermediates are planned
 /// into one arena (the module attribute tgc.arena_bytes), running the
-/// target's schedule before the planner. Returns the arena's size.
+/// target's schedule before the planner. Returns the arena's size; fills
+/// `counts` if given.
 mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
-                                       const TargetBackend &target);
+                                       const TargetBackend &target,
+                                       mlir::tg::FusionMode fusion,
+                                       KernelCounts *counts = nullptr);
 
 /// Where compile() reads from and writes to.
 struct CompileRequest {

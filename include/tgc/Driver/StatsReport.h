@@ -38,6 +38,9 @@ struct StatsReport {
   std::optional<std::vector<mlir::tg::SavedActivation>> saved;
   /// With --memory: the arena the compiled step plans (tgc-plan-buffers).
   std::optional<int64_t> compiledArenaBytes;
+  /// With --memory: loop nests and bytes read + written by the bufferized
+  /// step (before the target's schedule).
+  std::optional<int64_t> kernels, bytesMoved;
   /// With --remat-sweep.
   std::optional<std::vector<RematSweepRow>> sweep;
 };

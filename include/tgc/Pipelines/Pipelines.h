@@ -64,8 +64,11 @@ void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                 const TrainingGraphOptions &options);
 
 /// Up to linalg on tensors (the --emit=linalg level), target-neutral: only
-/// `function` survives, tg → linalg, canonicalised.
-void buildTGToLinalgPipeline(mlir::OpPassManager &pm, llvm::StringRef function);
+/// `function` survives, tg → linalg, canonicalised; with `fusion` other than
+/// none, chains of elementwise ops fused (tgc-fuse-elementwise).
+void buildTGToLinalgPipeline(
+    mlir::OpPassManager &pm, llvm::StringRef function,
+    mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default);
 
 /// Linalg on tensors → bufferized step (results become out-parameters) with
 /// intermediates planned into one static arena (`tgc.arena_bytes`).

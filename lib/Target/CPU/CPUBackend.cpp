@@ -110,7 +110,7 @@ void tgc::cpu::registerCPUBackendPasses() {
       "@train_step in tg → LLVM dialect for the CPU with the C entry point "
       "(tg → linalg, then the CPU backend)",
       [](OpPassManager &pm, const CPUBackendOptions &options) {
-        buildTGToLinalgPipeline(pm, options.function);
+        buildTGToLinalgPipeline(pm, options.function, options.fusion);
         buildCPUBackendPipeline(pm, options);
       });
 }

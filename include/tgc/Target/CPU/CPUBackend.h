@@ -11,6 +11,8 @@
 #include "tgc/Target/CPU/CPUTarget.h"
 #include "tgc/Target/TargetBackend.h"
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace tgc::cpu {
@@ -34,6 +36,9 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
   Option<int64_t> l2CacheBytes{*this, "l2-cache-bytes",
                                llvm::cl::desc("L2 cache per core"),
                                llvm::cl::init(1048576)};
+  Option<mlir::tg::FusionMode> fusion{
+      *this, "fusion", llvm::cl::desc("Elementwise fusion on linalg"),
+      llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
   Option<std::string> matmulTiles{
       *this, "matmul-tiles",
       llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)"),

@@ -68,9 +68,10 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
         "step the executable runs; its gradients are outputs)\n",
         formatBytes(*r.compiledArenaBytes));
   if (r.kernels && r.bytesMoved)
-    os << llvm::formatv("  kernels {0}, bytes moved {1} (every loop nest of the "
-                        "bufferized step and the buffers it reads and writes)\n",
-                        withCommas(*r.kernels), formatBytes(*r.bytesMoved));
+    os << llvm::formatv(
+        "  kernels {0}, bytes moved {1} (every loop nest of the "
+        "bufferized step and the buffers it reads and writes)\n",
+        withCommas(*r.kernels), formatBytes(*r.bytesMoved));
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {

@@ -53,6 +53,11 @@ void sinkClonableProducers(Region &region) {
   }
 }
 
+bool containsParallelLoop(Operation *op) {
+  return op->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 /// A value the outlined function can take as an argument.
 bool isPassable(Value value) {
   auto memref = llvm::dyn_cast<MemRefType>(value.getType());
@@ -115,13 +120,19 @@ struct TGCOutlineLoopNestsPass
       if (func.isExternal() || func.isPrivate())
         continue;
       int index = 0;
+      // The step's body, and the bodies of its loops that hold parallel
+      // loops (the fused loss's loop over row chunks): those loops stay in
+      // place and their bodies are outlined like the step's, so the
+      // matmuls' tiles inside them get noalias buffers too.
+      SmallVector<Block *> blocks{&func.getBody().front()};
+      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
+        if (loop.getNumResults() == 0 && containsParallelLoop(loop))
+          blocks.push_back(loop.getBody());
       SmallVector<SmallVector<Operation *>> nests;
-      auto collect = [&](Block &block) {
-        for (auto loop : block.getOps<scf::ForOp>())
-          if (loop.getNumResults() == 0)
+      for (Block *block : blocks)
+        for (auto loop : block->getOps<scf::ForOp>())
+          if (loop.getNumResults() == 0 && !containsParallelLoop(loop))
             nests.push_back({loop});
-      };
-      collect(func.getBody().front());
       for (SmallVector<Operation *> &nest : nests)
         if (failed(outline(rewriter, func, nest, index)))
           return signalPassFailure();
@@ -130,14 +141,15 @@ struct TGCOutlineLoopNestsPass
       // distinct, and a body of several blocks cannot sit in the alloca
       // scope OpenMP conversion puts around it); failing that, its loops.
       nests.clear();
-      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>()) {
-        Block &body = *parallel.getBody();
-        SmallVector<Operation *> ops;
-        for (Operation &op : body.without_terminator())
-          ops.push_back(&op);
-        if (!ops.empty())
-          nests.push_back(ops);
-      }
+      for (Block *block : blocks)
+        for (auto parallel : block->getOps<scf::ParallelOp>()) {
+          Block &body = *parallel.getBody();
+          SmallVector<Operation *> ops;
+          for (Operation &op : body.without_terminator())
+            ops.push_back(&op);
+          if (!ops.empty())
+            nests.push_back(ops);
+        }
       for (SmallVector<Operation *> &nest : nests) {
         Block *body = nest.front()->getBlock();
         bool outlined = false;
@@ -157,8 +169,9 @@ struct TGCOutlineLoopNestsPass
       // parallel region with an analysis of its whole enclosing function,
       // which in the step function made compile time quadratic in layers.
       nests.clear();
-      for (auto parallel : func.getBody().front().getOps<scf::ParallelOp>())
-        nests.push_back({parallel});
+      for (Block *block : blocks)
+        for (auto parallel : block->getOps<scf::ParallelOp>())
+          nests.push_back({parallel});
       for (SmallVector<Operation *> &nest : nests)
         if (failed(outline(rewriter, func, nest, index)))
           return signalPassFailure();

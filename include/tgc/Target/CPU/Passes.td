@@ -27,8 +27,13 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
     loops one by one if the body cannot be), so LLVM sees `noalias` buffers
     inside OpenMP's regions, and is then outlined itself: OpenMP's
     translation analyses the function around every parallel region, which
-    in the step function was quadratic. Nests that would capture a memref
-    with a non-identity layout or a dynamic shape stay in place.
+    in the step function was quadratic. A top-level loop that holds
+    parallel loops (the fused loss's loop over row chunks) stays in place
+    and its body is treated like the step's: its loop nests, parallel
+    bodies and parallel loops are outlined (taking the loop's induction
+    variable as an argument), so its matmul tiles get `noalias` buffers
+    too. Nests that would capture a memref with a non-identity layout or a
+    dynamic shape stay in place.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }

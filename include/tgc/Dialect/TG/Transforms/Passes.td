@@ -62,7 +62,8 @@ def TGFusePass : Pass<"tg-fuse", "::mlir::ModuleOp"> {
       `V >= D` (language-model heads; a classifier with fewer classes than
       inputs keeps the smaller logits). Chunks hold at most `chunk-bytes` of
       logits but at least `min-chunk-rows` rows (the weight gradient is
-      accumulated once per chunk, so fewer, larger chunks move less memory).
+      accumulated once per chunk, so fewer, larger chunks move less memory),
+      and the rows are split into that many chunks of balanced sizes.
 
     Before:
     ```mlir

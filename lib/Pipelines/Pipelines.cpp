@@ -41,13 +41,22 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::tg::createTGRematPass(remat));
 }
 
+/// Scores per chunk of query rows under fusion: small enough that attention
+/// memory stays linear in the sequence length, big enough for efficient
+/// products.
+constexpr int64_t kAttentionChunkBytes = 32 << 20;
+
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                                   llvm::StringRef function,
                                   mlir::tg::FusionMode fusion) {
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
-  pm.addPass(mlir::tg::createConvertTGToLinalgPass());
+  // With fusion, attention's scores a chunk of query rows at a time.
+  mlir::tg::ConvertTGToLinalgPassOptions lowering;
+  if (fusion != mlir::tg::FusionMode::None)
+    lowering.attentionChunkBytes = kAttentionChunkBytes;
+  pm.addPass(mlir::tg::createConvertTGToLinalgPass(lowering));
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
   // the forward ops (after bufferization CSE cannot: the ops write memory).
   pm.addPass(mlir::createCanonicalizerPass());

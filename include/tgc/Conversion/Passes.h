@@ -42,7 +42,9 @@ void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
-void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns);
+/// `chunkBytes`: most bytes of scores per chunk of query rows (0: all rows).
+void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
+                                         int64_t chunkBytes = 0);
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
 

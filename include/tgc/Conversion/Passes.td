@@ -16,7 +16,18 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     matmuls where they match; attention materialises its scores per
     (batch, head) as a generic contraction, softmax and contraction.
     `tg` is illegal afterwards: an op without a lowering is an error.
+
+    With `attention-chunk-bytes` > 0, attention and its gradient process
+    the stacked query rows in chunks whose scores take at most that many
+    bytes (at least 64 rows, balanced): an `scf.for` over the chunks, so the
+    score-sized tensors are `[B·Hkv, chunk, Skv]` instead of
+    `[B·Hkv, G·S, Skv]`. Every row sees all its keys within its chunk, so
+    the softmax stays exact.
   }];
+  let options = [
+    Option<"attentionChunkBytes", "attention-chunk-bytes", "int64_t", "0",
+           "Most bytes of attention scores per chunk of query rows (0: all)">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -5,8 +5,12 @@
 // rows ([B·Hkv, G·S, D]), so grouped-query attention needs no index
 // arithmetic and every product is a linalg.batch_matmul on head-major,
 // contiguous operands (the transposes into that layout are O(B·S·H·D)
-// copies). Scores are materialised per (batch, head); the gradient
-// recomputes them instead of reading stored probabilities.
+// copies). With a chunk budget (convert-tg-to-linalg's
+// attention-chunk-bytes) the query rows are processed a chunk at a time, so
+// only [B·Hkv, chunk, Skv] scores exist: memory linear in S. Every query row
+// sees all its keys inside its chunk, so each chunk's softmax is exact (no
+// online rescaling). The gradient recomputes the probabilities instead of
+// reading stored ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +19,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -64,6 +69,17 @@ struct Layout {
     elt = qt.getElementType();
   }
 
+  /// Query rows per chunk: scores of at most `chunkBytes` ([B·Hkv, rows,
+  /// Skv]) and at least 64 rows, balanced; all rows when `chunkBytes` is 0.
+  int64_t chunkRows(int64_t chunkBytes) const {
+    int64_t rows = G * S;
+    if (chunkBytes <= 0)
+      return rows;
+    int64_t bytesPerRow =
+        B * Hkv * Skv * std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+    return balancedChunk(rows, bytesPerRow, chunkBytes, 64);
+  }
+
   /// Query-shaped [B, S, Hq, E] → [B·Hkv, G·S, E].
   Value queryRows(OpBuilder &b, Location loc, Value x) const {
     int64_t e = tensorType(x).getDimSize(3);
@@ -93,10 +109,14 @@ struct Layout {
   }
 };
 
-/// P = softmax_j(scale · Q·Kᵀ + causal mask) as [B·Hkv, G·S, Skv].
+/// P = softmax_j(scale · Q·Kᵀ + causal mask) as [B·Hkv, R, Skv] for query
+/// rows [rowOffset, rowOffset + R) of the stacked [B·Hkv, G·S, D] queries;
+/// `kT` is [B·Hkv, D, Skv].
 Value probabilities(OpBuilder &b, Location loc, const Layout &l, Value qRows,
-                    Value kRows, bool causal, double scale) {
-  Value raw = batchMatmul(b, loc, qRows, transposeMatrices(b, loc, kRows));
+                    Value kT, bool causal, double scale,
+                    OpFoldResult rowOffset) {
+  Value raw = batchMatmul(b, loc, qRows, kT);
+  Value offset = getValueOrCreateConstantIndexOp(b, loc, rowOffset);
   Value masked = elementwise(
       b, loc, tensorType(raw), raw,
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -104,7 +124,8 @@ Value probabilities(OpBuilder &b, Location loc, const Layout &l, Value qRows,
         if (!causal)
           return scaled;
         // Row r of the stacked queries is position r mod S.
-        Value r = linalg::IndexOp::create(nb, nl, 1),
+        Value r = arith::AddIOp::create(
+                  nb, nl, linalg::IndexOp::create(nb, nl, 1), offset),
               j = linalg::IndexOp::create(nb, nl, 2);
         Value i = arith::RemUIOp::create(
             nb, nl, r, arith::ConstantIndexOp::create(nb, nl, l.S));
@@ -117,8 +138,29 @@ Value probabilities(OpBuilder &b, Location loc, const Layout &l, Value qRows,
   return softmax(b, loc, masked, 2);
 }
 
+/// out += a · b per batch entry, accumulated into `init`.
+Value batchMatmulInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                      Value init) {
+  return linalg::BatchMatmulOp::create(b, loc, ValueRange{lhs, rhs},
+                                       ValueRange{init})
+      .getResult(0);
+}
+
+/// out[:, rows, :] = a · b written into those rows of `dest` (a zero-filled
+/// slice of it, so the product bufferizes in place).
+Value batchMatmulIntoRows(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                          Value dest, OpFoldResult offset, int64_t size) {
+  Value rows = sliceDim(b, loc, 1, dest, offset, size);
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(tensorType(dest).getElementType(), 0.0));
+  Value zeroed = linalg::FillOp::create(b, loc, zero, rows).getResult(0);
+  return insertDim(b, loc, 1, batchMatmulInto(b, loc, lhs, rhs, zeroed), dest,
+                   offset);
+}
+
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionLowering(MLIRContext *ctx, int64_t chunkBytes)
+      : OpConversionPattern(ctx), chunkBytes(chunkBytes) {}
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -127,16 +169,30 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
-    Value p = probabilities(rewriter, loc, l, q, k, op.getCausal(),
-                            op.getScaleOrDefault());
-    rewriter.replaceOp(
-        op, l.fromQueryRows(rewriter, loc, batchMatmul(rewriter, loc, p, v)));
+    Value kT = transposeMatrices(rewriter, loc, k);
+    int64_t rows = l.G * l.S;
+    int64_t chunk = l.chunkRows(chunkBytes);
+    Value out = tensor::EmptyOp::create(rewriter, loc,
+                                        {l.B * l.Hkv, rows, l.Dv}, l.elt);
+    // Query rows a chunk at a time: only [B·Hkv, chunk, Skv] scores exist.
+    SmallVector<Value> o = forEachChunk(
+        rewriter, loc, rows, chunk, out,
+        [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
+            ValueRange args) -> SmallVector<Value> {
+          Value qc = sliceDim(b, nl, 1, q, offset, size);
+          Value p = probabilities(b, nl, l, qc, kT, op.getCausal(),
+                                  op.getScaleOrDefault(), offset);
+          return {batchMatmulIntoRows(b, nl, p, v, args[0], offset, size)};
+        });
+    rewriter.replaceOp(op, l.fromQueryRows(rewriter, loc, o[0]));
     return success();
   }
+  int64_t chunkBytes;
 };
 
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionGradLowering(MLIRContext *ctx, int64_t chunkBytes)
+      : OpConversionPattern(ctx), chunkBytes(chunkBytes) {}
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -148,38 +204,60 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
     Value o = l.queryRows(rewriter, loc, adaptor.getOutput());
-    Value p = probabilities(rewriter, loc, l, q, k, op.getCausal(), scale);
-
-    // dV = Pᵀ·dO and dP = dO·Vᵀ (a query group's rows sum into their head).
-    Value dv =
-        batchMatmul(rewriter, loc, transposeMatrices(rewriter, loc, p), dO);
-    Value dp =
-        batchMatmul(rewriter, loc, dO, transposeMatrices(rewriter, loc, v));
-    // delta = rowsum(dO ∘ O), dS = scale · P ∘ (dP − delta).
-    Value delta = reduceAxis(rewriter, loc, {dO, o}, 2, 0.0,
-                             sumOf([](OpBuilder &b, Location nl, ValueRange a) {
-                               return mulF(b, nl, a[0], a[1]);
-                             }));
-    Value ds =
-        rowwise(rewriter, loc, tensorType(p), 2, {p, dp}, delta, {},
-                [&](OpBuilder &b, Location nl, ValueRange a) {
-                  Value d = mulF(b, nl, a[0], subF(b, nl, a[1], a[2]));
-                  return mulF(b, nl, d, constantFloat(b, nl, l.elt, scale));
-                });
-    // dQ = dS·K, dK = dSᵀ·Q.
-    Value dq = batchMatmul(rewriter, loc, ds, k);
-    Value dk =
-        batchMatmul(rewriter, loc, transposeMatrices(rewriter, loc, ds), q);
-    rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, dq),
-                            l.fromKeyRows(rewriter, loc, dk),
-                            l.fromKeyRows(rewriter, loc, dv)});
+    Value kT = transposeMatrices(rewriter, loc, k);
+    Value vT = transposeMatrices(rewriter, loc, v);
+    int64_t rows = l.G * l.S, bh = l.B * l.Hkv;
+    int64_t chunk = l.chunkRows(chunkBytes);
+    SmallVector<Value> init{
+        tensor::EmptyOp::create(rewriter, loc, {bh, rows, l.D}, l.elt),
+        filled(rewriter, loc, tensorType(k), 0.0),
+        filled(rewriter, loc, tensorType(v), 0.0)};
+    // Query rows a chunk at a time, the probabilities recomputed per chunk:
+    // dQ's rows are written, dK and dV accumulate over the chunks.
+    SmallVector<Value> grads = forEachChunk(
+        rewriter, loc, rows, chunk, init,
+        [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
+            ValueRange args) -> SmallVector<Value> {
+          Value qc = sliceDim(b, nl, 1, q, offset, size);
+          Value dOc = sliceDim(b, nl, 1, dO, offset, size);
+          Value oc = sliceDim(b, nl, 1, o, offset, size);
+          Value p =
+              probabilities(b, nl, l, qc, kT, op.getCausal(), scale, offset);
+          // dV += Pᵀ·dO and dP = dO·Vᵀ (a query group's rows sum into their
+          // head).
+          Value dv =
+              batchMatmulInto(b, nl, transposeMatrices(b, nl, p), dOc, args[2]);
+          Value dp = batchMatmul(b, nl, dOc, vT);
+          // delta = rowsum(dO ∘ O), dS = scale · P ∘ (dP − delta).
+          Value delta =
+              reduceAxis(b, nl, {dOc, oc}, 2, 0.0,
+                         sumOf([](OpBuilder &nb, Location l2, ValueRange a) {
+                           return mulF(nb, l2, a[0], a[1]);
+                         }));
+          Value ds = rowwise(
+              b, nl, tensorType(p), 2, {p, dp}, delta, {},
+              [&](OpBuilder &nb, Location l2, ValueRange a) {
+                Value d = mulF(nb, l2, a[0], subF(nb, l2, a[1], a[2]));
+                return mulF(nb, l2, d, constantFloat(nb, l2, l.elt, scale));
+              });
+          // dQ rows = dS·K, dK += dSᵀ·Q.
+          Value dq = batchMatmulIntoRows(b, nl, ds, k, args[0], offset, size);
+          Value dk =
+              batchMatmulInto(b, nl, transposeMatrices(b, nl, ds), qc, args[1]);
+          return {dq, dk, dv};
+        });
+    rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
+                            l.fromKeyRows(rewriter, loc, grads[1]),
+                            l.fromKeyRows(rewriter, loc, grads[2])});
     return success();
   }
+  int64_t chunkBytes;
 };
 
 } // namespace
 
-void mlir::tg::populateTGAttentionToLinalgPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext());
+void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
+                                                   int64_t chunkBytes) {
+  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext(),
+                                                         chunkBytes);
 }

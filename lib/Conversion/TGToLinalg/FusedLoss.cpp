@@ -61,19 +61,6 @@ FusedOperands flatten(OpBuilder &b, Location loc, Value input, Value weight,
   return f;
 }
 
-/// Rows [offset, offset + size) of a [N, ...] tensor (`offset` an index).
-Value rowSlice(OpBuilder &b, Location loc, Value t, OpFoldResult offset,
-               int64_t size) {
-  RankedTensorType type = tensorType(t);
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = offset;
-  sizes.push_back(b.getIndexAttr(size));
-  for (int64_t d : type.getShape().drop_front())
-    sizes.push_back(b.getIndexAttr(d));
-  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
-}
-
 /// The [size, V] logits of one chunk of rows.
 Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                   int64_t size) {
@@ -84,33 +71,6 @@ Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                                     })
                       : filled(b, loc, type, 0.0);
   return matmul2D(b, loc, x, f.weightT, init);
-}
-
-/// Runs `body(offset, size, iterArgs) -> new iterArgs` over every chunk: an
-/// scf.for over the full chunks, then the remainder with static sizes.
-using ChunkBody = function_ref<SmallVector<Value>(
-    OpBuilder &, Location, OpFoldResult, int64_t, ValueRange)>;
-SmallVector<Value> forEachChunk(OpBuilder &b, Location loc,
-                                const FusedOperands &f, ValueRange init,
-                                ChunkBody body) {
-  int64_t full = f.rows / f.chunk, rest = f.rows % f.chunk;
-  SmallVector<Value> values(init);
-  if (full == 1) {
-    values = body(b, loc, b.getIndexAttr(0), f.chunk, values);
-  } else if (full > 1) {
-    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-    Value ub = arith::ConstantIndexOp::create(b, loc, full * f.chunk);
-    Value step = arith::ConstantIndexOp::create(b, loc, f.chunk);
-    auto loop = scf::ForOp::create(
-        b, loc, lb, ub, step, values,
-        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
-          scf::YieldOp::create(nb, nl, body(nb, nl, iv, f.chunk, args));
-        });
-    values.assign(loop.getResults().begin(), loop.getResults().end());
-  }
-  if (rest)
-    values = body(b, loc, b.getIndexAttr(full * f.chunk), rest, values);
-  return values;
 }
 
 /// One chunk's loss sum (0-d) and logits gradient [rows, V], with a single
@@ -202,11 +162,11 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
       init.push_back(filled(rewriter, loc, tensorType(f.bias), 0.0));
     AffineMap scalar = AffineMap::get(0, 0, {}, ctx);
     SmallVector<Value> results = forEachChunk(
-        rewriter, loc, f, init,
+        rewriter, loc, f.rows, f.chunk, init,
         [&](OpBuilder &b, Location l, OpFoldResult offset, int64_t size,
             ValueRange args) -> SmallVector<Value> {
-          Value x = rowSlice(b, l, f.input, offset, size);
-          Value t = rowSlice(b, l, f.targets, offset, size);
+          Value x = sliceDim(b, l, 0, f.input, offset, size);
+          Value t = sliceDim(b, l, 0, f.targets, offset, size);
           ChunkLoss c =
               chunkLoss(b, l, f, chunkLogits(b, l, f, x, size), t, count);
           Value total = generic(b, l, c.sum, scalar, args[0], scalar, {},
@@ -216,7 +176,7 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
           Value dlogits = c.dlogits;
           // dx rows = dlogits · W, computed in their rows of dx (an
           // extract/insert pair that bufferizes in place, without a copy).
-          Value rowsOfDx = rowSlice(b, l, args[1], offset, size);
+          Value rowsOfDx = sliceDim(b, l, 0, args[1], offset, size);
           Value zero =
               arith::ConstantOp::create(b, l, b.getFloatAttr(f.elt, 0.0));
           Value zeroed =

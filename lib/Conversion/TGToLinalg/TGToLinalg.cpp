@@ -31,7 +31,7 @@ struct ConvertTGToLinalgPass
     populateTGElementwiseToLinalgPatterns(patterns);
     populateTGMatmulToLinalgPatterns(patterns);
     populateTGReductionToLinalgPatterns(patterns);
-    populateTGAttentionToLinalgPatterns(patterns);
+    populateTGAttentionToLinalgPatterns(patterns, attentionChunkBytes);
     populateTGOptimizerToLinalgPatterns(patterns);
     populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

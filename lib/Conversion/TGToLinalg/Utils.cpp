@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <limits>
@@ -389,4 +390,63 @@ Value mlir::tg::lowering::matmulTransposedLhs(OpBuilder &b, Location loc,
              ArrayRef<NamedAttribute>{b.getNamedAttr(
                  "indexing_maps", b.getAffineMapArrayAttr(maps))})
       .getResult(0);
+}
+
+Value mlir::tg::lowering::sliceDim(OpBuilder &b, Location loc, int64_t dim,
+                                   Value t, OpFoldResult offset, int64_t size) {
+  RankedTensorType type = tensorType(t);
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  offsets[dim] = offset;
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    sizes.push_back(b.getIndexAttr(static_cast<int64_t>(i) == dim ? size : d));
+  return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
+}
+
+Value mlir::tg::lowering::insertDim(OpBuilder &b, Location loc, int64_t dim,
+                                    Value part, Value dest,
+                                    OpFoldResult offset) {
+  RankedTensorType type = tensorType(part);
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  offsets[dim] = offset;
+  for (int64_t d : type.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::InsertSliceOp::create(b, loc, part, dest, offsets, sizes,
+                                       strides);
+}
+
+SmallVector<Value> mlir::tg::lowering::forEachChunk(OpBuilder &b, Location loc,
+                                                    int64_t total,
+                                                    int64_t chunk,
+                                                    ValueRange init,
+                                                    ChunkBody body) {
+  int64_t full = total / chunk, rest = total % chunk;
+  SmallVector<Value> values(init);
+  if (full == 1) {
+    values = body(b, loc, b.getIndexAttr(0), chunk, values);
+  } else if (full > 1) {
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(b, loc, full * chunk);
+    Value step = arith::ConstantIndexOp::create(b, loc, chunk);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, values,
+        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
+          scf::YieldOp::create(nb, nl, body(nb, nl, iv, chunk, args));
+        });
+    values.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  if (rest)
+    values = body(b, loc, b.getIndexAttr(full * chunk), rest, values);
+  return values;
+}
+
+int64_t mlir::tg::lowering::balancedChunk(int64_t total, int64_t bytesPerEntry,
+                                          int64_t maxBytes,
+                                          int64_t minEntries) {
+  int64_t chunk =
+      std::max(minEntries, maxBytes / std::max<int64_t>(1, bytesPerEntry));
+  chunk = std::max<int64_t>(1, std::min(chunk, total));
+  int64_t chunks = (total + chunk - 1) / chunk;
+  return (total + chunks - 1) / chunks;
 }

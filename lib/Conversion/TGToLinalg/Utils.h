@@ -112,6 +112,34 @@ Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,
                           Value init);
 
 //===----------------------------------------------------------------------===//
+// Chunks
+//===----------------------------------------------------------------------===//
+
+/// Entries [offset, offset + size) of dimension `dim` of `t`.
+Value sliceDim(OpBuilder &b, Location loc, int64_t dim, Value t,
+               OpFoldResult offset, int64_t size);
+
+/// Writes `part` into entries [offset, offset + size) of dimension `dim` of
+/// `dest`.
+Value insertDim(OpBuilder &b, Location loc, int64_t dim, Value part, Value dest,
+                OpFoldResult offset);
+
+/// Runs `body(offset, size, values) -> new values` over chunks of `chunk`
+/// of `total` entries: an scf.for over the full chunks (straight-line code
+/// for a single one), then the remainder with its own static size. Every
+/// chunk has a static shape.
+using ChunkBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, OpFoldResult, int64_t, ValueRange)>;
+SmallVector<Value> forEachChunk(OpBuilder &b, Location loc, int64_t total,
+                                int64_t chunk, ValueRange init, ChunkBody body);
+
+/// The chunk size for `total` entries of `bytesPerEntry` each: at most
+/// `maxBytes` per chunk (at least `minEntries` entries), in chunks of
+/// balanced sizes.
+int64_t balancedChunk(int64_t total, int64_t bytesPerEntry, int64_t maxBytes,
+                      int64_t minEntries);
+
+//===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 

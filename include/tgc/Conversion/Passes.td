@@ -83,8 +83,14 @@ def TGCPlanBuffersPass : Pass<"tgc-plan-buffers", "::mlir::ModuleOp"> {
     memory planner (`assignArenaOffsets`, 64-byte alignment), so buffers
     whose ranges are disjoint share memory. Each planned alloc gets
     `tgc.arena_offset`; the arena's size is the module attribute
-    `tgc.arena_bytes`. Allocs inside loops, dynamic shapes and buffers that
-    escape stay on the heap. `tgc-lower-arena-allocs` lowers the plan.
+    `tgc.arena_bytes`. Allocs in the body of a top-level `scf.for` (the
+    chunk loops of the fused loss and of attention) are planned too, on a
+    schedule that places the loop's body after the loop's own position:
+    a buffer allocated in one iteration and dead by its end gets one place
+    for every iteration, and buffers used inside the loop stay alive until
+    the loop ends. Allocs in deeper loops, dynamic shapes and buffers that
+    escape (returned, or yielded to the next iteration) stay on the heap.
+    `tgc-lower-arena-allocs` lowers the plan.
   }];
 }
 

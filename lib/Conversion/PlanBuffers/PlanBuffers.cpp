@@ -9,6 +9,8 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -32,21 +34,40 @@ struct PlannedAlloc {
   tg::ArenaBlock block;
 };
 
-/// The last top-level position that reads or writes `alloc` or a value
-/// derived from it; nullopt when it escapes the function.
-std::optional<int64_t>
-lastUse(memref::AllocOp alloc, Block &body,
-        const llvm::DenseMap<Operation *, int64_t> &position) {
-  int64_t last = position.lookup(alloc);
+/// Positions in one flattened schedule: the function's top-level ops in
+/// order, each top-level scf.for followed by the ops of its body (the fused
+/// loss's and attention's loops over chunks). A loop spans [its position,
+/// its body's last position].
+struct Schedule {
+  llvm::DenseMap<Operation *, int64_t> start, end;
+
+  explicit Schedule(Block &body) {
+    int64_t index = 0;
+    for (Operation &op : body) {
+      start[&op] = index++;
+      if (auto loop = llvm::dyn_cast<scf::ForOp>(op))
+        for (Operation &inner : *loop.getBody())
+          start[&inner] = end[&inner] = index++;
+      end[&op] = index - 1;
+    }
+  }
+};
+
+/// The last position (in `block`, a function body or a top-level loop's
+/// body) that reads or writes `alloc` or a value derived from it; nullopt
+/// when it escapes the block (returned, or yielded to the next iteration).
+std::optional<int64_t> lastUse(memref::AllocOp alloc, Block &block,
+                               const Schedule &schedule) {
+  int64_t last = schedule.start.lookup(alloc);
   SmallVector<Value> worklist{alloc.getResult()};
   llvm::DenseSet<Value> seen{alloc.getResult()};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (Operation *user : value.getUsers()) {
-      Operation *top = body.findAncestorOpInBlock(*user);
-      if (!top || llvm::isa<func::ReturnOp>(top))
+      Operation *top = block.findAncestorOpInBlock(*user);
+      if (!top || top->hasTrait<OpTrait::IsTerminator>())
         return std::nullopt;
-      last = std::max(last, position.lookup(top));
+      last = std::max(last, schedule.end.lookup(top));
       // Views, casts and whatever a region yields alias the buffer.
       for (Value result : top->getResults())
         if (llvm::isa<BaseMemRefType>(result.getType()) &&
@@ -55,6 +76,12 @@ lastUse(memref::AllocOp alloc, Block &body,
     }
   }
   return last;
+}
+
+bool isPlannable(memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  return type.hasStaticShape() && type.getLayout().isIdentity() &&
+         !type.getMemorySpace() && alloc.getSymbolOperands().empty();
 }
 
 struct TGCPlanBuffersPass
@@ -72,26 +99,29 @@ struct TGCPlanBuffersPass
 
   int64_t plan(func::FuncOp func) {
     Block &body = func.getBody().front();
-    llvm::DenseMap<Operation *, int64_t> position;
-    int64_t index = 0;
-    for (Operation &op : body)
-      position[&op] = index++;
+    Schedule schedule(body);
 
+    // The function's allocs, and those of its top-level loops' bodies (each
+    // iteration's buffers die before the next iteration's are allocated, so
+    // one place serves them all).
     std::vector<PlannedAlloc> allocs;
-    for (auto alloc : body.getOps<memref::AllocOp>()) {
-      MemRefType type = alloc.getType();
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          type.getMemorySpace() || !alloc.getSymbolOperands().empty())
-        continue;
-      std::optional<int64_t> end = lastUse(alloc, body, position);
-      if (!end)
-        continue;
-      PlannedAlloc planned{alloc, {}};
-      planned.block.bytes = tg::getValueBytes(alloc.getResult());
-      planned.block.start = position.lookup(alloc);
-      planned.block.end = *end;
-      allocs.push_back(planned);
-    }
+    auto collect = [&](Block &block) {
+      for (auto alloc : block.getOps<memref::AllocOp>()) {
+        if (!isPlannable(alloc))
+          continue;
+        std::optional<int64_t> end = lastUse(alloc, block, schedule);
+        if (!end)
+          continue;
+        PlannedAlloc planned{alloc, {}};
+        planned.block.bytes = tg::getValueBytes(alloc.getResult());
+        planned.block.start = schedule.start.lookup(alloc);
+        planned.block.end = *end;
+        allocs.push_back(planned);
+      }
+    };
+    collect(body);
+    for (auto loop : body.getOps<scf::ForOp>())
+      collect(*loop.getBody());
     if (allocs.empty())
       return 0;
 

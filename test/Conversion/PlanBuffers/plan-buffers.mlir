@@ -15,9 +15,20 @@
 // CHECK: %[[B:.*]] = memref.alloc() {tgc.arena_offset = 832 : i64} : memref<16xf32>
 // CHECK: %[[C:.*]] = memref.alloc() {tgc.arena_offset = 0 : i64} : memref<200xf32>
 // CHECK: %[[D:.*]] = memref.alloc() {tgc.arena_offset = 832 : i64} : memref<100xf32>
-// Inside a loop: stays on the heap.
+// In a top-level loop's body, dead by the end of the iteration: planned
+// (after the loop's position, when everything above is dead).
 // CHECK: scf.for
-// CHECK-NEXT: memref.alloc() : memref<4xf32>
+// CHECK-NEXT: memref.alloc() {tgc.arena_offset = 0 : i64} : memref<4xf32>
+// A buffer used inside a loop lives until the loop ends: the loop's own
+// buffers do not share its bytes.
+// CHECK-LABEL: func.func @chunks
+// CHECK-SAME: tgc.arena_bytes = 512 : i64
+// CHECK: memref.alloc() {tgc.arena_offset = 0 : i64} : memref<64xf32>
+// CHECK: scf.for
+// CHECK-NEXT: memref.alloc() {tgc.arena_offset = 256 : i64} : memref<64xf32>
+// Yielded to the next iteration: escapes, stays on the heap.
+// CHECK-LABEL: func.func @carried
+// CHECK: memref.alloc() : memref<4xf32>
 // Returned: escapes, stays on the heap.
 // CHECK-LABEL: func.func @escapes
 // CHECK: memref.alloc() : memref<8xf32>
@@ -53,6 +64,33 @@ func.func @step(%in: memref<100xf32>, %out: memref<100xf32>) {
   scf.for %i = %c0 to %c2 step %c1 {
     %e = memref.alloc() : memref<4xf32>
     memref.dealloc %e : memref<4xf32>
+  }
+  return
+}
+
+func.func @chunks(%in: memref<64xf32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %big = memref.alloc() : memref<64xf32>
+  memref.copy %in, %big : memref<64xf32> to memref<64xf32>
+  scf.for %i = %c0 to %c2 step %c1 {
+    %t = memref.alloc() : memref<64xf32>
+    memref.copy %big, %t : memref<64xf32> to memref<64xf32>
+    memref.copy %t, %out : memref<64xf32> to memref<64xf32>
+    memref.dealloc %t : memref<64xf32>
+  }
+  return
+}
+
+func.func @carried(%in: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %in) -> (memref<4xf32>) {
+    %n = memref.alloc() : memref<4xf32>
+    memref.copy %acc, %n : memref<4xf32> to memref<4xf32>
+    scf.yield %n : memref<4xf32>
   }
   return
 }

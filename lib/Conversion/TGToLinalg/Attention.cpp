@@ -172,6 +172,13 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Value kT = transposeMatrices(rewriter, loc, k);
     int64_t rows = l.G * l.S;
     int64_t chunk = l.chunkRows(chunkBytes);
+    if (chunk == rows) {
+      Value p = probabilities(rewriter, loc, l, q, kT, op.getCausal(),
+                              op.getScaleOrDefault(), rewriter.getIndexAttr(0));
+      rewriter.replaceOp(
+          op, l.fromQueryRows(rewriter, loc, batchMatmul(rewriter, loc, p, v)));
+      return success();
+    }
     Value out = tensor::EmptyOp::create(rewriter, loc,
                                         {l.B * l.Hkv, rows, l.Dv}, l.elt);
     // Query rows a chunk at a time: only [B·Hkv, chunk, Skv] scores exist.

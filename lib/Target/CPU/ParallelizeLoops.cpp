@@ -54,10 +54,16 @@ struct TGCParallelizeLoopsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      for (Operation &op : func.getBody().front())
-        if (auto linalgOp = llvm::dyn_cast<linalg::LinalgOp>(&op))
-          if (int64_t chunks = chunksFor(linalgOp))
-            work.push_back({linalgOp, chunks});
+      // The function's ops and those of its top-level loops' bodies (the
+      // chunk loops of the fused loss and of attention).
+      SmallVector<Block *> blocks{&func.getBody().front()};
+      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
+        blocks.push_back(loop.getBody());
+      for (Block *block : blocks)
+        for (Operation &op : *block)
+          if (auto linalgOp = llvm::dyn_cast<linalg::LinalgOp>(&op))
+            if (int64_t chunks = chunksFor(linalgOp))
+              work.push_back({linalgOp, chunks});
     }
     IRRewriter rewriter(&getContext());
     for (auto [op, chunks] : work) {

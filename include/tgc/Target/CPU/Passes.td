@@ -106,8 +106,8 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
 def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> {
   let summary = "Splits the step's large elementwise and reduction ops into parallel chunks";
   let description = [{
-    On bufferized linalg ops at the top level of a function (after the
-    matmul schedule): an op with static loop ranges, a parallel outermost
+    On bufferized linalg ops at the top level of a function or of the body
+    of a top-level loop (the chunk loops; after the matmul schedule): an op with static loop ranges, a parallel outermost
     loop and at least `min-chunk-work` iterations in all is tiled along
     that loop into an `scf.forall` of up to `max-chunks` chunks of at least
     `min-chunk-work` iterations each. `scf-forall-to-parallel` and OpenMP

@@ -27,7 +27,7 @@ using namespace mlir::tg::lowering;
 
 namespace {
 
-/// The operands of either op, flattened to rows.
+/// The fused op's operands, flattened to rows.
 struct FusedOperands {
   Value input;   // [N, D]
   Value targets; // [N]

@@ -38,17 +38,6 @@ LogicalResult runPipeline(ModuleOp module,
   return pm.run(module);
 }
 
-llvm::Error writeOutput(llvm::StringRef path,
-                        llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(path, &error);
-  if (!output)
-    return llvm::createStringError(path.str() + ": cannot write: " + error);
-  write(output->os());
-  output->keep();
-  return llvm::Error::success();
-}
-
 /// Counts the kernels and bytes of the bufferized step (see KernelCounts).
 struct CountKernelsPass
     : public PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
@@ -91,6 +80,18 @@ struct CountKernelsPass
 
 } // namespace
 
+llvm::Error
+tgc::writeOutputFile(llvm::StringRef path,
+                     llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(path, &error);
+  if (!output)
+    return llvm::createStringError(path.str() + ": cannot write: " + error);
+  write(output->os());
+  output->keep();
+  return llvm::Error::success();
+}
+
 LogicalResult tgc::buildTrainStep(ModuleOp module,
                                   const TrainingConfig &training,
                                   bool returnGradients) {
@@ -129,7 +130,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
         request.input + ": compilation failed (see the diagnostics above)");
   };
   auto print = [&](auto &&printer) {
-    return writeOutput(request.output, printer);
+    return writeOutputFile(request.output, printer);
   };
   if (level == EmitLevel::TG)
     return print([&](llvm::raw_ostream &os) { module.print(os); });

@@ -67,17 +67,6 @@ std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
   return rows;
 }
 
-llvm::Error writeFile(llvm::StringRef path,
-                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
-  if (!file)
-    return llvm::createStringError(path.str() + ": cannot write: " + error);
-  write(file->os());
-  file->keep();
-  return llvm::Error::success();
-}
-
 } // namespace
 
 llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
@@ -138,17 +127,17 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
   }
   if (!request.memoryTimeline.empty())
     if (llvm::Error err =
-            writeFile(request.memoryTimeline, [&](llvm::raw_ostream &os) {
+            writeOutputFile(request.memoryTimeline, [&](llvm::raw_ostream &os) {
               writeMemoryTimeline(os, step);
             }))
       return err;
   if (!request.rematSweepSvg.empty())
     if (llvm::Error err =
-            writeFile(request.rematSweepSvg, [&](llvm::raw_ostream &os) {
+            writeOutputFile(request.rematSweepSvg, [&](llvm::raw_ostream &os) {
               writeRematSweepSvg(os, report);
             }))
       return err;
-  return writeFile(request.output, [&](llvm::raw_ostream &os) {
+  return writeOutputFile(request.output, [&](llvm::raw_ostream &os) {
     if (request.json)
       printStatsJson(os, report);
     else

@@ -52,7 +52,7 @@ cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>>
           cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
           TG_REMAT_POLICY_CL_VALUES);
 cl::opt<FusionMode, false, EnumFlagParser<FusionMode>>
-    fusion("fusion", cl::desc("Fusion (default: default)"),
+    fusion("fusion", cl::desc("Fusion (docs/fusion.md; default: default)"),
            cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
            TG_FUSION_MODE_CL_VALUES);
 Flag<std::string> memoryBudget(

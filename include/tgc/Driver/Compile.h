@@ -58,6 +58,11 @@ mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
                                        mlir::tg::FusionMode fusion,
                                        KernelCounts *counts = nullptr);
 
+/// Writes a file ("-": stdout) through `write`; the error names the path.
+llvm::Error
+writeOutputFile(llvm::StringRef path,
+                llvm::function_ref<void(llvm::raw_ostream &)> write);
+
 /// Where compile() reads from and writes to.
 struct CompileRequest {
   std::string input;        // the model file, for messages

@@ -22,7 +22,8 @@ enum class OptimizerKind { SGD, AdamW };
 /// What tg-remat does with the values the reverse graph reads.
 enum class RematPolicy { None, Layers, Selective, Budget };
 
-/// Which fusions tg-fuse applies before autodiff.
+/// Fusion: tg-fuse before autodiff, attention over query chunks and
+/// elementwise fusion in the lowering (docs/fusion.md).
 enum class FusionMode { None, Default };
 
 inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
@@ -96,10 +97,10 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
                  "fewest extra FLOPs within the memory budget"))
 
 #define TG_FUSION_MODE_CL_VALUES                                               \
-  ::llvm::cl::values(                                                          \
-      clEnumValN(::mlir::tg::FusionMode::None, "none",                         \
-                 "no fusion: every op on its own"),                            \
-      clEnumValN(::mlir::tg::FusionMode::Default, "default",                   \
-                 "fused vocabulary projection + cross-entropy"))
+  ::llvm::cl::values(clEnumValN(::mlir::tg::FusionMode::None, "none",          \
+                                "no fusion: every op on its own"),             \
+                     clEnumValN(::mlir::tg::FusionMode::Default, "default",    \
+                                "fused LM head + loss, attention over query "  \
+                                "chunks, elementwise chains"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

@@ -1,10 +1,12 @@
 //===- SupportTest.cpp - the generic helpers ------------------------------===//
 
+#include "tgc/Support/Chunking.h"
 #include "tgc/Support/Format.h"
 #include "tgc/Support/MinCut.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 using namespace tgc;
@@ -87,6 +89,28 @@ TEST(MinCut, RandomGraphsMatchBruteForce) {
                         capacity([&](int v) { return bool(mask >> v & 1); }));
     EXPECT_EQ(cut.flow(), best) << "trial " << trial;
   }
+}
+
+TEST(Chunking, BalancedSizes) {
+  // 767 rows of 50257 f32 logits, 64 MiB: 333 rows fit, so 3 chunks of 256.
+  EXPECT_EQ(balancedChunkSize(767, 50257 * 4, 64 << 20, 256), 256);
+  // The minimum wins over the byte budget; never more than the total.
+  // (1000 rows in chunks of 64 is 16 chunks, balanced to 63 rows.)
+  EXPECT_EQ(balancedChunkSize(1000, 1 << 20, 1 << 20, 64), 63);
+  EXPECT_EQ(balancedChunkSize(10, 4, 1 << 20, 64), 10);
+  EXPECT_EQ(balancedChunkSize(1, 4, 1, 1), 1);
+  // Every chunk is at most the budget's size, and they cover the total.
+  for (int64_t total : {1, 2, 37, 50257, 100003})
+    for (int64_t budget : {1, 100, 4096})
+      for (int64_t minimum : {1, 7}) {
+        int64_t chunk = balancedChunkSize(total, 4, budget, minimum);
+        int64_t cap = std::min(total, std::max(minimum, budget / 4));
+        EXPECT_GE(chunk, 1);
+        EXPECT_LE(chunk, std::max<int64_t>(1, cap));
+        int64_t chunks = (total + chunk - 1) / chunk;
+        EXPECT_EQ(chunks, (total + std::max<int64_t>(1, cap) - 1) /
+                              std::max<int64_t>(1, cap));
+      }
 }
 
 TEST(Format, Bytes) {

@@ -17,6 +17,7 @@
 #include "Utils.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Support/Chunking.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -77,7 +78,7 @@ struct Layout {
       return rows;
     int64_t bytesPerRow =
         B * Hkv * Skv * std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
-    return balancedChunk(rows, bytesPerRow, chunkBytes, 64);
+    return tgc::balancedChunkSize(rows, bytesPerRow, chunkBytes, 64);
   }
 
   /// Query-shaped [B, S, Hq, E] → [B·Hkv, G·S, E].
@@ -146,16 +147,12 @@ Value batchMatmulInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
       .getResult(0);
 }
 
-/// out[:, rows, :] = a · b written into those rows of `dest` (a zero-filled
-/// slice of it, so the product bufferizes in place).
+/// out[:, rows, :] = a · b written into those rows of `dest`.
 Value batchMatmulIntoRows(OpBuilder &b, Location loc, Value lhs, Value rhs,
                           Value dest, OpFoldResult offset, int64_t size) {
-  Value rows = sliceDim(b, loc, 1, dest, offset, size);
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(tensorType(dest).getElementType(), 0.0));
-  Value zeroed = linalg::FillOp::create(b, loc, zero, rows).getResult(0);
-  return insertDim(b, loc, 1, batchMatmulInto(b, loc, lhs, rhs, zeroed), dest,
-                   offset);
+  return computeIntoSlice(b, loc, 1, dest, offset, size, [&](Value zeroed) {
+    return batchMatmulInto(b, loc, lhs, rhs, zeroed);
+  });
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {

@@ -127,15 +127,8 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
   Value dlogits = generic(
       b, loc, {targets, sumExp, count}, {row2, row2, scalar}, exps, full,
       iterators(2), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        Value p = divF(nb, l, a[3], a[1]);
-        Value col = linalg::IndexOp::create(nb, l, 1);
-        Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, col,
-                                          clampIndex(nb, l, a[0], f.vocab));
-        Value onehot = arith::SelectOp::create(nb, l, hit, cst(nb, l, p, 1.0),
-                                               cst(nb, l, p, 0.0));
-        Value g = divF(nb, l, subF(nb, l, p, onehot), a[2]);
-        return arith::SelectOp::create(nb, l, isIgnored(nb, l, a[0], f.ignore),
-                                       cst(nb, l, p, 0.0), g);
+        return lossGradElement(nb, l, divF(nb, l, a[3], a[1]), a[0], f.vocab,
+                               /*grad=*/Value(), a[2], f.ignore);
       });
   return {sum, dlogits};
 }
@@ -174,22 +167,14 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
                                   return addF(nb, nl, a[1], a[0]);
                                 });
           Value dlogits = c.dlogits;
-          // dx rows = dlogits · W, computed in their rows of dx (an
-          // extract/insert pair that bufferizes in place, without a copy).
-          Value rowsOfDx = sliceDim(b, l, 0, args[1], offset, size);
-          Value zero =
-              arith::ConstantOp::create(b, l, b.getFloatAttr(f.elt, 0.0));
-          Value zeroed =
-              linalg::FillOp::create(b, l, zero, rowsOfDx).getResult(0);
-          Value dx = matmul2D(b, l, dlogits, f.weight, zeroed);
-          SmallVector<OpFoldResult> offsets{offset, b.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes{b.getIndexAttr(size),
-                                          b.getIndexAttr(f.dim)};
-          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
           SmallVector<Value> next{
               total,
-              tensor::InsertSliceOp::create(b, l, dx, args[1], offsets, sizes,
-                                            strides),
+              // dx rows = dlogits · W, computed in their rows of dx.
+              computeIntoSlice(b, l, 0, args[1], offset, size,
+                               [&](Value zeroed) {
+                                 return matmul2D(b, l, dlogits, f.weight,
+                                                 zeroed);
+                               }),
               // dW += dlogitsᵀ · x.
               matmulTransposedLhs(b, l, dlogits, x, args[2])};
           if (f.bias)

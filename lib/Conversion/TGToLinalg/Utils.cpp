@@ -343,24 +343,33 @@ Value mlir::tg::lowering::logitsGrad(OpBuilder &b, Location loc,
   Value init =
       tensor::EmptyOp::create(b, loc, flat.getShape(), flat.getElementType());
   AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
-  return generic(
-      b, loc, {r.logits, r.targets, r.max, r.sumExp, grad, count},
-      {dimsMap(ctx, 2, {0, 1}), dimsMap(ctx, 2, {0}), dimsMap(ctx, 2, {0}),
-       dimsMap(ctx, 2, {0}), scalar, scalar},
-      init, dimsMap(ctx, 2, {0, 1}), iterators(2),
-      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        Value p = divF(
-            nb, l, math::ExpOp::create(nb, l, subF(nb, l, a[0], a[2])), a[3]);
-        Value col = linalg::IndexOp::create(nb, l, 1);
-        Value t = clampIndex(nb, l, a[1], flat.getDimSize(1));
-        Value hit =
-            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, col, t);
-        Value onehot = arith::SelectOp::create(nb, l, hit, cst(nb, l, p, 1.0),
-                                               cst(nb, l, p, 0.0));
-        Value g = divF(nb, l, mulF(nb, l, a[4], subF(nb, l, p, onehot)), a[5]);
-        Value ignored = isIgnored(nb, l, a[1], ignore);
-        return arith::SelectOp::create(nb, l, ignored, cst(nb, l, p, 0.0), g);
-      });
+  return generic(b, loc, {r.logits, r.targets, r.max, r.sumExp, grad, count},
+                 {dimsMap(ctx, 2, {0, 1}), dimsMap(ctx, 2, {0}),
+                  dimsMap(ctx, 2, {0}), dimsMap(ctx, 2, {0}), scalar, scalar},
+                 init, dimsMap(ctx, 2, {0, 1}), iterators(2),
+                 [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                   Value p =
+                       divF(nb, l,
+                            math::ExpOp::create(nb, l, subF(nb, l, a[0], a[2])),
+                            a[3]);
+                   return lossGradElement(nb, l, p, a[1], flat.getDimSize(1),
+                                          a[4], a[5], ignore);
+                 });
+}
+
+Value mlir::tg::lowering::lossGradElement(OpBuilder &b, Location l, Value p,
+                                          Value target, int64_t vocab,
+                                          Value grad, Value count,
+                                          std::optional<int64_t> ignore) {
+  Value col = linalg::IndexOp::create(b, l, 1);
+  Value t = clampIndex(b, l, target, vocab);
+  Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
+  Value onehot =
+      arith::SelectOp::create(b, l, hit, cst(b, l, p, 1.0), cst(b, l, p, 0.0));
+  Value diff = subF(b, l, p, onehot);
+  Value g = divF(b, l, grad ? mulF(b, l, grad, diff) : diff, count);
+  Value ignored = isIgnored(b, l, target, ignore);
+  return arith::SelectOp::create(b, l, ignored, cst(b, l, p, 0.0), g);
 }
 
 Value mlir::tg::lowering::transpose2D(OpBuilder &b, Location loc, Value v) {
@@ -441,12 +450,13 @@ SmallVector<Value> mlir::tg::lowering::forEachChunk(OpBuilder &b, Location loc,
   return values;
 }
 
-int64_t mlir::tg::lowering::balancedChunk(int64_t total, int64_t bytesPerEntry,
-                                          int64_t maxBytes,
-                                          int64_t minEntries) {
-  int64_t chunk =
-      std::max(minEntries, maxBytes / std::max<int64_t>(1, bytesPerEntry));
-  chunk = std::max<int64_t>(1, std::min(chunk, total));
-  int64_t chunks = (total + chunk - 1) / chunk;
-  return (total + chunks - 1) / chunks;
+Value mlir::tg::lowering::computeIntoSlice(OpBuilder &b, Location loc,
+                                           int64_t dim, Value dest,
+                                           OpFoldResult offset, int64_t size,
+                                           function_ref<Value(Value)> compute) {
+  Value slice = sliceDim(b, loc, dim, dest, offset, size);
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(tensorType(dest).getElementType(), 0.0));
+  Value zeroed = linalg::FillOp::create(b, loc, zero, slice).getResult(0);
+  return insertDim(b, loc, dim, compute(zeroed), dest, offset);
 }

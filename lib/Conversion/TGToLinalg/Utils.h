@@ -133,11 +133,12 @@ using ChunkBody = function_ref<SmallVector<Value>(
 SmallVector<Value> forEachChunk(OpBuilder &b, Location loc, int64_t total,
                                 int64_t chunk, ValueRange init, ChunkBody body);
 
-/// The chunk size for `total` entries of `bytesPerEntry` each: at most
-/// `maxBytes` per chunk (at least `minEntries` entries), in chunks of
-/// balanced sizes.
-int64_t balancedChunk(int64_t total, int64_t bytesPerEntry, int64_t maxBytes,
-                      int64_t minEntries);
+/// Entries [offset, offset + size) of dimension `dim` of `dest`, computed by
+/// `compute` from their zero-filled slice and written back: an
+/// extract/insert pair that bufferizes in place, without a copy.
+Value computeIntoSlice(OpBuilder &b, Location loc, int64_t dim, Value dest,
+                       OpFoldResult offset, int64_t size,
+                       function_ref<Value(Value zeroed)> compute);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy
@@ -162,6 +163,13 @@ Value targetCount(OpBuilder &b, Location loc, Value targets,
 /// 0-d Σ over the rows not ignored of log Σexp + max − logit[target].
 Value lossSum(OpBuilder &b, Location loc, const LossRows &r,
               std::optional<int64_t> ignore);
+
+/// One element of the loss's logits gradient inside a [rows, V] generic:
+/// `grad` · (`p` − onehot(`target`)) / `count`, zero when `target` is
+/// ignored (`grad` null: 1).
+Value lossGradElement(OpBuilder &b, Location l, Value p, Value target,
+                      int64_t vocab, Value grad, Value count,
+                      std::optional<int64_t> ignore);
 
 /// [R, V] gradient of the mean loss: grad · (softmax − onehot) / count,
 /// zero on ignored rows (`grad` and `count` 0-d).

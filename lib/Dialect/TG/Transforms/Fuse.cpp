@@ -2,6 +2,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Support/Chunking.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -41,12 +42,10 @@ struct FuseLinearCrossEntropy : OpRewritePattern<CrossEntropyOp> {
     int64_t rows = logits.getNumElements() / vocab;
     int64_t bytesPerRow =
         vocab * std::max<int64_t>(1, logits.getElementTypeBitWidth() / 8);
-    int64_t chunk = std::max(minChunkRows, chunkBytes / bytesPerRow);
-    chunk = std::max<int64_t>(1, std::min(chunk, rows));
-    // As many chunks as that takes, of balanced sizes: a short last chunk
-    // would cost a whole pass over the weight gradient for a few rows.
-    int64_t chunks = (rows + chunk - 1) / chunk;
-    chunk = (rows + chunks - 1) / chunks;
+    // Balanced chunks: a short last chunk would cost a whole pass over the
+    // weight gradient for a few rows.
+    int64_t chunk =
+        tgc::balancedChunkSize(rows, bytesPerRow, chunkBytes, minChunkRows);
     Location loc = rewriter.getFusedLoc({linear.getLoc(), op.getLoc()});
     auto fused = LinearCrossEntropyOp::create(
         rewriter, loc, linear.getInput(), linear.getWeight(), linear.getBias(),

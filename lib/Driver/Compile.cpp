@@ -164,13 +164,35 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     return print([&](llvm::raw_ostream &os) { module.print(os); });
   }
   FailureOr<int64_t> arena = planTrainStep(module, target, training.fusion);
-  if (failed(arena) || failed(runPipeline(module, [&](OpPassManager &pm) {
+  if (failed(arena))
+    return failedCompile();
+  if (level == EmitLevel::GPU) {
+    std::string refused;
+    bool ran = succeeded(runPipeline(module, [&](OpPassManager &pm) {
+      if (llvm::Error err = target.buildKernelPipeline(pm, kStepName))
+        refused = llvm::toString(std::move(err));
+    }));
+    if (!refused.empty())
+      return llvm::createStringError(request.input + ": " + refused);
+    if (!ran)
+      return failedCompile();
+    return print([&](llvm::raw_ostream &os) { module.print(os); });
+  }
+  if (failed(runPipeline(module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kStepName);
       })))
     return failedCompile();
   summary.arenaBytes = *arena;
   if (level == EmitLevel::LLVMMLIR)
     return print([&](llvm::raw_ostream &os) { module.print(os); });
+  if (level == EmitLevel::PTX) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (llvm::Error err = target.emitDeviceAssembly(module, os))
+      return llvm::createStringError(request.input + ": " +
+                                     llvm::toString(std::move(err)));
+    return print([&](llvm::raw_ostream &out) { out << text; });
+  }
 
   auto prefixed = [&](llvm::Error err) -> llvm::Error {
     if (!err)

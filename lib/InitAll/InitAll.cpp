@@ -6,6 +6,7 @@
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/CPUBackend.h"
+#include "tgc/Target/CUDA/CUDABackend.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -23,4 +24,5 @@ void tgc::registerAllPasses() {
   mlir::tg::registerTGConversionPasses();
   tgc::registerPipelines();
   tgc::cpu::registerCPUBackendPasses();
+  tgc::cuda::registerCUDABackendPasses();
 }

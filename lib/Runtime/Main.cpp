@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Data.h"
+#include "Device.h"
 #include "tgc/Runtime/ABI.h"
 #include "tgc/Runtime/SafeTensors.h"
 
@@ -185,7 +186,8 @@ size_t dtypeBytes(int32_t dtype) {
 
 struct Buffer {
   const tgc_buffer_info *info;
-  void *data;
+  void *data = nullptr;   // the host copy
+  void *device = nullptr; // what the step reads (== data on the CPU)
   int64_t numel;
   size_t bytes;
   bool shared = false; // data belongs to another buffer (in-place update)
@@ -289,10 +291,32 @@ struct StepBuffers {
 
   ~StepBuffers() {
     for (Buffer &b : buffers)
-      if (!b.shared)
+      if (!b.shared) {
+        if (b.device != b.data)
+          tgc_device_free(b.device);
         std::free(b.data);
+      }
   }
 };
+
+/// Host copy → device (nothing to do on the CPU).
+void upload(const Buffer &b) {
+  if (b.device != b.data)
+    tgc_device_upload(b.device, b.data, b.bytes);
+}
+void upload(const StepBuffers &s, const std::vector<int> &which) {
+  for (int i : which)
+    upload(s.buffers[i]);
+}
+/// Device → host copy.
+void download(const Buffer &b) {
+  if (b.device != b.data)
+    tgc_device_download(b.data, b.device, b.bytes);
+}
+void download(const StepBuffers &s, const std::vector<int> &which) {
+  for (int i : which)
+    download(s.buffers[i]);
+}
 
 /// Allocates (zeroed) and classifies every buffer of the model table;
 /// updated values share their inputs' storage when the step allows it.
@@ -311,8 +335,9 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
     if (!sharesInput) {
       b.data = allocateAligned(b.bytes, "'" + std::string(info.name) + "'");
       std::memset(b.data, 0, b.bytes);
+      b.device = tgc_device_alloc(b.bytes, b.data);
     }
-    s.pointers[i] = b.data;
+    s.pointers[i] = b.device;
     std::string name = info.name;
     switch (info.role) {
     case TGC_PARAM:
@@ -363,8 +388,9 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
   if (s.inPlace) {
     auto share = [&](int from, int to) {
       s.buffers[to].data = s.buffers[from].data;
+      s.buffers[to].device = s.buffers[from].device;
       s.buffers[to].shared = true;
-      s.pointers[to] = s.buffers[to].data;
+      s.pointers[to] = s.buffers[to].device;
     };
     for (size_t k = 0; k < s.params.size(); ++k)
       share(s.params[k], s.newParams[k]);
@@ -486,11 +512,15 @@ void fillBatch(const tgc_model_info &m, const Dataset &d, StepBuffers &s,
     fillTableBatch(eval ? d.evalTable : d.table, m.batch_size, step, order,
                    seed, static_cast<float *>(s.buffers[s.features].data),
                    static_cast<int32_t *>(s.buffers[s.labels].data));
+  for (int i : {s.ids, s.targets, s.features, s.labels})
+    if (i >= 0)
+      upload(s.buffers[i]);
 }
 
 void dumpGradients(const StepBuffers &s, const std::string &path) {
   if (s.grads.size() != s.params.size())
     die("--dump-grads: this executable was compiled without gradient outputs");
+  download(s, s.grads);
   SafeTensorsFile out;
   for (int i : s.grads)
     out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
@@ -503,6 +533,8 @@ void dumpGradients(const StepBuffers &s, const std::string &path) {
 /// Parameters, optimizer state (as optimizer.<name>) and the step reached.
 void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                     const std::string &path, int64_t step) {
+  download(s, s.params);
+  download(s, s.states);
   SafeTensorsFile out;
   for (int i : s.params)
     out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
@@ -524,8 +556,11 @@ public:
           const Options &opt, uint64_t seed, double lr)
       : m(m), s(s), d(d), opt(opt), seed(seed), lr(lr) {}
   ~Trainer() {
-    for (void *p : scratch)
-      std::free(p);
+    for (size_t k = 0; k < scratch.size(); ++k) {
+      if (scratchDevice[k] != scratch[k])
+        tgc_device_free(scratchDevice[k]);
+      std::free(scratch[k]);
+    }
   }
 
   void run(int64_t firstStep, int64_t steps);
@@ -536,7 +571,12 @@ private:
     *static_cast<float *>(s.buffers[s.lr].data) = static_cast<float>(lr);
     *static_cast<float *>(s.buffers[s.step].data) =
         static_cast<float>(step + 1);
+    upload(s.buffers[s.lr]);
+    upload(s.buffers[s.step]);
     tgc_train_step(args);
+    tgc_device_synchronize();
+    download(s.buffers[s.loss]);
+    download(s.buffers[s.norm]);
   }
   double evaluate();
   /// The updated parameters and state become the next step's inputs.
@@ -550,7 +590,7 @@ private:
   double lr;
   // Evaluation runs the step without keeping its update: with in-place
   // updates, into scratch buffers (allocated on the first evaluation).
-  std::vector<void *> scratch;
+  std::vector<void *> scratch, scratchDevice;
   std::vector<double> times;
   double rssBeforeStepsMiB = 0, lastLoss = NAN, lastEvalLoss = NAN;
   int64_t lastEvalStep = 0;
@@ -563,10 +603,13 @@ double Trainer::evaluate() {
     updated.insert(updated.end(), s.newStates.begin(), s.newStates.end());
     for (size_t k = 0; k < updated.size(); ++k) {
       int i = updated[k];
-      if (scratch.size() <= k)
+      if (scratch.size() <= k) {
         scratch.push_back(
             allocateAligned(s.buffers[i].bytes, "evaluation buffers"));
-      evalPointers[i] = scratch[k];
+        scratchDevice.push_back(
+            tgc_device_alloc(s.buffers[i].bytes, scratch.back()));
+      }
+      evalPointers[i] = scratchDevice[k];
     }
   }
   double total = 0;
@@ -584,8 +627,9 @@ void Trainer::swapUpdates() {
     return;
   auto swapBuffers = [&](int a, int b) {
     std::swap(s.buffers[a].data, s.buffers[b].data);
-    s.pointers[a] = s.buffers[a].data;
-    s.pointers[b] = s.buffers[b].data;
+    std::swap(s.buffers[a].device, s.buffers[b].device);
+    s.pointers[a] = s.buffers[a].device;
+    s.pointers[b] = s.buffers[b].device;
   };
   for (size_t k = 0; k < s.params.size(); ++k)
     swapBuffers(s.params[k], s.newParams[k]);
@@ -604,6 +648,8 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
         "%s: %s, batch %lld x seq %lld, %lld steps from step %lld, data %s\n",
         kProgram, m.model_type, (long long)m.batch_size, (long long)m.seq_len,
         (long long)steps, (long long)firstStep, d.description().c_str());
+  if (!opt.quiet && *tgc_device_description())
+    std::fprintf(stderr, "%s: on %s\n", kProgram, tgc_device_description());
 
   // Weights, state, data and the program: what the steps add is the plan's.
   rssBeforeStepsMiB = peakRssMiB();
@@ -720,6 +766,8 @@ int main(int argc, char **argv) {
   StepBuffers buffers;
   bindBuffers(m, buffers);
   int64_t firstStep = loadWeights(buffers, opt, seed);
+  upload(buffers, buffers.params);
+  upload(buffers, buffers.states);
   Dataset data = loadData(m, opt, seed);
   Trainer trainer(m, buffers, data, opt, seed, lr);
   trainer.run(firstStep, steps);

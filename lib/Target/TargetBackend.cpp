@@ -1,13 +1,45 @@
 //===- TargetBackend.cpp - choosing a backend by --target -----------------===//
 
 #include "tgc/Target/TargetBackend.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Target/CPU/CPUBackend.h"
+#include "tgc/Target/CUDA/CUDABackend.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace tgc;
 
 TargetBackend::~TargetBackend() = default;
+
+llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,
+                                               llvm::StringRef) const {
+  return llvm::createStringError("--emit=gpu: the " + getName().str() +
+                                 " target has no GPU kernels (use "
+                                 "--target=cuda)");
+}
+
+llvm::Error TargetBackend::emitDeviceAssembly(mlir::ModuleOp,
+                                              llvm::raw_ostream &) const {
+  return llvm::createStringError("--emit=ptx: the " + getName().str() +
+                                 " target has no GPU kernels (use "
+                                 "--target=cuda)");
+}
+
+llvm::Error tgc::checkF32Parameters(mlir::func::FuncOp step,
+                                    llvm::StringRef targetName) {
+  for (mlir::BlockArgument arg : step.getArguments()) {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(arg.getType());
+    auto name = step.getArgAttrOfType<mlir::StringAttr>(
+        arg.getArgNumber(), mlir::tg::TGDialect::kParamAttrName);
+    if (!name || !type || type.getElementType().isF32())
+      continue;
+    return llvm::createStringError(
+        "the " + targetName.str() + " target compiles f32 models only "
+        "(parameter '" + name.getValue().str() + "' is not f32); use "
+        "--dtype=f32");
+  }
+  return llvm::Error::success();
+}
 
 std::optional<TargetKind> tgc::parseTargetKind(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<TargetKind>>(name)
@@ -32,9 +64,7 @@ tgc::createTargetBackend(TargetKind kind, const TargetOptions &options) {
   case TargetKind::CPU:
     return cpu::createCPUBackend(options);
   case TargetKind::CUDA:
-    return llvm::createStringError(
-        "--target=cuda: this tgc was built without the CUDA backend (NVIDIA "
-        "GPUs through NVVM); use --target=cpu");
+    return cuda::createCUDABackend(options);
   }
   llvm_unreachable("unknown target kind");
 }

@@ -74,7 +74,13 @@ cl::opt<EmitLevel, false, EnumFlagParser<EmitLevel>> emitLevel(
             "train_step.h: the C ABI of the compiled step and its buffers"),
         clEnumValN(EmitLevel::Linalg, "linalg",
                    "@train_step in linalg on tensors"),
+        clEnumValN(EmitLevel::GPU, "gpu",
+                   "GPU targets: kernels (gpu.module) and the host program "
+                   "launching them"),
         clEnumValN(EmitLevel::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
+        clEnumValN(EmitLevel::PTX, "ptx",
+                   "GPU targets: the kernels' PTX (what the executable "
+                   "embeds)"),
         clEnumValN(EmitLevel::LLVM, "llvm", "optimised LLVM IR for the host"),
         clEnumValN(EmitLevel::Asm, "asm", "host assembly"),
         clEnumValN(EmitLevel::Obj, "obj",
@@ -89,7 +95,19 @@ cl::opt<TargetKind, false, EnumFlagParser<TargetKind>> target(
     cl::values(clEnumValN(TargetKind::CPU, "cpu",
                           "the CPU (default; see --mcpu)"),
                clEnumValN(TargetKind::CUDA, "cuda",
-                          "NVIDIA GPUs through NVVM (not in this build)")));
+                          "NVIDIA GPUs through NVVM (see --gpu-arch)")));
+
+cl::opt<std::string> gpuArch(
+    "gpu-arch",
+    cl::desc("GPU architecture for --target=cuda (default sm_90)"),
+    cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(tgcCategory));
+
+cl::opt<bool> gpuEmulate(
+    "gpu-emulate",
+    cl::desc("With --target=cuda: run the GPU backend's kernel schedule "
+             "(mapped parallel loops, before gpu.launch) on the host CPU, "
+             "to check it without a GPU"),
+    cl::init(false), cl::cat(tgcCategory));
 
 cl::opt<std::string> targetCPU(
     "mcpu",
@@ -243,6 +261,10 @@ int main(int argc, char **argv) {
   TargetOptions targetOptions;
   targetOptions.cpu = targetCPU;
   targetOptions.matmulTiles = matmulTiles;
+  targetOptions.gpuArch = gpuArch;
+  targetOptions.gpuEmulate = gpuEmulate;
+  if (gpuEmulate && target != TargetKind::CUDA)
+    return reportError("--gpu-emulate needs --target=cuda");
   targetOptions.runtimeLibrary = runtimeLibraryPath(argv[0]);
   llvm::Expected<std::unique_ptr<TargetBackend>> backend =
       createTargetBackend(target, targetOptions);

@@ -26,7 +26,9 @@ enum class EmitLevel {
   Grad,
   Header,
   Linalg,
+  GPU, // kernels and launches (GPU targets)
   LLVMMLIR,
+  PTX, // the kernels' device assembly (GPU targets)
   LLVM,
   Asm,
   Obj,

@@ -41,8 +41,13 @@ struct TargetOptions {
   std::string cpu = "native";
   /// Matmul tile override "MT,NT,KT,MR,NR" (--matmul-tiles); empty: model.
   std::string matmulTiles;
-  /// The runtime archive linked into executables (libtgc_runtime.a).
+  /// The runtime archive linked into executables (libtgc_runtime.a); a
+  /// GPU backend finds its own runtime beside it.
   std::string runtimeLibrary;
+  /// GPU architecture (--gpu-arch), e.g. sm_90.
+  std::string gpuArch = "sm_90";
+  /// Run the GPU schedule on the host CPU instead (--gpu-emulate).
+  bool gpuEmulate = false;
 };
 
 class TargetBackend {
@@ -73,6 +78,16 @@ public:
   virtual llvm::Error emit(mlir::ModuleOp module, CodeArtifact artifact,
                            llvm::raw_pwrite_stream &os) const = 0;
 
+  /// --emit=gpu: after the arena plan, the host program launching outlined
+  /// kernels. Targets without kernels refuse.
+  virtual llvm::Error buildKernelPipeline(mlir::OpPassManager &pm,
+                                          llvm::StringRef function) const;
+
+  /// --emit=ptx: the kernels' device assembly, read from the module that
+  /// buildCodegenPipeline produced. Targets without kernels refuse.
+  virtual llvm::Error emitDeviceAssembly(mlir::ModuleOp module,
+                                         llvm::raw_ostream &os) const;
+
   /// Links an object file from emit() with the runtime into an executable.
   /// `header` (train_step.h) and `modelInfo` (C source defining tgc_model)
   /// describe the step's buffers to the runtime.
@@ -81,6 +96,11 @@ public:
                                      llvm::StringRef modelInfo,
                                      llvm::StringRef output) const = 0;
 };
+
+/// Refuses a step whose parameters are not f32, naming the first one (for
+/// backends without low-precision arithmetic).
+llvm::Error checkF32Parameters(mlir::func::FuncOp step,
+                               llvm::StringRef targetName);
 
 /// The backend for `kind`; an error if it was not built into this tgc or
 /// `options` do not suit it (e.g. an unknown --mcpu).

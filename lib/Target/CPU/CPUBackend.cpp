@@ -129,19 +129,8 @@ public:
   StringRef getName() const override { return "cpu"; }
 
   llvm::Error checkTrainStep(func::FuncOp step) const override {
-    // Parameters (and the state and new values derived from them) must be
-    // f32: the CPU backend has no low-precision arithmetic yet.
-    for (BlockArgument arg : step.getArguments()) {
-      auto type = dyn_cast<RankedTensorType>(arg.getType());
-      auto name = step.getArgAttrOfType<StringAttr>(
-          arg.getArgNumber(), tg::TGDialect::kParamAttrName);
-      if (!name || !type || type.getElementType().isF32())
-        continue;
-      return llvm::createStringError(
-          "the CPU target compiles f32 models only (parameter '" +
-          name.getValue().str() + "' is not f32); use --dtype=f32");
-    }
-    return llvm::Error::success();
+    // The CPU backend has no low-precision arithmetic yet.
+    return checkF32Parameters(step, "CPU");
   }
 
   void buildSchedulePipeline(OpPassManager &pm) const override {

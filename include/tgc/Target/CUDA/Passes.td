@@ -1,0 +1,71 @@
+//===- Passes.td - the CUDA backend's passes ---------------*- tablegen -*-===//
+//
+// The GPU target's kernel formation, run on bufferized linalg before the
+// shared arena planner. Everything after it (gpu.launch, outlining, NVVM,
+// PTX) is upstream MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_TARGET_CUDA_PASSES_TD
+#define TGC_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TGCGPUPrepareKernelsPass
+    : Pass<"tgc-gpu-prepare-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Puts every buffer operation in a form that becomes a kernel";
+  let description = [{
+    On bufferized linalg, before `convert-linalg-to-parallel-loops`: each
+    `memref.copy` becomes a `linalg.copy` (a host `memcpy` cannot read
+    device memory), and each linalg op whose iterators put a reduction
+    before a parallel dimension is generalised and interchanged so that its
+    parallel dimensions come first: they then all become one `scf.parallel`
+    (the kernel's threads) around the sequential reduction loops, instead
+    of a sequential host loop around small parallel ones.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Maps each host-level parallel loop to GPU blocks and threads";
+  let description = [{
+    After `convert-linalg-to-parallel-loops`. The host program is the
+    function body and the bodies of its top-level loops that hold parallel
+    loops (the fused loss's and chunked attention's loops over row chunks).
+    Host-level work that is not a parallel loop — scalar stores of 0-d
+    fills, full reductions to a scalar, the loss's final division — is
+    wrapped in a one-iteration `scf.parallel`, since host code must not
+    touch device memory. Every host-level `scf.parallel` then has its
+    iteration space linearised and split into blocks of
+    `threads-per-block` threads (`#gpu.loop_dim_map` to `block_x` and
+    `thread_x`, a bounds guard for the last block); the innermost
+    dimension is the fastest-varying, so neighbouring threads touch
+    neighbouring elements (coalesced accesses). Parallel loops nested
+    inside a kernel run sequentially in their thread. The result is still
+    host-executable (`tgc --target=cuda --gpu-emulate` runs it on the CPU);
+    `convert-parallel-loops-to-gpu` turns it into `gpu.launch` ops.
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t", /*default=*/"256",
+           "Threads per block (fewer when the loop has fewer iterations)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def TGCGPUMergeKernelModulesPass
+    : Pass<"tgc-gpu-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Puts every outlined kernel into one gpu.module";
+  let description = [{
+    After `gpu-kernel-outlining`, which makes one `gpu.module` per kernel:
+    moves every kernel into the first module, named after the module it
+    came from (`@train_step_kernel_12`), keeps one copy of the globals the
+    modules share (RoPE tables), and points the launches at the merged
+    module. The executable then loads (and the driver JIT-compiles) one
+    PTX module instead of one per kernel, and `--emit=ptx` is one file
+    `ptxas` assembles at once.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+#endif // TGC_TARGET_CUDA_PASSES_TD

@@ -1,0 +1,316 @@
+//===- CUDABackend.cpp - the CUDA target: pipeline and backend ------------===//
+
+#include "tgc/Target/CUDA/CUDABackend.h"
+#include "tgc/Conversion/Passes.h"
+#include "tgc/Pipelines/Pipelines.h"
+#include "tgc/Target/CPU/CPUBackend.h"
+#include "tgc/Target/CUDA/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace tgc;
+using namespace tgc::cuda;
+
+llvm::StringRef tgc::cuda::configuredToolkit() {
+#ifdef TGC_CUDA_TOOLKIT
+  return TGC_CUDA_TOOLKIT;
+#else
+  return "";
+#endif
+}
+
+void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
+                                          const CUDABackendOptions &options,
+                                          bool launches) {
+  pm.addNestedPass<func::FuncOp>(createTGCGPUPrepareKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  TGCGPUMapKernelsPassOptions map;
+  map.threadsPerBlock = options.threadsPerBlock;
+  pm.addNestedPass<func::FuncOp>(createTGCGPUMapKernelsPass(map));
+  // Straight to gpu.launch: a canonicalisation of the mapped loops would
+  // merge the block and thread loops into one.
+  if (launches)
+    pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+}
+
+void tgc::cuda::buildCUDAKernelPipeline(OpPassManager &pm,
+                                        const CUDABackendOptions &options) {
+  // What the arena does not hold is freed by the deallocation pipeline.
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createTGCGPUMergeKernelModulesPass());
+  // Launches chained on one stream, waited for at the end of the step.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void tgc::cuda::buildCUDACodegenPipeline(OpPassManager &pm,
+                                         const CUDABackendOptions &options) {
+  buildCUDAKernelPipeline(pm, options);
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(tg::createTGCLowerArenaAllocsPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // The host program, as on the CPU.
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  tg::TGCEmitCEntryPassOptions entry;
+  entry.functions = {options.function};
+  pm.addPass(tg::createTGCEmitCEntryPass(entry));
+}
+
+void tgc::cuda::registerCUDABackendPasses() {
+  registerTGCUDAPasses();
+  PassPipelineRegistration<CUDABackendOptions>(
+      "tgc-cuda-lowering",
+      "@train_step in tg → LLVM dialect with NVVM kernels serialised for the "
+      "GPU (tg → linalg, then the CUDA backend)",
+      [](OpPassManager &pm, const CUDABackendOptions &options) {
+        buildTGToLinalgPipeline(pm, options.function, options.fusion);
+        buildBufferizePipeline(pm, [&](OpPassManager &nested) {
+          buildCUDASchedulePipeline(nested, options);
+        });
+        buildCUDACodegenPipeline(pm, options);
+      });
+}
+
+namespace {
+
+/// --target=cuda: PTX kernels for --gpu-arch, launched from host code
+/// linked with the CUDA runtime. With --gpu-emulate the same kernel
+/// schedule runs on the host CPU (the CPU backend's codegen and link).
+class CUDABackend final : public TargetBackend {
+public:
+  CUDABackend(const TargetOptions &target,
+              std::unique_ptr<TargetBackend> host)
+      : target(target), host(std::move(host)) {
+    options.chip = target.gpuArch;
+    options.toolkit = configuredToolkit().str();
+    if (const char *env = std::getenv("TGC_CUDA_TOOLKIT"))
+      options.toolkit = env;
+  }
+
+  StringRef getName() const override { return "cuda"; }
+
+  llvm::Error checkTrainStep(func::FuncOp step) const override {
+    return checkF32Parameters(step, "CUDA");
+  }
+
+  void buildSchedulePipeline(OpPassManager &pm) const override {
+    buildCUDASchedulePipeline(pm, options, /*launches=*/!target.gpuEmulate);
+  }
+
+  void buildCodegenPipeline(OpPassManager &pm,
+                            StringRef function) const override {
+    if (target.gpuEmulate)
+      return host->buildCodegenPipeline(pm, function);
+    CUDABackendOptions withFunction;
+    withFunction.function = function.str();
+    withFunction.chip = options.chip.getValue();
+    withFunction.toolkit = options.toolkit.getValue();
+    buildCUDACodegenPipeline(pm, withFunction);
+  }
+
+  llvm::Error buildKernelPipeline(OpPassManager &pm,
+                                  StringRef function) const override {
+    if (target.gpuEmulate)
+      return llvm::createStringError(
+          "--emit=gpu: --gpu-emulate compiles no GPU kernels");
+    buildCUDAKernelPipeline(pm, options);
+    return llvm::Error::success();
+  }
+
+  llvm::Error emitDeviceAssembly(ModuleOp module,
+                                 llvm::raw_ostream &os) const override;
+
+  void registerTranslations(DialectRegistry &registry) const override {
+    host->registerTranslations(registry);
+    registerGPUDialectTranslation(registry);
+    registerNVVMDialectTranslation(registry);
+    gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  }
+
+  llvm::Error emit(ModuleOp module, CodeArtifact artifact,
+                   llvm::raw_pwrite_stream &os) const override {
+    // The kernels are already serialised into the module (gpu.binary); what
+    // is left is host code.
+    return host->emit(module, artifact, os);
+  }
+
+  llvm::Error linkExecutable(StringRef objectFile, StringRef header,
+                             StringRef modelInfo,
+                             StringRef output) const override;
+
+private:
+  TargetOptions target;
+  std::unique_ptr<TargetBackend> host;
+  CUDABackendOptions options;
+};
+
+} // namespace
+
+llvm::Error CUDABackend::emitDeviceAssembly(ModuleOp module,
+                                            llvm::raw_ostream &os) const {
+  if (target.gpuEmulate)
+    return llvm::createStringError(
+        "--emit=ptx: --gpu-emulate compiles no GPU kernels");
+  if (options.format.getValue() != "isa")
+    return llvm::createStringError("--emit=ptx needs PTX kernels");
+  bool found = false;
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects()) {
+      auto gpuObject = dyn_cast<gpu::ObjectAttr>(object);
+      if (!gpuObject)
+        continue;
+      os << "// gpu.module @" << binary.getSymName() << "\n"
+         << gpuObject.getObject().getValue();
+      found = true;
+    }
+  });
+  if (!found)
+    return llvm::createStringError("--emit=ptx: the step has no kernels");
+  return llvm::Error::success();
+}
+
+llvm::Error CUDABackend::linkExecutable(StringRef objectFile,
+                                        StringRef header, StringRef modelInfo,
+                                        StringRef output) const {
+  if (target.gpuEmulate)
+    return host->linkExecutable(objectFile, header, modelInfo, output);
+  // The CUDA runtime (mgpu*, the device arena and buffers) replaces the
+  // host's definitions in libtgc_runtime.a: it comes first, whole.
+  SmallString<128> cudaRuntime(
+      llvm::sys::path::parent_path(target.runtimeLibrary));
+  llvm::sys::path::append(cudaRuntime, "libtgc_runtime_cuda.a");
+  if (!llvm::sys::fs::exists(cudaRuntime))
+    return llvm::createStringError("the tgc CUDA runtime library is missing: " +
+                                   cudaRuntime.str().str());
+  if (!llvm::sys::fs::exists(target.runtimeLibrary))
+    return llvm::createStringError("the tgc runtime library is missing: " +
+                                   target.runtimeLibrary);
+  SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+    return llvm::createStringError("cannot create a temporary directory: " +
+                                   ec.message());
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
+  SmallString<128> info(dir);
+  llvm::sys::path::append(info, "model_info.c");
+  for (auto [name, text] : {std::pair{StringRef("train_step.h"), header},
+                            std::pair{StringRef("model_info.c"), modelInfo}}) {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError(path.str().str() + ": " + ec.message());
+    os << text;
+  }
+  std::string compiler = "clang++-22";
+  if (const char *env = std::getenv("TGC_CXX"))
+    compiler = env;
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
+  if (!program)
+    return llvm::createStringError("cannot find the linker driver '" +
+                                   compiler +
+                                   "' (install clang-22, or set TGC_CXX)");
+  // libcuda.so.1 comes from the driver at run time; the toolkit's stub is
+  // for the link only (never on the rpath).
+  std::string stubs = "-L" + options.toolkit.getValue() + "/lib64/stubs";
+  std::string include = "-I" + dir.str().str();
+  SmallVector<StringRef> args{*program,
+                              "-O2",
+                              "-x",
+                              "c",
+                              info,
+                              "-x",
+                              "none",
+                              include,
+                              objectFile,
+                              "-Wl,--whole-archive",
+                              cudaRuntime,
+                              "-Wl,--no-whole-archive",
+                              target.runtimeLibrary,
+                              stubs,
+                              "-lcuda",
+                              "-lomp",
+                              "-lm",
+                              "-o",
+                              output};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return llvm::createStringError(
+        "linking " + output.str() + " failed (" + compiler + " exited with " +
+        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<TargetBackend>>
+tgc::cuda::createCUDABackend(const TargetOptions &options) {
+  if (!options.gpuEmulate && configuredToolkit().empty() &&
+      !std::getenv("TGC_CUDA_TOOLKIT"))
+    return llvm::createStringError(
+        "--target=cuda: this tgc was built without the CUDA toolkit (needed "
+        "for libdevice and the GPU runtime); rebuild with the toolkit in "
+        "/usr/local/cuda or -DTGC_CUDA_TOOLKIT=<dir>, or use --target=cpu");
+  if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
+    return llvm::createStringError("--gpu-arch: expected an NVIDIA "
+                                   "architecture such as sm_90, got '" +
+                                   options.gpuArch + "'");
+  // NVPTX code generation (gpu-module-to-binary).
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  llvm::Expected<std::unique_ptr<TargetBackend>> host =
+      cpu::createCPUBackend(options);
+  if (!host)
+    return host.takeError();
+  return std::make_unique<CUDABackend>(options, std::move(*host));
+}

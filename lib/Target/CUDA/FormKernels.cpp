@@ -1,0 +1,394 @@
+//===- FormKernels.cpp - bufferized linalg → mapped parallel loops --------===//
+//
+// tgc-gpu-prepare-kernels and tgc-gpu-map-kernels (see their descriptions
+// in Passes.td): every operation on a buffer becomes a parallel loop mapped
+// to GPU blocks and threads, so that nothing but launches, views and the
+// arena's allocations stays on the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Target/CUDA/Passes.h"
+
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace tgc::cuda {
+#define GEN_PASS_DEF_TGCGPUPREPAREKERNELSPASS
+#define GEN_PASS_DEF_TGCGPUMAPKERNELSPASS
+#include "tgc/Target/CUDA/Passes.h.inc"
+} // namespace tgc::cuda
+
+using namespace mlir;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// tgc-gpu-prepare-kernels
+//===----------------------------------------------------------------------===//
+
+struct TGCGPUPrepareKernelsPass
+    : tgc::cuda::impl::TGCGPUPrepareKernelsPassBase<TGCGPUPrepareKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    IRRewriter rewriter(&getContext());
+
+    SmallVector<memref::CopyOp> copies;
+    func.walk([&](memref::CopyOp op) { copies.push_back(op); });
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      rewriter.eraseOp(copy);
+    }
+
+    SmallVector<linalg::LinalgOp> ops;
+    func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    for (linalg::LinalgOp op : ops) {
+      // The new loop order: parallel dimensions first, each group in order.
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+      SmallVector<unsigned> order;
+      for (unsigned i = 0; i < iterators.size(); ++i)
+        if (iterators[i] == utils::IteratorType::parallel)
+          order.push_back(i);
+      for (unsigned i = 0; i < iterators.size(); ++i)
+        if (iterators[i] != utils::IteratorType::parallel)
+          order.push_back(i);
+      bool identity = llvm::all_of(llvm::enumerate(order), [](auto e) {
+        return e.index() == e.value();
+      });
+      if (identity)
+        continue;
+      rewriter.setInsertionPoint(op);
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!generic) {
+        FailureOr<linalg::GenericOp> generalized =
+            linalg::generalizeNamedOp(rewriter, op);
+        if (failed(generalized)) {
+          op.emitError("tgc-gpu-prepare-kernels: cannot generalise this op "
+                       "to put its parallel dimensions first");
+          return signalPassFailure();
+        }
+        generic = *generalized;
+      }
+      if (failed(linalg::interchangeGenericOp(rewriter, generic, order))) {
+        generic.emitError("tgc-gpu-prepare-kernels: cannot interchange the "
+                          "loops of this op");
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// tgc-gpu-map-kernels
+//===----------------------------------------------------------------------===//
+
+bool containsParallelLoop(Operation *op) {
+  return op
+      ->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+/// A loop of the host program: it holds kernels, and its own body (outside
+/// them) reads no buffer contents. A loop whose views depend on loaded
+/// values (the embedding gradient's scatter, row by token id) is not one:
+/// it runs whole as one kernel.
+bool isHostLoop(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op);
+  if (!loop || !containsParallelLoop(loop))
+    return false;
+  WalkResult reads = loop.getBody()->walk<WalkOrder::PreOrder>(
+      [](Operation *nested) {
+    if (isa<scf::ParallelOp>(nested))
+      return WalkResult::skip();
+    if (isa<memref::LoadOp, memref::StoreOp>(nested))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !reads.wasInterrupted();
+}
+
+/// Ops that only compute buffer descriptors or manage storage: they stay on
+/// the host, where the arena's pointers are known.
+bool isHostBufferOp(Operation *op) {
+  return isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+             memref::SubViewOp, memref::ExpandShapeOp,
+             memref::CollapseShapeOp, memref::CastOp,
+             memref::ReinterpretCastOp, memref::ViewOp>(op);
+}
+
+/// Whether `op` reads or writes buffer contents (and so must run on the
+/// device).
+bool touchesBufferContents(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        if (isa<memref::LoadOp, memref::StoreOp, memref::CopyOp,
+                linalg::LinalgOp>(nested))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+struct TGCGPUMapKernelsPass
+    : tgc::cuda::impl::TGCGPUMapKernelsPassBase<TGCGPUMapKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (threadsPerBlock < 1 || threadsPerBlock > 1024) {
+      getOperation().emitError("tgc-gpu-map-kernels: threads-per-block must "
+                               "be in 1..1024, got ")
+          << static_cast<int64_t>(threadsPerBlock);
+      return signalPassFailure();
+    }
+    constants.clear();
+    if (failed(mapHostBlock(getOperation().getBody().front())) ||
+        failed(sinkConstantBuffers()))
+      signalPassFailure();
+  }
+
+  /// An index constant at the top of the function (one per value).
+  Value indexConstant(int64_t value) {
+    Value &constant = constants[value];
+    if (!constant) {
+      Block &entry = getOperation().getBody().front();
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      constant = arith::ConstantIndexOp::create(b, getOperation().getLoc(),
+                                                value);
+    }
+    return constant;
+  }
+  llvm::DenseMap<int64_t, Value> constants;
+
+  /// Each kernel reads constant buffers (RoPE's tables) through its own
+  /// memref.get_global: kernel outlining then copies the global into the
+  /// GPU module, where it lives in device memory.
+  LogicalResult sinkConstantBuffers() {
+    SmallVector<memref::GetGlobalOp> globals;
+    getOperation().walk([&](memref::GetGlobalOp op) {
+      if (!op->getParentOfType<scf::ParallelOp>())
+        globals.push_back(op);
+    });
+    for (memref::GetGlobalOp global : globals) {
+      for (OpOperand &use : llvm::make_early_inc_range(global->getUses())) {
+        scf::ParallelOp kernel;
+        for (Operation *p = use.getOwner(); p; p = p->getParentOp())
+          if (auto loop = dyn_cast<scf::ParallelOp>(p))
+            kernel = loop;
+        if (!kernel)
+          return use.getOwner()->emitError(
+              "tgc-gpu-map-kernels: a constant buffer is used outside a "
+              "kernel");
+        OpBuilder b = OpBuilder::atBlockBegin(kernel.getBody());
+        use.set(b.clone(*global)->getResult(0));
+      }
+      global->erase();
+    }
+    return success();
+  }
+
+  /// Maps the kernels of one block of the host program.
+  LogicalResult mapHostBlock(Block &block) {
+    for (Operation &op : block)
+      if (isHostLoop(&op) &&
+          failed(mapHostBlock(*cast<scf::ForOp>(op).getBody())))
+        return failure();
+    if (failed(wrapHostWork(block)))
+      return failure();
+    SmallVector<scf::ParallelOp> kernels;
+    for (Operation &op : block)
+      if (auto loop = dyn_cast<scf::ParallelOp>(&op))
+        kernels.push_back(loop);
+    for (scf::ParallelOp loop : kernels)
+      if (failed(mapToBlocksAndThreads(loop)))
+        return failure();
+    return success();
+  }
+
+  /// Wraps each run of host-level ops that touch buffer contents (with the
+  /// pure ops between them) into a one-iteration parallel loop.
+  LogicalResult wrapHostWork(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    SmallVector<Operation *> run;
+    for (Operation *op : ops) {
+      bool hostOnly = isHostBufferOp(op) || isa<scf::ParallelOp>(op) ||
+                      op->hasTrait<OpTrait::IsTerminator>() || isHostLoop(op);
+      if (!hostOnly && touchesBufferContents(op)) {
+        run.push_back(op);
+        continue;
+      }
+      if (!hostOnly && !run.empty() && op->getNumRegions() == 0 &&
+          isMemoryEffectFree(op)) {
+        run.push_back(op);
+        continue;
+      }
+      if (failed(wrapRun(run)))
+        return failure();
+      run.clear();
+    }
+    return wrapRun(run);
+  }
+
+  LogicalResult wrapRun(SmallVector<Operation *> &run) {
+    while (!run.empty() && !touchesBufferContents(run.back()))
+      run.pop_back();
+    if (run.empty())
+      return success();
+    llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
+    auto usedAfter = [&](Operation *op) {
+      return llvm::any_of(op->getUsers(), [&](Operation *user) {
+        Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+        return !ancestor || !inRun.contains(ancestor);
+      });
+    };
+    Operation *first = run.front();
+    SmallVector<Operation *> kept;
+    for (Operation *op : run) {
+      if (!usedAfter(op)) {
+        kept.push_back(op);
+        continue;
+      }
+      // A pure op on host values (an index constant) stays on the host.
+      bool hostOperands = llvm::all_of(op->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return !def || !inRun.contains(def);
+      });
+      if (!isMemoryEffectFree(op) || op->getNumRegions() || !hostOperands)
+        return op->emitError("tgc-gpu-map-kernels: '")
+               << op->getName()
+               << "' computes a value from device memory that the host "
+                  "program uses";
+      op->moveBefore(first);
+      inRun.erase(op);
+    }
+    if (kept.empty())
+      return success();
+    // A kernel allocates nothing: scratch buffers of a loop run whole on
+    // one thread are allocated once before it (its iterations are
+    // sequential) and planned in the arena like any other.
+    for (Operation *op : kept) {
+      SmallVector<memref::AllocOp> allocs;
+      op->walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+      for (memref::AllocOp alloc : allocs) {
+        if (alloc->getNumOperands())
+          return alloc.emitError("tgc-gpu-map-kernels: a dynamically sized "
+                                 "buffer inside a kernel");
+        alloc->moveBefore(kept.front());
+      }
+    }
+    OpBuilder b(kept.front());
+    Location loc = kept.front()->getLoc();
+    Value zero = indexConstant(0), one = indexConstant(1);
+    auto kernel = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                          ValueRange{one}, ValueRange{one});
+    Operation *terminator = kernel.getBody()->getTerminator();
+    for (Operation *op : kept)
+      op->moveBefore(terminator);
+    return success();
+  }
+
+  /// Linearises `loop`'s iteration space onto blocks × threads.
+  LogicalResult mapToBlocksAndThreads(scf::ParallelOp loop) {
+    if (loop.getNumResults())
+      return loop.emitError(
+          "tgc-gpu-map-kernels: parallel loops with reductions are not "
+          "supported");
+    SmallVector<int64_t> lower, upper, steps, trips;
+    int64_t total = 1;
+    for (auto [lb, ub, step] : llvm::zip(
+             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+      std::optional<int64_t> l = getConstantIntValue(lb),
+                             u = getConstantIntValue(ub),
+                             s = getConstantIntValue(step);
+      if (!l || !u || !s || *s <= 0)
+        return loop.emitError("tgc-gpu-map-kernels: the loop's bounds must "
+                              "be constants");
+      lower.push_back(*l);
+      upper.push_back(*u);
+      steps.push_back(*s);
+      trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
+      total *= trips.back();
+    }
+    MLIRContext *context = loop.getContext();
+    IRRewriter rewriter(context);
+    if (total == 0) {
+      rewriter.eraseOp(loop);
+      return success();
+    }
+    int64_t threads = std::min<int64_t>(threadsPerBlock, total);
+    int64_t blocks = (total + threads - 1) / threads;
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    auto constant = [&](int64_t v) { return indexConstant(v); };
+    Value zero = constant(0), one = constant(1);
+    auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                        ValueRange{constant(blocks)},
+                                        ValueRange{one});
+    rewriter.setInsertionPoint(grid.getBody()->getTerminator());
+    auto block = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                         ValueRange{constant(threads)},
+                                         ValueRange{one});
+    rewriter.setInsertionPoint(block.getBody()->getTerminator());
+    Value linear = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, grid.getInductionVars()[0],
+                              constant(threads)),
+        block.getInductionVars()[0]);
+    Operation *insertBefore = block.getBody()->getTerminator();
+    if (blocks * threads != total) {
+      Value inBounds =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                linear, constant(total));
+      auto guard = scf::IfOp::create(rewriter, loc, inBounds,
+                                     /*withElseRegion=*/false);
+      insertBefore = guard.thenBlock()->getTerminator();
+      rewriter.setInsertionPoint(insertBefore);
+    }
+    // The innermost dimension varies fastest across neighbouring threads.
+    SmallVector<Value> ivs(trips.size());
+    Value rest = linear;
+    for (int64_t d = static_cast<int64_t>(trips.size()) - 1; d >= 0; --d) {
+      Value index = rest;
+      if (d > 0) {
+        index = arith::RemUIOp::create(rewriter, loc, rest, constant(trips[d]));
+        rest = arith::DivUIOp::create(rewriter, loc, rest, constant(trips[d]));
+      }
+      if (steps[d] != 1)
+        index = arith::MulIOp::create(rewriter, loc, index, constant(steps[d]));
+      if (lower[d] != 0)
+        index = arith::AddIOp::create(rewriter, loc, index, constant(lower[d]));
+      ivs[d] = index;
+    }
+    Block *body = loop.getBody();
+    rewriter.eraseOp(body->getTerminator());
+    rewriter.inlineBlockBefore(body, insertBefore, ivs);
+    rewriter.eraseOp(loop);
+
+    auto identity = AffineMap::getMultiDimIdentityMap(1, context);
+    auto mapping = [&](gpu::Processor processor) {
+      return gpu::ParallelLoopDimMappingAttr::get(context, processor, identity,
+                                                  identity);
+    };
+    if (failed(gpu::setMappingAttr(grid, {mapping(gpu::Processor::BlockX)})) ||
+        failed(gpu::setMappingAttr(block, {mapping(gpu::Processor::ThreadX)})))
+      return grid.emitError("tgc-gpu-map-kernels: cannot map the loop");
+    // Parallel loops inside a thread run sequentially.
+    LogicalResult nested = success();
+    block.getBody()->walk([&](scf::ParallelOp inner) {
+      SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
+          inner.getNumLoops(), mapping(gpu::Processor::Sequential));
+      if (failed(gpu::setMappingAttr(inner, sequential)))
+        nested = inner.emitError("tgc-gpu-map-kernels: cannot map the loop");
+    });
+    return nested;
+  }
+};
+
+} // namespace

@@ -1,0 +1,136 @@
+// RUN: tgc-opt %s --pass-pipeline='builtin.module(func.func(tgc-gpu-map-kernels{threads-per-block=64}))' --split-input-file | FileCheck %s
+// RUN: not tgc-opt %s --pass-pipeline='builtin.module(func.func(tgc-gpu-map-kernels{threads-per-block=2048}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: threads-per-block must be in 1..1024, got 2048
+
+// 3 x 37 = 111 iterations: two blocks of 64 threads, the last guarded; the
+// innermost dimension (37) varies fastest across threads.
+// CHECK-LABEL: func.func @elementwise
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[C111:.+]] = arith.constant 111 : index
+// CHECK-DAG: %[[C37:.+]] = arith.constant 37 : index
+// CHECK: scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C2]])
+// CHECK: scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[C64]])
+// CHECK: %[[BASE:.+]] = arith.muli %[[BLOCK]], %[[C64]]
+// CHECK: %[[LINEAR:.+]] = arith.addi %[[BASE]], %[[THREAD]]
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %[[LINEAR]], %[[C111]]
+// CHECK: scf.if %[[IN]]
+// CHECK: %[[J:.+]] = arith.remui %[[LINEAR]], %[[C37]]
+// CHECK: %[[I:.+]] = arith.divui %[[LINEAR]], %[[C37]]
+// CHECK: memref.load %{{.+}}[%[[I]], %[[J]]]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+func.func @elementwise(%a: memref<3x37xf32>, %b: memref<3x37xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c37 = arith.constant 37 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c3, %c37) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<3x37xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %b[%i, %j] : memref<3x37xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Host-level work on buffers (a 0-d fill, a sum to a scalar) becomes one
+// single-thread kernel; no guard when the threads fit exactly.
+// CHECK-LABEL: func.func @scalar_sum
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{.+}}, %arg1[]
+// CHECK: scf.for
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NEXT: return
+func.func @scalar_sum(%a: memref<5xf32>, %out: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %zero = arith.constant 0.0 : f32
+  memref.store %zero, %out[] : memref<f32>
+  scf.for %i = %c0 to %c5 step %c1 {
+    %x = memref.load %a[%i] : memref<5xf32>
+    %acc = memref.load %out[] : memref<f32>
+    %s = arith.addf %x, %acc : f32
+    memref.store %s, %out[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A loop over chunks stays on the host and launches its kernels; a loop
+// whose views depend on loaded values (a scatter by token id) runs whole in
+// one thread, its scratch buffer allocated once before it, and its inner
+// parallel loop sequential.
+// CHECK-LABEL: func.func @chunks_and_scatter
+// CHECK: scf.for %[[CHUNK:.+]] =
+// CHECK: memref.subview %arg0[%[[CHUNK]], 0]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK: }
+// CHECK: %[[SCRATCH:.+]] = memref.alloc() : memref<4xf32>
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.load %arg2
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.+}}, %[[SCRATCH]]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = sequential
+func.func @chunks_and_scatter(%a: memref<8x4xf32>, %b: memref<8x4xf32>, %ids: memref<3xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.for %chunk = %c0 to %c8 step %c2 {
+    %rows = memref.subview %a[%chunk, 0] [2, 4] [1, 1] : memref<8x4xf32> to memref<2x4xf32, strided<[4, 1], offset: ?>>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c4) step (%c1, %c1) {
+      %x = memref.load %rows[%i, %j] : memref<2x4xf32, strided<[4, 1], offset: ?>>
+      %y = arith.mulf %x, %x : f32
+      memref.store %y, %rows[%i, %j] : memref<2x4xf32, strided<[4, 1], offset: ?>>
+      scf.reduce
+    }
+  }
+  scf.for %t = %c0 to %c3 step %c1 {
+    %id = memref.load %ids[%t] : memref<3xi32>
+    %row = arith.index_cast %id : i32 to index
+    %dst = memref.subview %b[%row, 0] [1, 4] [1, 1] : memref<8x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+    %scratch = memref.alloc() : memref<4xf32>
+    scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+      %x = memref.load %dst[%j] : memref<4xf32, strided<[1], offset: ?>>
+      %y = arith.addf %x, %x : f32
+      memref.store %y, %scratch[%j] : memref<4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// Constant tables are read through a get_global inside each kernel (kernel
+// outlining then copies the global into the GPU module).
+// CHECK-LABEL: func.func @constant_table
+// CHECK-NOT: memref.get_global
+// CHECK: scf.parallel
+// CHECK-NEXT: memref.get_global @table
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+func.func @constant_table(%b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = memref.get_global @table : memref<4xf32>
+  scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+    %x = memref.load %t[%j] : memref<4xf32>
+    memref.store %x, %b[%j] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}

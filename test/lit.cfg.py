@@ -19,6 +19,18 @@ config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "exa
 # Debian's python3 has torch; the default python3 on PATH may not.
 config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 
+# The CUDA toolkit tgc was built with: --target=cuda compiles and links;
+# ptxas validates the PTX.
+cuda_toolkit = getattr(config, "tgc_cuda_toolkit", "")
+if cuda_toolkit:
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(
+        ("%cuda_stubs", os.path.join(cuda_toolkit, "lib64", "stubs")))
+    ptxas = os.path.join(cuda_toolkit, "bin", "ptxas")
+    if os.access(ptxas, os.X_OK):
+        config.available_features.add("ptxas")
+        config.substitutions.append(("%ptxas", ptxas))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

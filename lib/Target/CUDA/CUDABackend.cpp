@@ -7,7 +7,6 @@
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -51,9 +50,9 @@ void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
 
 void tgc::cuda::buildCUDAKernelPipeline(OpPassManager &pm,
                                         const CUDABackendOptions &options) {
-  // What the arena does not hold is freed by the deallocation pipeline.
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Every buffer is in the arena: nothing to free, and nothing that needs
+  // the host between two launches.
+  pm.addNestedPass<func::FuncOp>(createTGCGPUHoistArenaAllocsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createGpuKernelOutliningPass());

@@ -379,15 +379,41 @@ struct TGCGPUMapKernelsPass
     if (failed(gpu::setMappingAttr(grid, {mapping(gpu::Processor::BlockX)})) ||
         failed(gpu::setMappingAttr(block, {mapping(gpu::Processor::ThreadX)})))
       return grid.emitError("tgc-gpu-map-kernels: cannot map the loop");
-    // Parallel loops inside a thread run sequentially.
-    LogicalResult nested = success();
+    // Parallel loops inside a thread run sequentially, as plain loops (the
+    // GPU conversion handles nested parallel loops only directly in the
+    // kernel body, not inside its sequential loops).
+    SmallVector<scf::ParallelOp> nested;
     block.getBody()->walk([&](scf::ParallelOp inner) {
-      SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
-          inner.getNumLoops(), mapping(gpu::Processor::Sequential));
-      if (failed(gpu::setMappingAttr(inner, sequential)))
-        nested = inner.emitError("tgc-gpu-map-kernels: cannot map the loop");
+      nested.push_back(inner);
     });
-    return nested;
+    for (scf::ParallelOp inner : nested)
+      if (failed(sequentialize(inner)))
+        return failure();
+    return success();
+  }
+
+  /// Replaces `loop` (without reductions) by a nest of scf.for loops.
+  LogicalResult sequentialize(scf::ParallelOp loop) {
+    if (loop.getNumResults())
+      return loop.emitError(
+          "tgc-gpu-map-kernels: parallel loops with reductions are not "
+          "supported");
+    IRRewriter rewriter(loop.getContext());
+    rewriter.setInsertionPoint(loop);
+    SmallVector<Value> ivs;
+    Location loc = loop.getLoc();
+    for (auto [lb, ub, step] : llvm::zip(
+             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+      auto forOp = scf::ForOp::create(rewriter, loc, lb, ub, step);
+      ivs.push_back(forOp.getInductionVar());
+      rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
+    }
+    Operation *insertBefore = &*rewriter.getInsertionPoint();
+    Block *body = loop.getBody();
+    rewriter.eraseOp(body->getTerminator());
+    rewriter.inlineBlockBefore(body, insertBefore, ivs);
+    rewriter.eraseOp(loop);
+    return success();
   }
 };
 

@@ -1,14 +1,17 @@
-//===- MergeKernelModules.cpp - one gpu.module for all kernels ------------===//
+//===- MergeKernelModules.cpp - launches and kernel modules ---------------===//
 //
-// See the pass description in Passes.td.
+// tgc-gpu-hoist-arena-allocs and tgc-gpu-merge-kernel-modules: see their
+// descriptions in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Conversion/Passes.h"
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
 
 namespace tgc::cuda {
+#define GEN_PASS_DEF_TGCGPUHOISTARENAALLOCSPASS
 #define GEN_PASS_DEF_TGCGPUMERGEKERNELMODULESPASS
 #include "tgc/Target/CUDA/Passes.h.inc"
 } // namespace tgc::cuda
@@ -16,6 +19,40 @@ namespace tgc::cuda {
 using namespace mlir;
 
 namespace {
+
+struct TGCGPUHoistArenaAllocsPass
+    : tgc::cuda::impl::TGCGPUHoistArenaAllocsPassBase<
+          TGCGPUHoistArenaAllocsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    Block &entry = func.getBody().front();
+    SmallVector<memref::AllocOp> allocs;
+    func.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+    for (memref::AllocOp alloc : allocs) {
+      if (!alloc->hasAttr(tg::kArenaOffsetAttrName) ||
+          alloc->getNumOperands()) {
+        alloc.emitError("tgc-gpu-hoist-arena-allocs: a buffer outside the "
+                        "planned arena (the GPU program has no heap)");
+        return signalPassFailure();
+      }
+      alloc->moveBefore(&entry, entry.begin());
+    }
+    WalkResult hostAccess = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (isa<scf::ParallelOp, memref::LoadOp, memref::StoreOp,
+              linalg::LinalgOp, memref::CopyOp>(op)) {
+        op->emitError("tgc-gpu-hoist-arena-allocs: '")
+            << op->getName()
+            << "' outside a kernel would touch device memory on the host";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (hostAccess.wasInterrupted())
+      signalPassFailure();
+  }
+};
 
 struct TGCGPUMergeKernelModulesPass
     : tgc::cuda::impl::TGCGPUMergeKernelModulesPassBase<

@@ -41,7 +41,7 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     `thread_x`, a bounds guard for the last block); the innermost
     dimension is the fastest-varying, so neighbouring threads touch
     neighbouring elements (coalesced accesses). Parallel loops nested
-    inside a kernel run sequentially in their thread. The result is still
+    inside a kernel become sequential loops of their thread. The result is still
     host-executable (`tgc --target=cuda --gpu-emulate` runs it on the CPU);
     `convert-parallel-loops-to-gpu` turns it into `gpu.launch` ops.
   }];
@@ -51,6 +51,24 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def TGCGPUHoistArenaAllocsPass
+    : Pass<"tgc-gpu-hoist-arena-allocs", "::mlir::func::FuncOp"> {
+  let summary = "Moves the step's planned buffers to its entry";
+  let description = [{
+    After `tgc-plan-buffers`, before `gpu-async-region`. A planned buffer
+    is a fixed offset into the device arena, so where it is "allocated"
+    does not matter; in the middle of the launches, though, each
+    `memref.alloc` is a host side effect before which `gpu-async-region`
+    waits for the stream. Moved to the function's entry (out of host loops
+    too), the launches form one chain on one stream with a single wait at
+    the end. The device has no heap: a buffer the arena does not hold is
+    an error. So is a host program that still touches buffer contents (a
+    parallel loop `convert-parallel-loops-to-gpu` left unconverted, a
+    load or store outside a kernel): it would read device memory on the
+    host.
+  }];
 }
 
 def TGCGPUMergeKernelModulesPass

@@ -33,10 +33,12 @@ llvm::Error tgc::checkF32Parameters(mlir::func::FuncOp step,
         arg.getArgNumber(), mlir::tg::TGDialect::kParamAttrName);
     if (!name || !type || type.getElementType().isF32())
       continue;
-    return llvm::createStringError(
-        "the " + targetName.str() + " target compiles f32 models only "
-        "(parameter '" + name.getValue().str() + "' is not f32); use "
-        "--dtype=f32");
+    return llvm::createStringError("the " + targetName.str() +
+                                   " target compiles f32 models only "
+                                   "(parameter '" +
+                                   name.getValue().str() +
+                                   "' is not f32); use "
+                                   "--dtype=f32");
   }
   return llvm::Error::success();
 }

@@ -88,19 +88,19 @@ cl::opt<EmitLevel, false, EnumFlagParser<EmitLevel>> emitLevel(
         clEnumValN(EmitLevel::Exe, "exe",
                    "a standalone training executable (object + runtime)")));
 
-cl::opt<TargetKind, false, EnumFlagParser<TargetKind>> target(
-    "target", cl::desc("Code generation target"), cl::init(TargetKind::CPU),
-    cl::cat(tgcCategory), cl::sub(cl::SubCommand::getTopLevel()),
-    cl::sub(statsCommand),
-    cl::values(clEnumValN(TargetKind::CPU, "cpu",
-                          "the CPU (default; see --mcpu)"),
-               clEnumValN(TargetKind::CUDA, "cuda",
-                          "NVIDIA GPUs through NVVM (see --gpu-arch)")));
+cl::opt<TargetKind, false, EnumFlagParser<TargetKind>>
+    target("target", cl::desc("Code generation target"),
+           cl::init(TargetKind::CPU), cl::cat(tgcCategory),
+           cl::sub(cl::SubCommand::getTopLevel()), cl::sub(statsCommand),
+           cl::values(clEnumValN(TargetKind::CPU, "cpu",
+                                 "the CPU (default; see --mcpu)"),
+                      clEnumValN(TargetKind::CUDA, "cuda",
+                                 "NVIDIA GPUs through NVVM (see --gpu-arch)")));
 
-cl::opt<std::string> gpuArch(
-    "gpu-arch",
-    cl::desc("GPU architecture for --target=cuda (default sm_90)"),
-    cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(tgcCategory));
+cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("GPU architecture for --target=cuda (default sm_90)"),
+            cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(tgcCategory));
 
 cl::opt<bool> gpuEmulate(
     "gpu-emulate",

@@ -123,8 +123,7 @@ namespace {
 /// schedule runs on the host CPU (the CPU backend's codegen and link).
 class CUDABackend final : public TargetBackend {
 public:
-  CUDABackend(const TargetOptions &target,
-              std::unique_ptr<TargetBackend> host)
+  CUDABackend(const TargetOptions &target, std::unique_ptr<TargetBackend> host)
       : target(target), host(std::move(host)) {
     options.chip = target.gpuArch;
     options.toolkit = configuredToolkit().str();
@@ -215,8 +214,8 @@ llvm::Error CUDABackend::emitDeviceAssembly(ModuleOp module,
   return llvm::Error::success();
 }
 
-llvm::Error CUDABackend::linkExecutable(StringRef objectFile,
-                                        StringRef header, StringRef modelInfo,
+llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
+                                        StringRef modelInfo,
                                         StringRef output) const {
   if (target.gpuEmulate)
     return host->linkExecutable(objectFile, header, modelInfo, output);

@@ -89,8 +89,7 @@ struct TGCGPUPrepareKernelsPass
 //===----------------------------------------------------------------------===//
 
 bool containsParallelLoop(Operation *op) {
-  return op
-      ->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
+  return op->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
 
@@ -102,14 +101,14 @@ bool isHostLoop(Operation *op) {
   auto loop = dyn_cast<scf::ForOp>(op);
   if (!loop || !containsParallelLoop(loop))
     return false;
-  WalkResult reads = loop.getBody()->walk<WalkOrder::PreOrder>(
-      [](Operation *nested) {
-    if (isa<scf::ParallelOp>(nested))
-      return WalkResult::skip();
-    if (isa<memref::LoadOp, memref::StoreOp>(nested))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
+  WalkResult reads =
+      loop.getBody()->walk<WalkOrder::PreOrder>([](Operation *nested) {
+        if (isa<scf::ParallelOp>(nested))
+          return WalkResult::skip();
+        if (isa<memref::LoadOp, memref::StoreOp>(nested))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
   return !reads.wasInterrupted();
 }
 
@@ -117,9 +116,8 @@ bool isHostLoop(Operation *op) {
 /// the host, where the arena's pointers are known.
 bool isHostBufferOp(Operation *op) {
   return isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
-             memref::SubViewOp, memref::ExpandShapeOp,
-             memref::CollapseShapeOp, memref::CastOp,
-             memref::ReinterpretCastOp, memref::ViewOp>(op);
+             memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::CastOp, memref::ReinterpretCastOp, memref::ViewOp>(op);
 }
 
 /// Whether `op` reads or writes buffer contents (and so must run on the
@@ -158,8 +156,8 @@ struct TGCGPUMapKernelsPass
     if (!constant) {
       Block &entry = getOperation().getBody().front();
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
-      constant = arith::ConstantIndexOp::create(b, getOperation().getLoc(),
-                                                value);
+      constant =
+          arith::ConstantIndexOp::create(b, getOperation().getLoc(), value);
     }
     return constant;
   }
@@ -328,13 +326,13 @@ struct TGCGPUMapKernelsPass
     rewriter.setInsertionPoint(loop);
     auto constant = [&](int64_t v) { return indexConstant(v); };
     Value zero = constant(0), one = constant(1);
-    auto grid = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
-                                        ValueRange{constant(blocks)},
-                                        ValueRange{one});
+    auto grid =
+        scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                ValueRange{constant(blocks)}, ValueRange{one});
     rewriter.setInsertionPoint(grid.getBody()->getTerminator());
-    auto block = scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
-                                         ValueRange{constant(threads)},
-                                         ValueRange{one});
+    auto block =
+        scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                                ValueRange{constant(threads)}, ValueRange{one});
     rewriter.setInsertionPoint(block.getBody()->getTerminator());
     Value linear = arith::AddIOp::create(
         rewriter, loc,
@@ -343,9 +341,8 @@ struct TGCGPUMapKernelsPass
         block.getInductionVars()[0]);
     Operation *insertBefore = block.getBody()->getTerminator();
     if (blocks * threads != total) {
-      Value inBounds =
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                linear, constant(total));
+      Value inBounds = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, linear, constant(total));
       auto guard = scf::IfOp::create(rewriter, loc, inBounds,
                                      /*withElseRegion=*/false);
       insertBefore = guard.thenBlock()->getTerminator();
@@ -383,9 +380,8 @@ struct TGCGPUMapKernelsPass
     // GPU conversion handles nested parallel loops only directly in the
     // kernel body, not inside its sequential loops).
     SmallVector<scf::ParallelOp> nested;
-    block.getBody()->walk([&](scf::ParallelOp inner) {
-      nested.push_back(inner);
-    });
+    block.getBody()->walk(
+        [&](scf::ParallelOp inner) { nested.push_back(inner); });
     for (scf::ParallelOp inner : nested)
       if (failed(sequentialize(inner)))
         return failure();

@@ -108,8 +108,8 @@ struct TGCGPUMergeKernelModulesPass
       }
     }
     module.walk([&](gpu::LaunchFuncOp launch) {
-      auto it = moved.find(
-          {launch.getKernelModuleName(), launch.getKernelName()});
+      auto it =
+          moved.find({launch.getKernelModuleName(), launch.getKernelName()});
       if (it == moved.end())
         return;
       launch.setKernelAttr(SymbolRefAttr::get(

@@ -20,7 +20,7 @@ def main():
     if sorted(a) != sorted(b):
         print("FAIL: different tensors:", sorted(set(a) ^ set(b)))
         return 1
-    worst, worst_name = 0.0, ""
+    worst, worst_name = -1.0, ""
     for name in sorted(b):
         x = np.asarray(a[name], dtype=np.float64)
         y = np.asarray(b[name], dtype=np.float64)

@@ -38,14 +38,17 @@ void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
                                           const CUDABackendOptions &options,
                                           bool launches) {
   pm.addNestedPass<func::FuncOp>(createTGCGPUPrepareKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createTGCGPUTileMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   TGCGPUMapKernelsPassOptions map;
   map.threadsPerBlock = options.threadsPerBlock;
   pm.addNestedPass<func::FuncOp>(createTGCGPUMapKernelsPass(map));
   // Straight to gpu.launch: a canonicalisation of the mapped loops would
   // merge the block and thread loops into one.
-  if (launches)
+  if (launches) {
     pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+    pm.addNestedPass<func::FuncOp>(createTGCGPULowerBlockProgramsPass());
+  }
 }
 
 void tgc::cuda::buildCUDAKernelPipeline(OpPassManager &pm,
@@ -55,6 +58,9 @@ void tgc::cuda::buildCUDAKernelPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTGCGPUHoistArenaAllocsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
+  // Constants and index arithmetic go into the kernels, not through their
+  // arguments: the kernels' accumulator indices must be constants there.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createTGCGPUMergeKernelModulesPass());
   // Launches chained on one stream, waited for at the end of the step.

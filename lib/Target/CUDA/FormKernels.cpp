@@ -201,7 +201,8 @@ struct TGCGPUMapKernelsPass
     SmallVector<scf::ParallelOp> kernels;
     for (Operation &op : block)
       if (auto loop = dyn_cast<scf::ParallelOp>(&op))
-        kernels.push_back(loop);
+        if (!loop->hasAttr(tgc::cuda::kBlockProgramAttrName))
+          kernels.push_back(loop);
     for (scf::ParallelOp loop : kernels)
       if (failed(mapToBlocksAndThreads(loop)))
         return failure();

@@ -12,6 +12,13 @@
 
 namespace tgc::cuda {
 
+/// Block programs (tgc-gpu-tile-matmuls): the grid loop, its phases (loops
+/// over the block's threads), and its shared and per-thread buffers.
+constexpr llvm::StringLiteral kBlockProgramAttrName = "tgc.gpu.block_program";
+constexpr llvm::StringLiteral kPhaseAttrName = "tgc.gpu.phase";
+constexpr llvm::StringLiteral kSharedAttrName = "tgc.gpu.shared";
+constexpr llvm::StringLiteral kPerThreadAttrName = "tgc.gpu.per_thread";
+
 #define GEN_PASS_DECL
 #include "tgc/Target/CUDA/Passes.h.inc"
 

@@ -26,13 +26,61 @@ def TGCGPUPrepareKernelsPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def TGCGPUTileMatmulsPass
+    : Pass<"tgc-gpu-tile-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "Matmuls as block programs over shared-memory tiles";
+  let description = [{
+    On bufferized linalg, before `convert-linalg-to-parallel-loops`: every
+    f32 contraction with one M, N and K dimension (and at most one batch
+    dimension) — `linalg.matmul`, `linalg.batch_matmul`, transposed
+    operands through their indexing maps — becomes a *block program*: an
+    `scf.parallel` over output tiles of `tile-m` × `tile-n` (grid x over
+    N, y over M, z over the batch) whose body holds the block's shared
+    buffers and a sequence of *phases*, `scf.parallel` loops over the
+    block's `threads` threads (`tgc.gpu.phase`). For each K tile of
+    `tile-k`, one phase copies the A and B tiles into shared buffers (zero
+    outside the operands: every M, N, K works) and the next accumulates
+    each thread's (tile-m × tile-n / threads) outputs from them, in a
+    per-thread buffer; a last phase adds the results to the output. A
+    phase only reads what earlier phases wrote, so the program means the
+    same with the phases run one after another — on the CPU, where
+    `--gpu-emulate` runs it — as with every thread running them with a
+    barrier between phases, which is what `tgc-gpu-lower-block-programs`
+    makes of it.
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"64", "Output rows per block">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"64", "Output columns per block">,
+    Option<"tileK", "tile-k", "int64_t", /*default=*/"16", "K per shared tile">,
+    Option<"threads", "threads", "int64_t", /*default=*/"256", "Threads per block">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def TGCGPULowerBlockProgramsPass
+    : Pass<"tgc-gpu-lower-block-programs", "::mlir::func::FuncOp"> {
+  let summary = "Block programs (tgc-gpu-tile-matmuls) to gpu.launch with barriers";
+  let description = [{
+    Each block program becomes a `gpu.launch` over its grid with as many
+    threads as its phases have: its shared buffers become the launch's
+    workgroup attributions (shared memory), its per-thread buffers
+    (indexed first by the thread) private attributions of the remaining
+    shape, and each phase the thread's own iteration followed by a
+    `gpu.barrier`. Runs after `convert-parallel-loops-to-gpu`, which leaves
+    block programs alone (they carry no loop mapping).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
   let summary = "Maps each host-level parallel loop to GPU blocks and threads";
   let description = [{
     After `convert-linalg-to-parallel-loops`. The host program is the
     function body and the bodies of its top-level loops that hold parallel
     loops (the fused loss's and chunked attention's loops over row chunks).
-    Host-level work that is not a parallel loop — scalar stores of 0-d
+    Block programs (`tgc-gpu-tile-matmuls`) are kernels already and are
+    left alone. Host-level work that is not a parallel loop — scalar stores of 0-d
     fills, full reductions to a scalar, the loss's final division — is
     wrapped in a one-iteration `scf.parallel`, since host code must not
     touch device memory. Every host-level `scf.parallel` then has its

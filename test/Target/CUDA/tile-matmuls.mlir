@@ -1,0 +1,103 @@
+// RUN: tgc-opt %s --split-input-file --tgc-gpu-tile-matmuls | FileCheck %s
+// RUN: tgc-opt %s --split-input-file --tgc-gpu-tile-matmuls --tgc-gpu-lower-block-programs | FileCheck %s --check-prefix=GPU
+// RUN: not tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=tile-m=40" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: tiles must split evenly over the threads
+
+// A 70 x 50 x 37 matmul (no size a multiple of a tile): a grid of 1 x 2 x 1
+// blocks of 64 x 64 outputs; per K tile of 16, one phase copies the A and B
+// tiles (zero outside the operands) and one accumulates; a first phase
+// zeroes each thread's 4 x 4 accumulators and a last adds them to C.
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[C2:.+]] = arith.constant 2 : index
+// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to (%{{[a-z0-9_]+}}, %[[C2]], %{{[a-z0-9_]+}})
+// CHECK: memref.alloca() {tgc.gpu.shared} : memref<16x64xf32>
+// CHECK: memref.alloca() {tgc.gpu.shared} : memref<16x64xf32>
+// CHECK: memref.alloca() {tgc.gpu.per_thread} : memref<256x4x4xf32>
+// CHECK: scf.parallel
+// CHECK: } {tgc.gpu.phase}
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: arith.cmpi ult, %{{.+}}, %c37
+// CHECK: arith.cmpi ult, %{{.+}}, %c70
+// CHECK: scf.if
+// CHECK: memref.load %arg0
+// CHECK: } {tgc.gpu.phase}
+// CHECK: arith.mulf {{.*}} fastmath<contract>
+// CHECK: } {tgc.gpu.phase}
+// CHECK: }
+// CHECK: memref.load %arg2
+// CHECK: memref.store {{.*}}, %arg2
+// CHECK: } {tgc.gpu.phase}
+// CHECK: } {tgc.gpu.block_program}
+// CHECK-NOT: linalg.matmul
+
+// Every thread runs the block's phases, each followed by a barrier; the
+// tiles are shared memory, the accumulators private.
+// GPU-LABEL: func.func @matmul
+// GPU: gpu.launch blocks({{.*}}) threads({{.*}}) in ({{[^)]*}} = %c256{{[^)]*}}) workgroup(%{{[a-z0-9]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>) private(%{{[a-z0-9]+}} : memref<4x4xf32, #gpu.address_space<private>>)
+// GPU-COUNT-4: gpu.barrier
+// GPU-NOT: gpu.barrier
+// GPU: gpu.terminator
+// GPU-NOT: tgc.gpu
+func.func @matmul(%a: memref<70x37xf32>, %b: memref<37x50xf32>, %c: memref<70x50xf32>) {
+  linalg.matmul ins(%a, %b : memref<70x37xf32>, memref<37x50xf32>) outs(%c : memref<70x50xf32>)
+  return
+}
+
+// -----
+
+// A batch dimension is the grid's z.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-DAG: %[[C3:.+]] = arith.constant 3 : index
+// CHECK: scf.parallel ({{.*}}, {{.*}}, %[[BATCH:.+]]) = ({{.*}}) to (%{{.+}}, %{{.+}}, %[[C3]])
+// CHECK: memref.load %arg0[%[[BATCH]],
+// CHECK: memref.load %arg1[%[[BATCH]],
+// CHECK: memref.load %arg2[%[[BATCH]],
+func.func @batch_matmul(%a: memref<3x5x7xf32>, %b: memref<3x7x9xf32>, %c: memref<3x5x9xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x5x7xf32>, memref<3x7x9xf32>) outs(%c : memref<3x5x9xf32>)
+  return
+}
+
+// -----
+
+// Operands are read through their indexing maps: B transposed (n, k) is
+// loaded as %arg1[n, k].
+// CHECK-LABEL: func.func @transposed_rhs
+// CHECK: memref.load %arg0[%{{.+}}, %{{.+}}] : memref<5x7xf32>
+// CHECK: arith.remui %{{.+}}, %c64
+// CHECK-NEXT: %[[N:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: %[[K:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: arith.cmpi ult, %[[K]], %c7
+// CHECK-NEXT: arith.cmpi ult, %[[N]], %c9
+// CHECK: memref.load %arg1[%[[N]], %[[K]]] : memref<9x7xf32>
+#lhs = affine_map<(m, n, k) -> (m, k)>
+#rhs = affine_map<(m, n, k) -> (n, k)>
+#out = affine_map<(m, n, k) -> (m, n)>
+func.func @transposed_rhs(%a: memref<5x7xf32>, %b: memref<9x7xf32>, %c: memref<5x9xf32>) {
+  linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<5x7xf32>, memref<9x7xf32>) outs(%c : memref<5x9xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Anything else is left to the per-element kernels.
+// CHECK-LABEL: func.func @not_a_contraction
+// CHECK: linalg.generic
+// CHECK-NOT: tgc.gpu
+#id = affine_map<(i, j) -> (i, j)>
+func.func @not_a_contraction(%a: memref<5x7xf32>, %c: memref<5x7xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<5x7xf32>) outs(%c : memref<5x7xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -18,11 +18,11 @@ BlockProgramBuilder::BlockProgramBuilder(Operation *anchor,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value zero = constant(0), one = constant(1);
-  grid = scf::ParallelOp::create(
-      b, loc, ValueRange{zero, zero, zero},
-      ValueRange{constant(gridSize[0]), constant(gridSize[1]),
-                 constant(gridSize[2])},
-      ValueRange{one, one, one});
+  grid = scf::ParallelOp::create(b, loc, ValueRange{zero, zero, zero},
+                                 ValueRange{constant(gridSize[0]),
+                                            constant(gridSize[1]),
+                                            constant(gridSize[2])},
+                                 ValueRange{one, one, one});
   grid->setAttr(kBlockProgramAttrName, UnitAttr::get(context));
   bodyBuilder.setInsertionPoint(grid.getBody()->getTerminator());
 }
@@ -63,11 +63,11 @@ Value BlockProgramBuilder::perThread(ArrayRef<int64_t> shape) {
   return buffer;
 }
 
-void BlockProgramBuilder::phase(
-    OpBuilder &at, function_ref<void(OpBuilder &, Value)> build) {
-  auto loop = scf::ParallelOp::create(at, loc, ValueRange{index(0)},
-                                      ValueRange{index(threads)},
-                                      ValueRange{index(1)});
+void BlockProgramBuilder::phase(OpBuilder &at,
+                                function_ref<void(OpBuilder &, Value)> build) {
+  auto loop =
+      scf::ParallelOp::create(at, loc, ValueRange{index(0)},
+                              ValueRange{index(threads)}, ValueRange{index(1)});
   loop->setAttr(kPhaseAttrName, UnitAttr::get(context));
   OpBuilder inner = OpBuilder::atBlockTerminator(loop.getBody());
   build(inner, loop.getInductionVars()[0]);

@@ -25,14 +25,12 @@ class BlockProgramBuilder {
 public:
   /// Starts a block program over `grid` (x, y, z) blocks of `threads`
   /// threads, inserted before `anchor`.
-  BlockProgramBuilder(mlir::Operation *anchor,
-                      std::array<int64_t, 3> grid, int64_t threads);
+  BlockProgramBuilder(mlir::Operation *anchor, std::array<int64_t, 3> grid,
+                      int64_t threads);
 
   /// Inserts at the end of the block's body (outside any phase).
   mlir::OpBuilder &body() { return bodyBuilder; }
-  mlir::Value blockId(unsigned dim) {
-    return grid.getInductionVars()[dim];
-  }
+  mlir::Value blockId(unsigned dim) { return grid.getInductionVars()[dim]; }
   int64_t numThreads() const { return threads; }
   mlir::Location getLoc() const { return loc; }
 

@@ -39,6 +39,7 @@ void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
                                           bool launches) {
   pm.addNestedPass<func::FuncOp>(createTGCGPUPrepareKernelsPass());
   pm.addNestedPass<func::FuncOp>(createTGCGPUTileMatmulsPass());
+  pm.addNestedPass<func::FuncOp>(createTGCGPUBlockReductionsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   TGCGPUMapKernelsPassOptions map;
   map.threadsPerBlock = options.threadsPerBlock;

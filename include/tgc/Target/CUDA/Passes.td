@@ -58,6 +58,34 @@ def TGCGPUTileMatmulsPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TGCGPUBlockReductionsPass
+    : Pass<"tgc-gpu-block-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Reductions as block programs: one block per output element";
+  let description = [{
+    On bufferized linalg, after `tgc-gpu-prepare-kernels` (parallel
+    dimensions first): a `linalg.generic` with one f32 output that
+    reduces over its trailing dimensions — `out = combine(out, f(inputs,
+    indices))` with `combine` one of addf, maximumf, maxnumf, minimumf,
+    minnumf and `out` read by nothing else — over at least `min-size`
+    elements (norm statistics, softmax and loss rows, sums to the loss
+    and the gradient norm) becomes a block program with one block per
+    output element. Its threads (a power of two up to `threads`) each
+    combine a strided share of the reduction, then halve the partial
+    results in shared memory phase by phase, and thread 0 combines the
+    block's result into the output. Smaller reductions stay one thread per
+    output element. The order of the additions differs from the CPU's
+    (a tree instead of a chain): results agree to rounding.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"256",
+           "Most threads per block (a power of two)">,
+    Option<"minSize", "min-size", "int64_t", /*default=*/"64",
+           "Smallest reduction given a block">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def TGCGPULowerBlockProgramsPass
     : Pass<"tgc-gpu-lower-block-programs", "::mlir::func::FuncOp"> {
   let summary = "Block programs (tgc-gpu-tile-matmuls) to gpu.launch with barriers";

@@ -198,7 +198,8 @@ struct TGCGPUBlockReductionsPass
         OpBuilder tb = active.getThenBodyBuilder();
         Value mine = memref::LoadOp::create(tb, loc, partial, ValueRange{t});
         Value other = memref::LoadOp::create(
-            tb, loc, partial, ValueRange{program.add(tb, t, program.index(half))});
+            tb, loc, partial,
+            ValueRange{program.add(tb, t, program.index(half))});
         memref::StoreOp::create(tb, loc, combine(tb, mine, other), partial,
                                 ValueRange{t});
       });

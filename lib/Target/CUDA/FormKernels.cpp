@@ -196,6 +196,13 @@ struct TGCGPUMapKernelsPass
       if (isHostLoop(&op) &&
           failed(mapHostBlock(*cast<scf::ForOp>(op).getBody())))
         return failure();
+    SmallVector<scf::ForOp> scatters;
+    for (Operation &op : block)
+      if (auto loop = dyn_cast<scf::ForOp>(&op))
+        if (!isHostLoop(loop) && containsParallelLoop(loop))
+          scatters.push_back(loop);
+    for (scf::ForOp loop : scatters)
+      interchangeColumnLoop(loop);
     if (failed(wrapHostWork(block)))
       return failure();
     SmallVector<scf::ParallelOp> kernels;
@@ -207,6 +214,151 @@ struct TGCGPUMapKernelsPass
       if (failed(mapToBlocksAndThreads(loop)))
         return failure();
     return success();
+  }
+
+  /// Whether every element of `buffer` that thread `ivs` touches through
+  /// an access with trailing indices `ivs` has those trailing coordinates
+  /// in the buffer `loop` leaves in place: the buffer is loop-invariant,
+  /// allocated in the loop (hoisted out), or a view whose trailing
+  /// dimensions are whole dimensions of such a buffer.
+  static bool trailingDimsPreserved(Value buffer, scf::ForOp loop,
+                                    unsigned trailing) {
+    Operation *def = buffer.getDefiningOp();
+    if (!def || !loop->isAncestor(def))
+      return true;
+    if (isa<memref::AllocOp>(def))
+      return true;
+    auto keepsTrailing = [&](ArrayRef<ReassociationIndices> groups) {
+      if (groups.size() < trailing)
+        return false;
+      for (const ReassociationIndices &group :
+           ArrayRef(groups).take_back(trailing))
+        if (group.size() != 1)
+          return false;
+      return true;
+    };
+    if (auto view = dyn_cast<memref::SubViewOp>(def)) {
+      MemRefType source = view.getSourceType();
+      unsigned rank = source.getRank();
+      if (view.getType().getRank() != rank || rank < trailing)
+        return false;
+      for (unsigned d = rank - trailing; d < rank; ++d)
+        if (view.getStaticOffsets()[d] != 0 ||
+            view.getStaticStrides()[d] != 1 ||
+            view.getStaticSizes()[d] != source.getDimSize(d))
+          return false;
+      return trailingDimsPreserved(view.getSource(), loop, trailing);
+    }
+    if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def))
+      return keepsTrailing(collapse.getReassociationIndices()) &&
+             trailingDimsPreserved(collapse.getSrc(), loop, trailing);
+    if (auto expand = dyn_cast<memref::ExpandShapeOp>(def))
+      return keepsTrailing(expand.getReassociationIndices()) &&
+             trailingDimsPreserved(expand.getSrc(), loop, trailing);
+    return false;
+  }
+
+  /// The embedding gradient's scatter, `for t: row = id[t]; dW[row, :] +=
+  /// dX[t, :]` (parallel loops over the columns inside a loop over tokens
+  /// whose views depend on loaded ids), becomes `parallel over columns: for
+  /// t: ...`: each thread owns a column and walks the tokens in order, so
+  /// the sums are deterministic and in the CPU's order, without atomics.
+  /// Legal when every access inside the column loops is indexed by the
+  /// column indices in its trailing dimensions of buffers whose trailing
+  /// dimensions the loop does not move (columns never meet); otherwise
+  /// the loop stays whole in one thread.
+  void interchangeColumnLoop(scf::ForOp loop) {
+    SmallVector<scf::ParallelOp> columns;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+        columns.push_back(parallel);
+        continue;
+      }
+      bool allowed = isa<memref::LoadOp, memref::AllocOp>(op) ||
+                     isHostBufferOp(&op) ||
+                     (op.getNumRegions() == 0 && isMemoryEffectFree(&op));
+      if (!allowed)
+        return;
+    }
+    if (columns.empty())
+      return;
+    scf::ParallelOp first = columns.front();
+    unsigned numLoops = first.getNumLoops();
+    for (scf::ParallelOp column : columns) {
+      if (column.getNumResults() || column.getNumLoops() != numLoops ||
+          containsNestedParallel(column))
+        return;
+      for (auto [a, b] : llvm::zip(column.getOperands(), first.getOperands()))
+        if (getConstantIntValue(a) != getConstantIntValue(b) ||
+            !getConstantIntValue(a))
+          return;
+      if (llvm::any_of(column.getLowerBound(),
+                       [](Value v) { return !isConstantIntValue(v, 0); }) ||
+          llvm::any_of(column.getStep(),
+                       [](Value v) { return !isConstantIntValue(v, 1); }))
+        return;
+      // The column indices: dimensions of one iteration are always 0.
+      SmallVector<Value> ivs, unitIvs;
+      for (auto [iv, ub] :
+           llvm::zip(column.getInductionVars(), column.getUpperBound()))
+        (isConstantIntValue(ub, 1) ? unitIvs : ivs).push_back(iv);
+      unsigned trailing = ivs.size();
+      if (trailing == 0)
+        return;
+      WalkResult illegal = column.getBody()->walk([&](Operation *op) {
+        Value buffer;
+        ValueRange indices;
+        if (auto load = dyn_cast<memref::LoadOp>(op)) {
+          buffer = load.getMemRef();
+          indices = load.getIndices();
+        } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+          buffer = store.getMemRef();
+          indices = store.getIndices();
+        } else if (isa<memref::AllocOp, memref::AllocaOp>(op) ||
+                   !isMemoryEffectFree(op)) {
+          return isa<scf::YieldOp, scf::ReduceOp>(op) ? WalkResult::advance()
+                                                      : WalkResult::interrupt();
+        } else {
+          return WalkResult::advance();
+        }
+        if (indices.size() < trailing ||
+            !llvm::equal(indices.take_back(trailing), ivs) ||
+            llvm::any_of(indices.drop_back(trailing),
+                         [&](Value v) {
+                           return !llvm::is_contained(unitIvs, v) &&
+                                  column->isAncestor(
+                                      v.getParentBlock()->getParentOp());
+                         }) ||
+            !trailingDimsPreserved(buffer, loop, trailing))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (illegal.wasInterrupted())
+        return;
+    }
+
+    // Scratch buffers: allocated once, before the columns' loop.
+    OpBuilder b(loop);
+    for (Operation &op : llvm::make_early_inc_range(*loop.getBody()))
+      if (isa<memref::AllocOp>(op) && op.getNumOperands() == 0)
+        op.moveBefore(loop);
+    auto parallel =
+        scf::ParallelOp::create(b, loop.getLoc(), first.getLowerBound(),
+                                first.getUpperBound(), first.getStep());
+    loop->moveBefore(parallel.getBody()->getTerminator());
+    IRRewriter rewriter(loop.getContext());
+    for (scf::ParallelOp column : columns) {
+      Block *body = column.getBody();
+      rewriter.eraseOp(body->getTerminator());
+      rewriter.inlineBlockBefore(body, column, parallel.getInductionVars());
+      rewriter.eraseOp(column);
+    }
+  }
+
+  static bool containsNestedParallel(scf::ParallelOp op) {
+    return op.getBody()
+        ->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
+        .wasInterrupted();
   }
 
   /// Wraps each run of host-level ops that touch buffer contents (with the

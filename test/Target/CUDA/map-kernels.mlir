@@ -65,10 +65,11 @@ func.func @scalar_sum(%a: memref<5xf32>, %out: memref<f32>) {
 
 // -----
 
-// A loop over chunks stays on the host and launches its kernels; a loop
-// whose views depend on loaded values (a scatter by token id) runs whole in
-// one thread, its scratch buffer allocated once before it, and its inner
-// parallel loop a sequential loop.
+// A loop over chunks stays on the host and launches its kernels. A loop
+// whose views depend on loaded values, here through a rank-reducing view
+// the column interchange does not reason about, runs whole in one thread,
+// its scratch buffer allocated once before it, and its inner parallel loop
+// a sequential loop.
 // CHECK-LABEL: func.func @chunks_and_scatter
 // CHECK: scf.for %[[CHUNK:.+]] =
 // CHECK: memref.subview %arg0[%[[CHUNK]], 0]
@@ -133,6 +134,81 @@ func.func @constant_table(%b: memref<4xf32>) {
     %x = memref.load %t[%j] : memref<4xf32>
     memref.store %x, %b[%j] : memref<4xf32>
     scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The embedding gradient's scatter: dW[id[t], :] += dX[t, :] through a
+// scratch row. Every access is indexed by the column in its last dimension,
+// of buffers whose last dimension the loop does not move: it becomes one
+// thread per column walking the tokens in order (deterministic, no atomics).
+// CHECK-LABEL: func.func @scatter_rows
+// CHECK: %[[SCRATCH:.+]] = memref.alloc() : memref<1x6xf32>
+// CHECK: scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%c1{{.*}})
+// CHECK: scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%c6{{.*}})
+// CHECK: %[[COL:.+]] = arith.remui %{{.+}}, %c6
+// CHECK: %[[UNIT:.+]] = arith.divui %{{.+}}, %c6
+// CHECK: scf.for %[[T:.+]] =
+// CHECK: memref.load %arg2[%[[T]]]
+// CHECK: %[[ROW:.+]] = memref.subview %arg0
+// CHECK: memref.load %[[ROW]][%[[UNIT]], %[[COL]]]
+// CHECK: memref.store %{{.+}}, %[[SCRATCH]][%[[UNIT]], %[[COL]]]
+// CHECK: memref.load %[[SCRATCH]][%[[UNIT]], %[[COL]]]
+// CHECK: memref.store %{{.+}}, %[[ROW]][%[[UNIT]], %[[COL]]]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
+func.func @scatter_rows(%dw: memref<8x6xf32>, %dx: memref<3x6xf32>, %ids: memref<3xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  scf.for %t = %c0 to %c3 step %c1 {
+    %id = memref.load %ids[%t] : memref<3xi32>
+    %row = arith.index_cast %id : i32 to index
+    %dst = memref.subview %dw[%row, 0] [1, 6] [1, 1] : memref<8x6xf32> to memref<1x6xf32, strided<[6, 1], offset: ?>>
+    %src = memref.subview %dx[%t, 0] [1, 6] [1, 1] : memref<3x6xf32> to memref<1x6xf32, strided<[6, 1], offset: ?>>
+    %scratch = memref.alloc() : memref<1x6xf32>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c6) step (%c1, %c1) {
+      %x = memref.load %dst[%i, %j] : memref<1x6xf32, strided<[6, 1], offset: ?>>
+      %y = memref.load %src[%i, %j] : memref<1x6xf32, strided<[6, 1], offset: ?>>
+      %s = arith.addf %x, %y : f32
+      memref.store %s, %scratch[%i, %j] : memref<1x6xf32>
+      scf.reduce
+    }
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c6) step (%c1, %c1) {
+      %x = memref.load %scratch[%i, %j] : memref<1x6xf32>
+      memref.store %x, %dst[%i, %j] : memref<1x6xf32, strided<[6, 1], offset: ?>>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// Not interchanged: every column adds into the same element (its store is
+// not indexed by the column), so one thread runs the loop whole.
+// CHECK-LABEL: func.func @scatter_into_one
+// CHECK: scf.parallel
+// CHECK-NEXT: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c1{{.*}})
+// CHECK: scf.for
+// CHECK: scf.for
+func.func @scatter_into_one(%dw: memref<8x6xf32>, %dx: memref<3x6xf32>, %ids: memref<3xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  scf.for %t = %c0 to %c3 step %c1 {
+    %id = memref.load %ids[%t] : memref<3xi32>
+    %row = arith.index_cast %id : i32 to index
+    scf.parallel (%j) = (%c0) to (%c6) step (%c1) {
+      %x = memref.load %dx[%t, %j] : memref<3x6xf32>
+      %acc = memref.load %dw[%row, %c0] : memref<8x6xf32>
+      %s = arith.addf %acc, %x : f32
+      memref.store %s, %dw[%row, %c0] : memref<8x6xf32>
+      scf.reduce
+    }
   }
   return
 }

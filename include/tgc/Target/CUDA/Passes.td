@@ -111,7 +111,13 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     left alone. Host-level work that is not a parallel loop — scalar stores of 0-d
     fills, full reductions to a scalar, the loss's final division — is
     wrapped in a one-iteration `scf.parallel`, since host code must not
-    touch device memory. Every host-level `scf.parallel` then has its
+    touch device memory. A loop whose views depend on loaded values (the
+    embedding gradient's scatter by token id) is interchanged with the
+    parallel loops over columns inside it when every access there is
+    indexed by the column in its trailing dimensions, of buffers whose
+    trailing dimensions the loop leaves in place: one thread per column
+    walks the tokens in order (deterministic, no atomics); otherwise the
+    loop runs whole in one thread. Every host-level `scf.parallel` then has its
     iteration space linearised and split into blocks of
     `threads-per-block` threads (`#gpu.loop_dim_map` to `block_x` and
     `thread_x`, a bounds guard for the last block); the innermost

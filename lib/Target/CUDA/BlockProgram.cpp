@@ -36,20 +36,26 @@ Value BlockProgramBuilder::index(int64_t value) {
   return constant;
 }
 
-Value BlockProgramBuilder::f32(double value) {
-  float narrowed = static_cast<float>(value);
-  Value &constant = floatConstants[llvm::bit_cast<uint32_t>(narrowed)];
+Value BlockProgramBuilder::floating(double value, unsigned bits) {
+  uint64_t key = bits == 32
+                     ? llvm::bit_cast<uint32_t>(static_cast<float>(value))
+                     : llvm::bit_cast<uint64_t>(value);
+  Value &constant = floatConstants[{key, bits}];
   if (!constant) {
     OpBuilder top = OpBuilder::atBlockBegin(grid.getBody());
+    FloatType type =
+        bits == 32 ? FloatType(top.getF32Type()) : FloatType(top.getF64Type());
     constant =
-        arith::ConstantOp::create(top, loc, top.getF32FloatAttr(narrowed));
+        arith::ConstantOp::create(top, loc, top.getFloatAttr(type, value));
   }
   return constant;
 }
 
-Value BlockProgramBuilder::shared(ArrayRef<int64_t> shape) {
-  auto buffer = memref::AllocaOp::create(
-      bodyBuilder, loc, MemRefType::get(shape, bodyBuilder.getF32Type()));
+Value BlockProgramBuilder::shared(ArrayRef<int64_t> shape, Type element) {
+  if (!element)
+    element = bodyBuilder.getF32Type();
+  auto buffer = memref::AllocaOp::create(bodyBuilder, loc,
+                                         MemRefType::get(shape, element));
   buffer->setAttr(kSharedAttrName, UnitAttr::get(context));
   return buffer;
 }

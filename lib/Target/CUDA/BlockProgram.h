@@ -36,10 +36,13 @@ public:
 
   /// An index constant, created once at the top of the block's body.
   mlir::Value index(int64_t value);
-  mlir::Value f32(double value);
+  mlir::Value f32(double value) { return floating(value, 32); }
+  /// A float constant of `bits` (32 or 64) bits.
+  mlir::Value floating(double value, unsigned bits);
 
-  /// A buffer the block's threads share.
-  mlir::Value shared(llvm::ArrayRef<int64_t> shape);
+  /// A buffer the block's threads share (f32 unless `element` is given).
+  mlir::Value shared(llvm::ArrayRef<int64_t> shape,
+                     mlir::Type element = nullptr);
   /// One buffer of `shape` per thread: indexed [thread, ...].
   mlir::Value perThread(llvm::ArrayRef<int64_t> shape);
 
@@ -62,7 +65,7 @@ private:
   mlir::scf::ParallelOp grid;
   mlir::OpBuilder bodyBuilder;
   llvm::DenseMap<int64_t, mlir::Value> indexConstants;
-  llvm::DenseMap<uint64_t, mlir::Value> floatConstants;
+  llvm::DenseMap<std::pair<uint64_t, unsigned>, mlir::Value> floatConstants;
 };
 
 } // namespace tgc::cuda

@@ -62,7 +62,8 @@ std::optional<Reduction> matchReduction(linalg::GenericOp op) {
       return std::nullopt;
   OpOperand *init = op.getDpsInitOperand(0);
   auto outType = dyn_cast<MemRefType>(init->get().getType());
-  if (!outType || !outType.getElementType().isF32())
+  if (!outType ||
+      (!outType.getElementType().isF32() && !outType.getElementType().isF64()))
     return std::nullopt;
   BlockArgument outArg = op.getMatchingBlockArgument(init);
   auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
@@ -146,13 +147,16 @@ struct TGCGPUBlockReductionsPass
         indices.push_back(point[cast<AffineDimExpr>(e).getPosition()]);
       return indices;
     };
-    Value partial = program.shared({blockThreads});
+    Type element = cast<MemRefType>(r.op.getDpsInitOperand(0)->get().getType())
+                       .getElementType();
+    Value partial = program.shared({blockThreads}, element);
 
     // Each thread combines elements t, t + T, t + 2T, ... of the reduction.
     program.phase(b, [&](OpBuilder &pb, Value t) {
       auto loop = scf::ForOp::create(
           pb, loc, t, program.index(r.size), program.index(blockThreads),
-          ValueRange{program.f32(identity(r.combine))});
+          ValueRange{program.floating(identity(r.combine),
+                                      element.getIntOrFloatBitWidth())});
       OpBuilder lb = OpBuilder::atBlockTerminator(loop.getBody());
       // The reduction indices of element `linear`.
       Value linearIndex = loop.getInductionVar();

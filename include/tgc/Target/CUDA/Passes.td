@@ -63,7 +63,7 @@ def TGCGPUBlockReductionsPass
   let summary = "Reductions as block programs: one block per output element";
   let description = [{
     On bufferized linalg, after `tgc-gpu-prepare-kernels` (parallel
-    dimensions first): a `linalg.generic` with one f32 output that
+    dimensions first): a `linalg.generic` with one f32 or f64 output that
     reduces over its trailing dimensions — `out = combine(out, f(inputs,
     indices))` with `combine` one of addf, maximumf, maxnumf, minimumf,
     minnumf and `out` read by nothing else — over at least `min-size`

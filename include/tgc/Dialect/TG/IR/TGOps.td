@@ -754,9 +754,11 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
 def TG_GlobalNormOp : TG_Op<"global_norm", [TG_OptimizerStep]> {
   let summary = "L2 norm of all elements of several tensors";
   let description = [{
-    `sqrt(Σ_t Σ_i t_i²)` over every operand, accumulated in the result's
-    element type (f32): the global gradient norm used for clipping and logged
-    by the runtime.
+    `sqrt(Σ_t Σ_i t_i²)` over every operand, the sum accumulated in f64 and
+    the result rounded to f32: the global gradient norm used for clipping
+    and logged by the runtime (a chain of f32 additions over millions of
+    elements would lose a fraction of a percent, and with it the clipping
+    factor).
 
     Example:
     ```mlir

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The GPU check of docs/gpu.md, in two halves, for a GPU machine that is bare,
+# offline and only sometimes available:
+#
+#   bash bench/gpu_check.sh prepare [DIR]   # here: build the bundle (default
+#                                           # build/gpu-bundle)
+#   bash DIR/run.sh                         # on the GPU machine
+#
+# prepare compiles the tiny llama (batch 8, seq 128, AdamW) for --target=cuda
+# and for the CPU, writes the initial weights, runs the CPU executable for 50
+# steps from them (losses in cpu.jsonl, first-step gradients in
+# cpu-grads.safetensors), and copies what the GPU executable needs (libomp)
+# with the data. run.sh runs the GPU executable from the same weights on the
+# same data and compares: every step's loss within 1e-3 relative, each
+# gradient within 1e-3 (norm-wise relative); it prints ms/step, tokens/s and
+# achieved TFLOP/s (the step's FLOPs from `tgc stats`) and the device, and
+# exits non-zero when a comparison fails. Everything it writes goes to
+# $OUT (when set) or the bundle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+if [ "$mode" != prepare ]; then
+  echo "usage: bash bench/gpu_check.sh prepare [DIR]" >&2
+  exit 2
+fi
+dir=${2:-build/gpu-bundle}
+tgc=build/bin/tgc
+model=examples/tiny-llama.json
+steps=50
+rm -rf "$dir" && mkdir -p "$dir"
+"$tgc" "$model" --target=cuda -o "$dir/train-gpu"
+"$tgc" "$model" -o "$dir/train-cpu"
+cp /usr/share/common-licenses/GPL-3 "$dir/data.txt"
+libomp=$(ldd "$dir/train-gpu" | awk '/libomp/ {print $3}')
+cp "$libomp" "$dir/"
+"$dir/train-cpu" --steps 0 --quiet --save "$dir/init.safetensors"
+"$dir/train-cpu" --init "$dir/init.safetensors" --data "$dir/data.txt" \
+  --steps "$steps" --quiet --log "$dir/cpu.jsonl" \
+  --dump-grads "$dir/cpu-grads.safetensors"
+"$tgc" stats "$model" --json > "$dir/stats.json"
+rm "$dir/train-cpu"
+cp bench/gpu_compare.py "$dir/"
+cat > "$dir/run.sh" <<RUN
+#!/usr/bin/env bash
+# Runs the GPU half of bench/gpu_check.sh (see there).
+set -uo pipefail
+here=\$(cd "\$(dirname "\$0")" && pwd)
+out=\${OUT:-\$here}
+export LD_LIBRARY_PATH="\$here\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "\$out/device.txt"
+"\$here/train-gpu" --init "\$here/init.safetensors" --data "\$here/data.txt" \\
+  --steps $steps --log "\$out/gpu.jsonl" \\
+  --dump-grads "\$out/gpu-grads.safetensors" 2>&1 | tee "\$out/gpu-run.txt"
+status=\${PIPESTATUS[0]}
+if [ "\$status" -ne 0 ]; then
+  echo "the GPU executable failed (exit status \$status)"
+  exit "\$status"
+fi
+python3 "\$here/gpu_compare.py" "\$here" "\$out" | tee "\$out/compare.txt"
+RUN
+chmod +x "$dir/run.sh"
+du -sh "$dir"
+echo "bundle in $dir: on the GPU machine run bash $dir/run.sh"

@@ -160,10 +160,9 @@ void prepareForTranslation(mlir::ModuleOp module) {
 }
 } // namespace
 
-std::unique_ptr<llvm::Module>
-tgc::cpu::translateAndOptimize(mlir::ModuleOp module,
-                               llvm::LLVMContext &context,
-                               const std::string &cpu, std::string &error) {
+std::unique_ptr<llvm::Module> tgc::cpu::translateAndOptimize(
+    mlir::ModuleOp module, llvm::LLVMContext &context, const std::string &cpu,
+    std::string &error, bool slpVectorize) {
   prepareForTranslation(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
@@ -207,7 +206,7 @@ tgc::cpu::translateAndOptimize(mlir::ModuleOp module,
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
+  tuning.SLPVectorization = slpVectorize;
   llvm::PassBuilder pb(tm.get(), tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);

@@ -4,6 +4,7 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/CPUBackend.h"
+#include "tgc/Target/CPU/CPUTarget.h"
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -17,6 +18,8 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -181,9 +184,27 @@ public:
 
   llvm::Error emit(ModuleOp module, CodeArtifact artifact,
                    llvm::raw_pwrite_stream &os) const override {
+    if (target.gpuEmulate)
+      return host->emit(module, artifact, os);
     // The kernels are already serialised into the module (gpu.binary); what
-    // is left is host code.
-    return host->emit(module, artifact, os);
+    // is left is host code that launches them.
+    llvm::LLVMContext context;
+    std::string error;
+    std::unique_ptr<llvm::Module> llvmModule = cpu::translateAndOptimize(
+        module, context, target.cpu, error, /*slpVectorize=*/false);
+    if (!llvmModule)
+      return llvm::createStringError(error);
+    if (artifact == CodeArtifact::LLVMIR) {
+      llvmModule->print(os, nullptr);
+      return llvm::Error::success();
+    }
+    if (!cpu::emitCode(*llvmModule,
+                       artifact == CodeArtifact::Object
+                           ? cpu::CodeFileType::Object
+                           : cpu::CodeFileType::Assembly,
+                       target.cpu, os, error))
+      return llvm::createStringError(error);
+    return llvm::Error::success();
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,

@@ -40,11 +40,15 @@ void registerCPUTranslations(mlir::DialectRegistry &registry);
 
 /// Translates an LLVM-dialect module to LLVM IR for the host triple and
 /// runs LLVM's O3 pipeline for `cpu`: "native" (this machine's CPU and
-/// features) or an LLVM CPU name such as x86-64-v3.
+/// features) or an LLVM CPU name such as x86-64-v3. `slpVectorize` off
+/// suits host code that only launches kernels: one long function of
+/// argument stores, where the SLP vectorizer's search is quadratic (two
+/// minutes for GPT-2 small's launches) and finds nothing worth having.
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
                                                    llvm::LLVMContext &context,
                                                    const std::string &cpu,
-                                                   std::string &error);
+                                                   std::string &error,
+                                                   bool slpVectorize = true);
 
 enum class CodeFileType { Assembly, Object };
 

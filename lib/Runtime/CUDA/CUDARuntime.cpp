@@ -30,10 +30,14 @@ namespace {
 
 [[noreturn]] void fail(CUresult result, const char *call) {
   const char *name = nullptr, *text = nullptr;
-  cuGetErrorName(result, &name);
-  cuGetErrorString(result, &text);
-  std::fprintf(stderr, "error: CUDA: %s failed: %s (%s)\n", call,
-               name ? name : "unknown error", text ? text : "no description");
+  // The toolkit's stub library answers these with errors too.
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS)
+    name = nullptr;
+  if (cuGetErrorString(result, &text) != CUDA_SUCCESS)
+    text = nullptr;
+  std::fprintf(stderr, "error: CUDA: %s failed: %s (CUresult %d%s%s)\n",
+               call, name ? name : "unknown error", static_cast<int>(result),
+               text ? ": " : "", text ? text : "");
   if (result == CUDA_ERROR_STUB_LIBRARY)
     std::fprintf(stderr, "note: this is the CUDA toolkit's stub libcuda; run "
                          "on a machine with the NVIDIA driver\n");

@@ -1,4 +1,4 @@
-//===- MergeKernelModules.cpp - launches and kernel modules ---------------===//
+//===- Launches.cpp - launches and kernel modules -------------------------===//
 //
 // tgc-gpu-hoist-arena-allocs and tgc-gpu-merge-kernel-modules: see their
 // descriptions in Passes.td.

@@ -16,6 +16,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # Inputs shared across folders: %{test_src}/Runtime/Inputs/...
 config.substitutions.append(("%{test_src}", config.test_source_root))
 config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
+# Libraries tgc builds (runtime archives), for tests that link by hand.
+config.substitutions.append(("%tgc_lib", os.path.join(config.tgc_obj_root, "lib")))
 # Debian's python3 has torch; the default python3 on PATH may not.
 config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 

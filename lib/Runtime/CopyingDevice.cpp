@@ -45,4 +45,6 @@ void tgc_device_synchronize(void) {}
 const char *tgc_device_description(void) {
   return "the test device (separate host buffers)";
 }
+
+size_t tgc_device_bytes_in_use(void) { return 0; }
 }

@@ -23,8 +23,10 @@ void tgc_device_upload(void *device, const void *host, size_t bytes);
 void tgc_device_download(void *host, const void *device, size_t bytes);
 /// Waits for the step's work (a no-op on the host, where it is done).
 void tgc_device_synchronize(void);
-/// "NVIDIA H200, 139.8 GiB" or "" for the host.
+/// "NVIDIA H200 (sm_90, 139.8 GiB)", or "" for the host.
 const char *tgc_device_description(void);
+/// Device memory in use now (all processes), in bytes; 0 for the host.
+size_t tgc_device_bytes_in_use(void);
 }
 
 #endif // TGC_RUNTIME_DEVICE_H

@@ -14,4 +14,5 @@ void tgc_device_upload(void *, const void *, size_t) {}
 void tgc_device_download(void *, const void *, size_t) {}
 void tgc_device_synchronize(void) {}
 const char *tgc_device_description(void) { return ""; }
+size_t tgc_device_bytes_in_use(void) { return 0; }
 }

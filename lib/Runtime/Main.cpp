@@ -729,15 +729,22 @@ void Trainer::printSummary() const {
     std::snprintf(evalSummary, sizeof evalSummary,
                   ", held-out eval loss %.4f (step %lld)", lastEvalLoss,
                   (long long)lastEvalStep);
+  // On a GPU: the device and the device memory in use.
+  char deviceSummary[512] = "";
+  if (*tgc_device_description())
+    std::snprintf(deviceSummary, sizeof deviceSummary,
+                  "; on %s, %.1f MiB of device memory in use",
+                  tgc_device_description(),
+                  tgc_device_bytes_in_use() / (1024.0 * 1024.0));
   std::fprintf(stderr,
                "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
                "train loss of the last step's batch %.4f%s, "
                "peak RSS %.1f MiB (%.1f MiB before the first step; planned "
-               "arena %.1f MiB)\n",
+               "arena %.1f MiB%s)\n",
                times.size(), mean, sorted[sorted.size() / 2],
                tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss,
                evalSummary, peakRssMiB(), rssBeforeStepsMiB,
-               m.arena_bytes / (1024.0 * 1024.0));
+               m.arena_bytes / (1024.0 * 1024.0), deviceSummary);
 }
 
 } // namespace

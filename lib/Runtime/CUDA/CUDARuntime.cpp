@@ -35,8 +35,8 @@ namespace {
     name = nullptr;
   if (cuGetErrorString(result, &text) != CUDA_SUCCESS)
     text = nullptr;
-  std::fprintf(stderr, "error: CUDA: %s failed: %s (CUresult %d%s%s)\n",
-               call, name ? name : "unknown error", static_cast<int>(result),
+  std::fprintf(stderr, "error: CUDA: %s failed: %s (CUresult %d%s%s)\n", call,
+               name ? name : "unknown error", static_cast<int>(result),
                text ? ": " : "", text ? text : "");
   if (result == CUDA_ERROR_STUB_LIBRARY)
     std::fprintf(stderr, "note: this is the CUDA toolkit's stub libcuda; run "
@@ -279,6 +279,13 @@ void tgc_device_download(void *host, const void *device, size_t bytes) {
 void tgc_device_synchronize(void) {
   ensureContext();
   CHECK(cuCtxSynchronize());
+}
+
+size_t tgc_device_bytes_in_use(void) {
+  ensureContext();
+  size_t free = 0, total = 0;
+  CHECK(cuMemGetInfo(&free, &total));
+  return total - free;
 }
 
 const char *tgc_device_description(void) {

@@ -31,14 +31,14 @@ std::string layerText(const SavedActivation &a) {
 void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
   os << "\nSaved activations (what the backward pass keeps), remat "
      << r.context.remat << "\n";
-  os << llvm::formatv("  {0,-6}{1,-46}{2,-16}{3,-18}{4,14}  {5}\n", "layer",
+  os << llvm::formatv("  {0,-6}{1,-46}{2,-25}{3,-18}{4,14}  {5}\n", "layer",
                       "value", "op", "shape", "bytes", "read by");
   std::optional<int64_t> currentLayer;
   int64_t layerBytes = 0, totalElements = 0, totalBytes = 0;
   bool first = true;
   auto flushLayer = [&] {
     if (!first && currentLayer)
-      os << llvm::formatv("  {0,-6}{1,-80}{2,14}\n", "", "layer total",
+      os << llvm::formatv("  {0,-6}{1,-89}{2,14}\n", "", "layer total",
                           formatBytes(layerBytes));
   };
   for (const SavedActivation &a : *r.saved) {
@@ -54,7 +54,7 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
     std::string readers;
     llvm::raw_string_ostream rs(readers);
     llvm::interleave(a.readers, rs, "; ");
-    os << llvm::formatv("  {0,-6}{1,-46}{2,-16}{3,-18}{4,14}  {5}\n",
+    os << llvm::formatv("  {0,-6}{1,-46}{2,-25}{3,-18}{4,14}  {5}\n",
                         layerText(a), a.name,
                         a.value.getDefiningOp()->getName().getStringRef(),
                         shapeOf(a.value), formatBytes(a.bytes), readers);

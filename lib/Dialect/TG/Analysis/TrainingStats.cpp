@@ -100,7 +100,8 @@ llvm::SetVector<Operation *> mlir::tg::getForwardOps(func::FuncOp step) {
   return forward;
 }
 
-std::string mlir::tg::getOpName(Operation *op) {
+/// The model-level name of `op` (a NameLoc), if it has one.
+static std::optional<std::string> findOpName(Operation *op) {
   Location loc = op->getLoc();
   if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
     for (Location inner : fused.getLocations())
@@ -108,6 +109,13 @@ std::string mlir::tg::getOpName(Operation *op) {
         return name.getName().str();
   if (auto name = llvm::dyn_cast<NameLoc>(loc))
     return name.getName().str();
+  return std::nullopt;
+}
+
+std::string mlir::tg::getOpName(Operation *op) {
+  if (std::optional<std::string> name = findOpName(op))
+    return *name;
+  Location loc = op->getLoc();
   std::string text;
   llvm::raw_string_ostream os(text);
   loc.print(os);
@@ -140,7 +148,9 @@ mlir::tg::collectSavedActivations(func::FuncOp step) {
                                             : "input gradient (tg.matmul)";
           if (user->hasAttr(TGDialect::kRecomputedAttrName))
             what = "recomputed " + what;
-          std::string reader = what + " of " + getOpName(user);
+          // Ops the optimizer added have no model name: their kind says it.
+          std::optional<std::string> name = findOpName(user);
+          std::string reader = name ? what + " of " + *name : what;
           if (!llvm::is_contained(a.readers, reader))
             a.readers.push_back(reader);
         }

@@ -64,8 +64,11 @@ void usage() {
               "  --seed S               seed of weight init and random data "
               "order (default %llu)\n"
               "  --lr X                 learning rate (default %g)\n"
-              "  --init FILE            load weights by Hugging Face name "
-              "(.safetensors)\n"
+              "  --init PATH            load weights by Hugging Face name: a "
+              ".safetensors file,\n"
+              "                         a sharded checkpoint's "
+              "model.safetensors.index.json,\n"
+              "                         or a model directory with either\n"
               "  --save FILE            save weights and optimizer state at "
               "the end (.safetensors,\n"
               "                         written atomically; state as "
@@ -410,7 +413,7 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
   const std::string &file = opt.resume.empty() ? opt.init : opt.resume;
   SafeTensorsFile st;
   std::string error;
-  if (!readSafeTensors(file, st, error))
+  if (!readCheckpoint(file, st, error))
     die(error);
   std::map<std::string, bool> used;
   for (int i : s.params) {

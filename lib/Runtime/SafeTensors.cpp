@@ -8,6 +8,8 @@
 
 #include "tgc/Runtime/SafeTensors.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -482,6 +484,103 @@ bool tgc::rt::readSafeTensors(const std::string &path, SafeTensorsFile &file,
   std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
                             std::istreambuf_iterator<char>());
   return parseSafeTensors(path, data, file, error);
+}
+
+namespace {
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool isFile(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A sharded checkpoint: its index's weight_map, then each shard.
+bool readShardedCheckpoint(const std::string &indexPath, SafeTensorsFile &file,
+                           std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = indexPath + ": " + message;
+    return false;
+  };
+  std::ifstream in(indexPath, std::ios::binary);
+  if (!in)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  Json root;
+  std::string jsonError;
+  if (!JsonParser(text.data(), text.data() + text.size())
+           .parse(root, jsonError))
+    return fail(jsonError);
+  const Json *map =
+      root.kind == Json::Object ? member(root, "weight_map") : nullptr;
+  if (!map || map->kind != Json::Object)
+    return fail("not a sharded checkpoint index (no \"weight_map\" object)");
+  std::string dir;
+  size_t slash = indexPath.rfind('/');
+  if (slash != std::string::npos)
+    dir = indexPath.substr(0, slash + 1);
+  // Shard file → the tensors the index puts there.
+  std::map<std::string, std::vector<std::string>> shards;
+  for (auto &[name, shard] : map->members) {
+    if (shard.kind != Json::String || shard.str.empty() ||
+        shard.str.find('/') != std::string::npos)
+      return fail("weight_map entry '" + name +
+                  "' is not the file name of a shard");
+    shards[shard.str].push_back(name);
+  }
+  if (shards.empty())
+    return fail("the weight_map is empty");
+  // A tensor missing from its shard is reported before one a shard holds
+  // unlisted: when an index misplaces a tensor, that names the cause.
+  std::string unlisted;
+  for (auto &[shardName, names] : shards) {
+    SafeTensorsFile shard;
+    if (!readSafeTensors(dir + shardName, shard, error))
+      return false;
+    for (const std::string &name : names) {
+      auto it = shard.tensors.find(name);
+      if (it == shard.tensors.end())
+        return fail("tensor '" + name + "' is not in its shard " + shardName);
+      file.tensors[name] = std::move(it->second);
+      shard.tensors.erase(it);
+    }
+    if (!shard.tensors.empty() && unlisted.empty())
+      unlisted = "shard " + shardName + " holds '" +
+                 shard.tensors.begin()->first +
+                 "', which the weight_map does not list";
+    for (auto &[key, value] : shard.metadata)
+      file.metadata.emplace(key, value);
+  }
+  if (!unlisted.empty())
+    return fail(unlisted);
+  return true;
+}
+} // namespace
+
+bool tgc::rt::readCheckpoint(const std::string &path, SafeTensorsFile &file,
+                             std::string &error) {
+  if (isDirectory(path)) {
+    std::string base = endsWith(path, "/") ? path : path + "/";
+    if (isFile(base + "model.safetensors.index.json"))
+      return readShardedCheckpoint(base + "model.safetensors.index.json", file,
+                                   error);
+    if (isFile(base + "model.safetensors"))
+      return readSafeTensors(base + "model.safetensors", file, error);
+    error = path + ": a directory without model.safetensors or "
+                   "model.safetensors.index.json";
+    return false;
+  }
+  if (endsWith(path, ".json"))
+    return readShardedCheckpoint(path, file, error);
+  return readSafeTensors(path, file, error);
 }
 
 namespace {

@@ -54,6 +54,13 @@ bool parseSafeTensors(const std::string &path, const std::vector<uint8_t> &data,
 bool writeSafeTensors(const std::string &path, const SafeTensorsFile &file,
                       std::string &error);
 
+/// A checkpoint as Hugging Face stores it: one .safetensors file, a sharded
+/// one (`model.safetensors.index.json`, whose `weight_map` names the shard
+/// file of every tensor, shards beside it), or a model directory holding
+/// either. Every tensor must be in the shard its index names.
+bool readCheckpoint(const std::string &path, SafeTensorsFile &file,
+                    std::string &error);
+
 /// Builds an F32 tensor (F64 with `f64`) from doubles.
 TensorData makeTensor(const std::vector<int64_t> &shape,
                       const std::vector<double> &values, DType dtype);

@@ -37,8 +37,14 @@ const char *kProgram = "train";
   std::exit(1);
 }
 
+/// Marks files --save-dtype exported (parameters only, rounded).
+constexpr const char *kExportKey = "tgc_export";
+
 struct Options {
   std::string data, init, save, resume, dumpGrads, log;
+  /// --save-dtype: f32 saves a checkpoint to resume from; bf16/f16 export
+  /// the parameters alone, for inference.
+  DType saveDtype = DType::F32;
   int64_t steps = -1;
   bool seedGiven = false;
   uint64_t seed = 0;
@@ -73,6 +79,11 @@ void usage() {
               "the end (.safetensors,\n"
               "                         written atomically; state as "
               "'optimizer.<name>')\n"
+              "  --save-dtype T         f32 (default); bf16 or f16: save only "
+              "the parameters,\n"
+              "                         rounded, as inference weights (--init "
+              "loads them;\n"
+              "                         nothing to --resume from)\n"
               "  --resume FILE          continue from a file --save wrote "
               "(same losses as an\n"
               "                         uninterrupted run)\n"
@@ -141,7 +152,17 @@ Options parseOptions(int argc, char **argv) {
       o.save = next();
     else if (arg == "--resume")
       o.resume = next();
-    else if (arg == "--dump-grads")
+    else if (arg == "--save-dtype") {
+      std::string v = next();
+      if (v == "f32")
+        o.saveDtype = DType::F32;
+      else if (v == "bf16")
+        o.saveDtype = DType::BF16;
+      else if (v == "f16")
+        o.saveDtype = DType::F16;
+      else
+        die("--save-dtype: expected f32, bf16 or f16, got '" + v + "'");
+    } else if (arg == "--dump-grads")
       o.dumpGrads = next();
     else if (arg == "--log")
       o.log = next();
@@ -171,6 +192,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (!o.init.empty() && !o.resume.empty())
     die("--init and --resume both give the weights: use one");
+  if (o.saveDtype != DType::F32 && o.save.empty())
+    die("--save-dtype needs --save FILE");
   return o;
 }
 
@@ -426,6 +449,12 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
   }
   int64_t firstStep = 0;
   if (!opt.resume.empty()) {
+    auto exported = st.metadata.find(kExportKey);
+    if (exported != st.metadata.end())
+      die(file + ": inference weights exported with --save-dtype (" +
+          exported->second +
+          "; no optimizer state, no f32 masters): --init can load them, "
+          "--resume needs a file --save wrote without --save-dtype");
     for (int i : s.states) {
       std::string key = std::string("optimizer.") + s.buffers[i].info->name;
       auto it = st.tensors.find(key);
@@ -535,18 +564,33 @@ void dumpGradients(const StepBuffers &s, const std::string &path) {
 
 /// Parameters, optimizer state (as optimizer.<name>) and the step reached.
 void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
-                    const std::string &path, int64_t step) {
+                    const std::string &path, int64_t step, DType dtype) {
   download(s, s.params);
-  download(s, s.states);
   SafeTensorsFile out;
+  out.metadata["model_type"] = m.model_type;
+  out.metadata["format"] = "pt";
+  if (dtype != DType::F32) {
+    // Inference weights under their Hugging Face names: no optimizer state
+    // and no f32 masters, so nothing to resume training from.
+    for (int i : s.params) {
+      const Buffer &b = s.buffers[i];
+      out.tensors[b.info->name] = narrowFloats(
+          static_cast<const float *>(b.data), b.numel, shapeOf(*b.info), dtype);
+    }
+    out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
+                               " parameters at step " + std::to_string(step);
+    std::string error;
+    if (!writeSafeTensors(path, out, error))
+      die(error);
+    return;
+  }
+  download(s, s.states);
   for (int i : s.params)
     out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
   for (int i : s.states)
     out.tensors[std::string("optimizer.") + s.buffers[i].info->name] =
         toTensor(s.buffers[i]);
   out.metadata["step"] = std::to_string(step);
-  out.metadata["model_type"] = m.model_type;
-  out.metadata["format"] = "pt";
   std::string error;
   if (!writeSafeTensors(path, out, error))
     die(error);
@@ -782,7 +826,7 @@ int main(int argc, char **argv) {
   Trainer trainer(m, buffers, data, opt, seed, lr);
   trainer.run(firstStep, steps);
   if (!opt.save.empty())
-    saveCheckpoint(m, buffers, opt.save, firstStep + steps);
+    saveCheckpoint(m, buffers, opt.save, firstStep + steps, opt.saveDtype);
   trainer.printSummary();
   return 0;
 }

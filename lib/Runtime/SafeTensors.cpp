@@ -165,6 +165,61 @@ TensorData tgc::rt::makeTensor(const std::vector<int64_t> &shape,
   return t;
 }
 
+namespace {
+uint16_t floatToBF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) // NaN: keep it one (quiet)
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000, mantissa = x & 0x7fffff;
+  int32_t exponent = static_cast<int32_t>((x >> 23) & 0xff);
+  if (exponent == 0xff) // infinity, NaN
+    return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  int32_t e = exponent - 127 + 15;
+  if (e >= 0x1f)
+    return static_cast<uint16_t>(sign | 0x7c00);
+  auto round = [](uint32_t value, uint32_t shift) {
+    uint32_t kept = value >> shift, rest = value & ((1u << shift) - 1),
+             half = 1u << (shift - 1);
+    return kept + (rest > half || (rest == half && (kept & 1)));
+  };
+  if (e <= 0) { // a subnormal half, or zero
+    if (e < -10)
+      return static_cast<uint16_t>(sign);
+    return static_cast<uint16_t>(sign | round(mantissa | 0x800000, 14 - e));
+  }
+  // A carry out of the mantissa rounds into the exponent (up to infinity).
+  return static_cast<uint16_t>(
+      sign | round((static_cast<uint32_t>(e) << 23) | mantissa, 13));
+}
+} // namespace
+
+TensorData tgc::rt::narrowFloats(const float *values, int64_t count,
+                                 const std::vector<int64_t> &shape,
+                                 DType dtype) {
+  TensorData t;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.bytes.resize(count * dtypeSize(dtype));
+  if (dtype == DType::F32) {
+    std::memcpy(t.bytes.data(), values, count * 4);
+    return t;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t narrow =
+        dtype == DType::BF16 ? floatToBF16(values[i]) : floatToHalf(values[i]);
+    std::memcpy(t.bytes.data() + 2 * i, &narrow, 2);
+  }
+  return t;
+}
+
 //===----------------------------------------------------------------------===//
 // Header JSON
 //===----------------------------------------------------------------------===//

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -129,3 +130,48 @@ TEST(SafeTensors, MissingFile) {
 }
 
 } // namespace
+
+namespace {
+std::vector<uint16_t> narrowed(const std::vector<float> &values, DType dtype) {
+  TensorData t = narrowFloats(values.data(), values.size(),
+                              {static_cast<int64_t>(values.size())}, dtype);
+  std::vector<uint16_t> bits(values.size());
+  std::memcpy(bits.data(), t.bytes.data(), t.bytes.size());
+  return bits;
+}
+} // namespace
+
+// Rounding to nearest even, the edges included: halfway cases, overflow to
+// infinity, subnormal halves, NaN.
+TEST(SafeTensors, NarrowToHalf) {
+  const float inf = INFINITY;
+  std::vector<float> values{1.0f,
+                            -0.0f,
+                            65504.0f,
+                            65520.0f,
+                            1e6f,
+                            5.9604645e-8f /* 2^-24 */,
+                            2.9802322e-8f /* 2^-25: tie to 0 */,
+                            1.0f / 3,
+                            inf,
+                            NAN};
+  std::vector<uint16_t> expected{0x3c00, 0x8000, 0x7bff, 0x7c00, 0x7c00,
+                                 0x0001, 0x0000, 0x3555, 0x7c00};
+  std::vector<uint16_t> bits = narrowed(values, DType::F16);
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(bits[i], expected[i]) << "value " << values[i];
+  EXPECT_EQ(bits.back() & 0x7c00, 0x7c00); // NaN stays NaN
+  EXPECT_NE(bits.back() & 0x03ff, 0);
+}
+
+TEST(SafeTensors, NarrowToBFloat) {
+  std::vector<float> values{1.0f, 1.0f / 3, -2.5f, 3.4028235e38f /* FLT_MAX */,
+                            NAN};
+  std::vector<uint16_t> bits = narrowed(values, DType::BF16);
+  EXPECT_EQ(bits[0], 0x3f80);
+  EXPECT_EQ(bits[1], 0x3eab); // 0x3eaaaaab rounds up
+  EXPECT_EQ(bits[2], 0xc020);
+  EXPECT_EQ(bits[3], 0x7f80); // rounds past the largest bf16: infinity
+  EXPECT_EQ(bits[4] & 0x7f80, 0x7f80);
+  EXPECT_NE(bits[4] & 0x007f, 0);
+}

@@ -65,6 +65,11 @@ bool readCheckpoint(const std::string &path, SafeTensorsFile &file,
 TensorData makeTensor(const std::vector<int64_t> &shape,
                       const std::vector<double> &values, DType dtype);
 
+/// `count` floats as `dtype` (F32, BF16 or F16; rounded to nearest even,
+/// overflow to infinity, NaN kept).
+TensorData narrowFloats(const float *values, int64_t count,
+                        const std::vector<int64_t> &shape, DType dtype);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_SAFETENSORS_H

@@ -51,7 +51,8 @@ struct Options {
   double lr = -1;
   DataOrder order = DataOrder::Sequential;
   int64_t evalEvery = 0;
-  int64_t threads = 0; // 0: OpenMP's default (OMP_NUM_THREADS or every core)
+  int64_t saveEvery = 0; // also write --save every N steps
+  int64_t threads = 0;   // 0: OpenMP's default (OMP_NUM_THREADS or every core)
   bool quiet = false;
 };
 
@@ -90,6 +91,9 @@ void usage() {
               "  --dump-grads FILE      write the first step's gradients by "
               "parameter name\n"
               "  --data-order ORDER     sequential (default) or random\n"
+              "  --save-every N         also write --save every N steps "
+              "(each written atomically:\n"
+              "                         a run that fails keeps the last one)\n"
               "  --eval-every N         every N steps, report the loss on "
               "held-out data (the last\n"
               "                         10%% of the data)\n"
@@ -175,6 +179,8 @@ Options parseOptions(int argc, char **argv) {
       o.lr = parsePositive(arg, next());
     else if (arg == "--eval-every")
       o.evalEvery = parseInt(arg, next(), 1);
+    else if (arg == "--save-every")
+      o.saveEvery = parseInt(arg, next(), 1);
     else if (arg == "--threads")
       o.threads = parseInt(arg, next(), 1);
     else if (arg == "--quiet")
@@ -194,6 +200,8 @@ Options parseOptions(int argc, char **argv) {
     die("--init and --resume both give the weights: use one");
   if (o.saveDtype != DType::F32 && o.save.empty())
     die("--save-dtype needs --save FILE");
+  if (o.saveEvery && o.save.empty())
+    die("--save-every needs --save FILE");
   return o;
 }
 
@@ -640,6 +648,7 @@ private:
   std::vector<void *> scratch, scratchDevice;
   std::vector<double> times;
   double rssBeforeStepsMiB = 0, lastLoss = NAN, lastEvalLoss = NAN;
+  int64_t lastSavedStep = 0; // the step of the last --save-every checkpoint
   int64_t lastEvalStep = 0;
 };
 
@@ -712,9 +721,14 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     float loss = s.scalar(s.loss);
     float norm = s.scalar(s.norm);
     lastLoss = loss;
-    if (!std::isfinite(loss))
-      die("the loss became " + std::to_string(loss) + " at step " +
-          std::to_string(step + 1) + " (lower --lr?)");
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      std::string kept = lastSavedStep ? "; " + opt.save + " holds step " +
+                                             std::to_string(lastSavedStep)
+                                       : "";
+      die(std::string(std::isfinite(loss) ? "the gradient norm" : "the loss") +
+          " became " + std::to_string(std::isfinite(loss) ? norm : loss) +
+          " at step " + std::to_string(step + 1) + " (lower --lr?)" + kept);
+    }
     if (step == firstStep && !opt.dumpGrads.empty())
       dumpGradients(s, opt.dumpGrads);
     swapUpdates();
@@ -727,6 +741,12 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
           "{\"step\": %lld, \"loss\": %.6f, \"grad_norm\": %.6f, \"ms\": %.3f, "
           "\"tokens_per_s\": %.1f}\n",
           (long long)(step + 1), loss, norm, ms, tokPerS);
+    // The last step's checkpoint is main's (after the summary's figures).
+    if (opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
+        step + 1 < firstStep + steps) {
+      saveCheckpoint(m, s, opt.save, step + 1, opt.saveDtype);
+      lastSavedStep = step + 1;
+    }
     if (opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
       double evalLoss = evaluate();
       lastEvalLoss = evalLoss;

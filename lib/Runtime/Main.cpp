@@ -570,7 +570,8 @@ void dumpGradients(const StepBuffers &s, const std::string &path) {
     die(error);
 }
 
-/// Parameters, optimizer state (as optimizer.<name>) and the step reached.
+/// Parameters, optimizer state (as optimizer.<name>) and the step reached;
+/// with a narrower `dtype`, the parameters alone, rounded (an export).
 void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                     const std::string &path, int64_t step, DType dtype) {
   download(s, s.params);

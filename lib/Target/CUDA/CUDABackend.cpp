@@ -319,16 +319,16 @@ llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
 
 llvm::Expected<std::unique_ptr<TargetBackend>>
 tgc::cuda::createCUDABackend(const TargetOptions &options) {
+  if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
+    return llvm::createStringError("--gpu-arch: expected an NVIDIA "
+                                   "architecture such as sm_90, got '" +
+                                   options.gpuArch + "'");
   if (!options.gpuEmulate && configuredToolkit().empty() &&
       !std::getenv("TGC_CUDA_TOOLKIT"))
     return llvm::createStringError(
         "--target=cuda: this tgc was built without the CUDA toolkit (needed "
         "for libdevice and the GPU runtime); rebuild with the toolkit in "
         "/usr/local/cuda or -DTGC_CUDA_TOOLKIT=<dir>, or use --target=cpu");
-  if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
-    return llvm::createStringError("--gpu-arch: expected an NVIDIA "
-                                   "architecture such as sm_90, got '" +
-                                   options.gpuArch + "'");
   // NVPTX code generation (gpu-module-to-binary).
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetInfo();

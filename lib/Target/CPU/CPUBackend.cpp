@@ -14,12 +14,9 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 
 using namespace mlir;
 using namespace tgc;
@@ -187,49 +184,8 @@ llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
   if (!llvm::sys::fs::exists(runtime))
     return llvm::createStringError("the tgc runtime library is missing: " +
                                    runtime.str());
-  SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
-    return llvm::createStringError("cannot create a temporary directory: " +
-                                   ec.message());
-  auto write = [&](StringRef name, StringRef text) -> llvm::Error {
-    SmallString<128> path(dir);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return llvm::createStringError(path.str().str() + ": " + ec.message());
-    os << text;
-    return llvm::Error::success();
-  };
-  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
-  if (llvm::Error err = write("train_step.h", header))
-    return err;
-  if (llvm::Error err = write("model_info.c", modelInfo))
-    return err;
-  SmallString<128> info(dir);
-  llvm::sys::path::append(info, "model_info.c");
-
-  std::string compiler = "clang++-22";
-  if (const char *env = std::getenv("TGC_CXX"))
-    compiler = env;
-  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
-  if (!program)
-    return llvm::createStringError("cannot find the linker driver '" +
-                                   compiler +
-                                   "' (install clang-22, or set TGC_CXX)");
-  std::string include = "-I" + dir.str().str();
-  SmallVector<StringRef> args{*program, "-O2",  "-x",    "c",        info,
-                              "-x",     "none", include, objectFile, runtime,
-                              "-lomp",  "-lm",  "-o",    output};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
-                                     &message);
-  if (rc != 0)
-    return llvm::createStringError(
-        "linking " + output.str() + " failed (" + compiler + " exited with " +
-        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
-  return llvm::Error::success();
+  return linkHostExecutable(objectFile, header, modelInfo,
+                            {runtime.str(), "-lomp"}, output);
 }
 
 llvm::Expected<std::unique_ptr<TargetBackend>>

@@ -13,12 +13,16 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -238,4 +242,55 @@ bool tgc::cpu::emitCode(llvm::Module &module, CodeFileType type,
   }
   pm.run(module);
   return true;
+}
+
+llvm::Error tgc::cpu::linkHostExecutable(llvm::StringRef objectFile,
+                                         llvm::StringRef header,
+                                         llvm::StringRef modelInfo,
+                                         llvm::ArrayRef<std::string> libraries,
+                                         llvm::StringRef output) {
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+    return llvm::createStringError("cannot create a temporary directory: " +
+                                   ec.message());
+  auto write = [&](llvm::StringRef name, llvm::StringRef text) -> llvm::Error {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError(path.str().str() + ": " + ec.message());
+    os << text;
+    return llvm::Error::success();
+  };
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
+  if (llvm::Error err = write("train_step.h", header))
+    return err;
+  if (llvm::Error err = write("model_info.c", modelInfo))
+    return err;
+  llvm::SmallString<128> info(dir);
+  llvm::sys::path::append(info, "model_info.c");
+
+  std::string compiler = "clang++-22";
+  if (const char *env = std::getenv("TGC_CXX"))
+    compiler = env;
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
+  if (!program)
+    return llvm::createStringError("cannot find the linker driver '" +
+                                   compiler +
+                                   "' (install clang-22, or set TGC_CXX)");
+  std::string include = "-I" + dir.str().str();
+  llvm::SmallVector<llvm::StringRef> args{
+      *program, "-O2", "-x", "c", info, "-x", "none", include, objectFile};
+  args.append(libraries.begin(), libraries.end());
+  args.append({"-lm", "-o", output});
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return llvm::createStringError(
+        "linking " + output.str() + " failed (" + compiler + " exited with " +
+        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
+  return llvm::Error::success();
 }

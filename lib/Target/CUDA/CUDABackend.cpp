@@ -17,12 +17,10 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mlir;
@@ -258,63 +256,14 @@ llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
   if (!llvm::sys::fs::exists(target.runtimeLibrary))
     return llvm::createStringError("the tgc runtime library is missing: " +
                                    target.runtimeLibrary);
-  SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
-    return llvm::createStringError("cannot create a temporary directory: " +
-                                   ec.message());
-  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
-  SmallString<128> info(dir);
-  llvm::sys::path::append(info, "model_info.c");
-  for (auto [name, text] : {std::pair{StringRef("train_step.h"), header},
-                            std::pair{StringRef("model_info.c"), modelInfo}}) {
-    SmallString<128> path(dir);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return llvm::createStringError(path.str().str() + ": " + ec.message());
-    os << text;
-  }
-  std::string compiler = "clang++-22";
-  if (const char *env = std::getenv("TGC_CXX"))
-    compiler = env;
-  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
-  if (!program)
-    return llvm::createStringError("cannot find the linker driver '" +
-                                   compiler +
-                                   "' (install clang-22, or set TGC_CXX)");
   // libcuda.so.1 comes from the driver at run time; the toolkit's stub is
   // for the link only (never on the rpath).
   std::string stubs = "-L" + options.toolkit.getValue() + "/lib64/stubs";
-  std::string include = "-I" + dir.str().str();
-  SmallVector<StringRef> args{*program,
-                              "-O2",
-                              "-x",
-                              "c",
-                              info,
-                              "-x",
-                              "none",
-                              include,
-                              objectFile,
-                              "-Wl,--whole-archive",
-                              cudaRuntime,
-                              "-Wl,--no-whole-archive",
-                              target.runtimeLibrary,
-                              stubs,
-                              "-lcuda",
-                              "-lomp",
-                              "-lm",
-                              "-o",
-                              output};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
-                                     &message);
-  if (rc != 0)
-    return llvm::createStringError(
-        "linking " + output.str() + " failed (" + compiler + " exited with " +
-        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
-  return llvm::Error::success();
+  return cpu::linkHostExecutable(
+      objectFile, header, modelInfo,
+      {"-Wl,--whole-archive", cudaRuntime.str().str(), "-Wl,--no-whole-archive",
+       target.runtimeLibrary, stubs, "-lcuda", "-lomp"},
+      output);
 }
 
 llvm::Expected<std::unique_ptr<TargetBackend>>

@@ -5,6 +5,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -55,6 +57,16 @@ enum class CodeFileType { Assembly, Object };
 /// Emits assembly or an object file of `module` for `cpu` (as above).
 bool emitCode(llvm::Module &module, CodeFileType type, const std::string &cpu,
               llvm::raw_pwrite_stream &os, std::string &error);
+
+/// Links `objectFile` into the executable `output` with the host's C++
+/// driver (clang++-22, or $TGC_CXX): the step's `header` (train_step.h) and
+/// `modelInfo` (C source of tgc_model) compiled beside it, then `libraries`
+/// in order (archives, -L/-l/-Wl flags), then libm.
+llvm::Error linkHostExecutable(llvm::StringRef objectFile,
+                               llvm::StringRef header,
+                               llvm::StringRef modelInfo,
+                               llvm::ArrayRef<std::string> libraries,
+                               llvm::StringRef output);
 
 } // namespace tgc::cpu
 

@@ -6,35 +6,14 @@ PyTorch's own rounding of the f32 checkpoint saved at the same step, and
 that the reference model's loss with the exported weights is within the
 dtype's precision of the loss with the f32 ones."""
 import argparse
-import json
 import os
-import struct
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import safetensors_io as st  # noqa: E402
 import torch_models as tm  # noqa: E402
-
-TORCH_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16}
-
-
-def load_export(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        raw = np.frombuffer(data[base + b:base + e], dtype=np.int16).copy()
-        out[name] = torch.from_numpy(raw).view(TORCH_DTYPES[info["dtype"]]) \
-            .reshape(info["shape"])
-    return out
 
 
 def main():
@@ -46,7 +25,7 @@ def main():
     c = tm.load_config(args.model)
     shapes, loss_fn = tm.family(c)
     expected = {name: list(shape) for name, shape in shapes(c)}
-    exported = load_export(args.export)
+    exported = st.load(args.export)
     reference = {k: v for k, v in st.load(args.f32).items()
                  if not k.startswith("optimizer.")}
     got = {k: list(v.shape) for k, v in exported.items()}

@@ -46,6 +46,12 @@ def load(path):
         if name == "__metadata__":
             continue
         b, e = info["data_offsets"]
-        a = np.frombuffer(data[base + b:base + e], dtype=_DTYPES[info["dtype"]])
+        raw = data[base + b:base + e]
+        if info["dtype"] == "BF16":  # numpy has no bfloat16: reinterpret
+            a = np.frombuffer(raw, dtype=np.int16).copy()
+            out[name] = torch.from_numpy(a).view(torch.bfloat16) \
+                .reshape(info["shape"])
+            continue
+        a = np.frombuffer(raw, dtype=_DTYPES[info["dtype"]])
         out[name] = torch.from_numpy(a.reshape(info["shape"]).copy())
     return out

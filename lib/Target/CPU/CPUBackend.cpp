@@ -100,6 +100,27 @@ void tgc::cpu::buildCPUBackendPipeline(OpPassManager &pm,
   buildCPUCodegenPipeline(pm, options);
 }
 
+llvm::Error tgc::cpu::emitHostCode(ModuleOp module, CodeArtifact artifact,
+                                   const std::string &cpu, bool slpVectorize,
+                                   llvm::raw_pwrite_stream &os) {
+  llvm::LLVMContext context;
+  std::string error;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateAndOptimize(module, context, cpu, error, slpVectorize);
+  if (!llvmModule)
+    return llvm::createStringError(error);
+  if (artifact == CodeArtifact::LLVMIR) {
+    llvmModule->print(os, nullptr);
+    return llvm::Error::success();
+  }
+  if (!emitCode(*llvmModule,
+                artifact == CodeArtifact::Object ? CodeFileType::Object
+                                                 : CodeFileType::Assembly,
+                cpu, os, error))
+    return llvm::createStringError(error);
+  return llvm::Error::success();
+}
+
 void tgc::cpu::registerCPUBackendPasses() {
   registerTGCPUPasses();
   PassPipelineRegistration<CPUBackendOptions>(
@@ -147,22 +168,7 @@ public:
 
   llvm::Error emit(ModuleOp module, CodeArtifact artifact,
                    llvm::raw_pwrite_stream &os) const override {
-    llvm::LLVMContext context;
-    std::string error;
-    std::unique_ptr<llvm::Module> llvmModule =
-        translateAndOptimize(module, context, cpu.name, error);
-    if (!llvmModule)
-      return llvm::createStringError(error);
-    if (artifact == CodeArtifact::LLVMIR) {
-      llvmModule->print(os, nullptr);
-      return llvm::Error::success();
-    }
-    if (!emitCode(*llvmModule,
-                  artifact == CodeArtifact::Object ? CodeFileType::Object
-                                                   : CodeFileType::Assembly,
-                  cpu.name, os, error))
-      return llvm::createStringError(error);
-    return llvm::Error::success();
+    return emitHostCode(module, artifact, cpu.name, /*slpVectorize=*/true, os);
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,

@@ -17,8 +17,6 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
@@ -185,24 +183,10 @@ public:
     if (target.gpuEmulate)
       return host->emit(module, artifact, os);
     // The kernels are already serialised into the module (gpu.binary); what
-    // is left is host code that launches them.
-    llvm::LLVMContext context;
-    std::string error;
-    std::unique_ptr<llvm::Module> llvmModule = cpu::translateAndOptimize(
-        module, context, target.cpu, error, /*slpVectorize=*/false);
-    if (!llvmModule)
-      return llvm::createStringError(error);
-    if (artifact == CodeArtifact::LLVMIR) {
-      llvmModule->print(os, nullptr);
-      return llvm::Error::success();
-    }
-    if (!cpu::emitCode(*llvmModule,
-                       artifact == CodeArtifact::Object
-                           ? cpu::CodeFileType::Object
-                           : cpu::CodeFileType::Assembly,
-                       target.cpu, os, error))
-      return llvm::createStringError(error);
-    return llvm::Error::success();
+    // is left is host code that launches them: one long function of
+    // argument stores, where the SLP vectorizer's search only costs time.
+    return cpu::emitHostCode(module, artifact, target.cpu,
+                             /*slpVectorize=*/false, os);
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,

@@ -28,8 +28,8 @@ tgc=build/bin/tgc
 model=examples/tiny-llama.json
 steps=50
 rm -rf "$dir" && mkdir -p "$dir"
-"$tgc" "$model" --target=cuda -o "$dir/train-gpu"
-"$tgc" "$model" -o "$dir/train-cpu"
+"$tgc" "$model" --return-gradients --target=cuda -o "$dir/train-gpu"
+"$tgc" "$model" --return-gradients -o "$dir/train-cpu"
 cp /usr/share/common-licenses/GPL-3 "$dir/data.txt"
 libomp=$(ldd "$dir/train-gpu" | awk '/libomp/ {print $3}')
 cp "$libomp" "$dir/"

@@ -107,8 +107,23 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
                                       const TargetBackend &target,
                                       tg::FusionMode fusion,
                                       KernelCounts *counts) {
+  // The runtime updates parameters and state in place when the tg step
+  // allows it: the lowering and its fusions must keep every read of an old
+  // value before the op that writes the new one.
+  auto step = module.lookupSymbol<func::FuncOp>(kStepName);
+  bool inPlace = step && canUpdateInPlace(step);
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
         buildTGToLinalgPipeline(pm, kStepName, fusion);
+      })))
+    return failure();
+  if (inPlace) {
+    step = module.lookupSymbol<func::FuncOp>(kStepName);
+    std::string late = step ? findReadAfterUpdate(step) : "";
+    if (!late.empty())
+      return step.emitError("internal error: the lowered step reads '")
+             << late << "' after its in-place update";
+  }
+  if (failed(runPipeline(module, [&](OpPassManager &pm) {
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
           if (counts)
             nested.addPass(std::make_unique<CountKernelsPass>(counts));
@@ -134,8 +149,9 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   };
   if (level == EmitLevel::TG)
     return print([&](llvm::raw_ostream &os) { module.print(os); });
-  if (failed(buildTrainStep(module, training,
-                            /*returnGradients=*/level > EmitLevel::Grad)))
+  if (failed(
+          buildTrainStep(module, training,
+                         request.returnGradients && level > EmitLevel::Grad)))
     return failedCompile();
   if (level == EmitLevel::Grad)
     return print([&](llvm::raw_ostream &os) { module.print(os); });

@@ -147,39 +147,74 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
   return buffers;
 }
 
-bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
+namespace {
+/// Calls `check(old, newValue)` for each parameter and state the step
+/// returns a new value of; stops at the first false.
+bool forEachUpdated(
+    mlir::func::FuncOp step,
+    llvm::function_ref<bool(mlir::BlockArgument, mlir::Value)> check) {
   using namespace mlir;
-  Block &body = step.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> position;
-  int64_t index = 0;
-  for (Operation &op : body)
-    position[&op] = index++;
-  auto ret = body.getTerminator();
-  bool any = false;
-  for (unsigned r = 0; r < step.getNumResults(); ++r) {
+  Operation *ret = step.getBody().front().getTerminator();
+  for (unsigned r = 0; r < step.getNumResults(); ++r)
     for (StringRef role :
          {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName}) {
       auto name = step.getResultAttrOfType<StringAttr>(r, role);
       if (!name)
         continue;
-      Operation *update = ret->getOperand(r).getDefiningOp();
-      if (!update || !update->hasTrait<tg::ParameterUpdate>())
-        return false;
-      // The old value: the argument with the same name.
-      BlockArgument old;
       for (BlockArgument arg : step.getArguments())
-        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) == name)
-          old = arg;
-      if (!old)
-        return false;
-      for (Operation *user : old.getUsers())
-        if (position.lookup(body.findAncestorOpInBlock(*user)) >
-            position.lookup(update))
+        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) ==
+                name &&
+            !check(arg, ret->getOperand(r)))
           return false;
-      any = true;
     }
+  return true;
+}
+
+/// Whether an op reads `old` after `update` (the op computing its new
+/// value) in the body of the step.
+bool readAfter(mlir::Block &body, mlir::BlockArgument old,
+               mlir::Operation *update) {
+  for (mlir::Operation *user : old.getUsers()) {
+    mlir::Operation *top = body.findAncestorOpInBlock(*user);
+    if (top && top != update && update->isBeforeInBlock(top))
+      return true;
   }
-  return any;
+  return false;
+}
+} // namespace
+
+bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
+  using namespace mlir;
+  Block &body = step.getBody().front();
+  bool any = false;
+  bool ok = forEachUpdated(step, [&](BlockArgument old, Value newValue) {
+    Operation *update = newValue.getDefiningOp();
+    if (!update || !update->hasTrait<tg::ParameterUpdate>() ||
+        update->getBlock() != &body || readAfter(body, old, update))
+      return false;
+    any = true;
+    return true;
+  });
+  return ok && any;
+}
+
+std::string tgc::findReadAfterUpdate(mlir::func::FuncOp step) {
+  using namespace mlir;
+  Block &body = step.getBody().front();
+  std::string found;
+  forEachUpdated(step, [&](BlockArgument old, Value newValue) {
+    Operation *def = newValue.getDefiningOp();
+    Operation *update = def ? body.findAncestorOpInBlock(*def) : nullptr;
+    if (!update || !readAfter(body, old, update))
+      return true;
+    for (StringRef role :
+         {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
+      if (auto name =
+              step.getArgAttrOfType<StringAttr>(old.getArgNumber(), role))
+        found = name.getValue().str();
+    return false;
+  });
+  return found;
 }
 
 ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,

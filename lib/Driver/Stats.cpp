@@ -90,11 +90,12 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
   report.stats = tg::computeTrainingStats(step);
   if (request.memory) {
     report.saved = tg::collectSavedActivations(step);
-    // The compiled step returns the gradients too: a graph of its own.
+    // The compiled step as tgc builds it (with the gradients among its
+    // results when asked): a graph of its own.
     OwningOpRef<ModuleOp> compiled = forwardModule->clone();
     TrainingConfig quiet = training;
     quiet.rematReport = false;
-    if (failed(buildTrainStep(*compiled, quiet, /*returnGradients=*/true)))
+    if (failed(buildTrainStep(*compiled, quiet, request.returnGradients)))
       return failedBuild();
     KernelCounts counts;
     FailureOr<int64_t> arena =

@@ -65,7 +65,7 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
   if (r.compiledArenaBytes)
     os << llvm::formatv(
         "  compiled arena {0} (tgc-plan-buffers on the bufferized "
-        "step the executable runs; its gradients are outputs)\n",
+        "step the executable runs)\n",
         formatBytes(*r.compiledArenaBytes));
   if (r.kernels && r.bytesMoved)
     os << llvm::formatv(
@@ -119,8 +119,14 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   os << "\nMemory\n";
   os << llvm::formatv("  {0,-28}{1,16}\n", "parameters",
                       formatBytes(s.parameterBytes));
-  os << llvm::formatv("  {0,-28}{1,16}\n", "gradients",
-                      formatBytes(s.parameterBytes));
+  if (s.gradientPeakBytes)
+    os << llvm::formatv("  {0,-28}{1,16}   (in the planned peak: at most {2} "
+                        "alive at once)\n",
+                        "gradients", formatBytes(s.parameterBytes),
+                        formatBytes(s.gradientPeakBytes));
+  else
+    os << llvm::formatv("  {0,-28}{1,16}\n", "gradients",
+                        formatBytes(s.parameterBytes));
   os << llvm::formatv("  {0,-28}{1,16}\n", "optimizer state",
                       formatBytes(s.optimizerStateBytes));
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
@@ -151,6 +157,7 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
       {"memory",
        llvm::json::Object{{"parameters", s.parameterBytes},
                           {"gradients", s.parameterBytes},
+                          {"gradients_alive_at_once", s.gradientPeakBytes},
                           {"optimizer_state", s.optimizerStateBytes},
                           {"saved_activations", s.savedActivationBytes},
                           {"peak", s.plannedPeakBytes},

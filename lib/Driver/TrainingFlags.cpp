@@ -37,8 +37,8 @@ Flag<double> beta2("beta2", "AdamW beta2", "x");
 Flag<double> eps("eps", "AdamW epsilon", "x");
 Flag<double> weightDecay("weight-decay", "Decoupled weight decay (AdamW)", "x");
 Flag<double> momentum("momentum", "SGD momentum", "x");
-Flag<double> gradClip("grad-clip", "Clip gradients to this global L2 norm",
-                      "x");
+Flag<double> gradClip("grad-clip",
+                      "Clip gradients to this global L2 norm (0: off)", "x");
 cl::opt<DType, false, EnumFlagParser<DType>>
     dtype("dtype", cl::desc("Element type of weights and activations"),
           cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
@@ -55,6 +55,12 @@ cl::opt<FusionMode, false, EnumFlagParser<FusionMode>>
     fusion("fusion", cl::desc("Fusion (docs/fusion.md; default: default)"),
            cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
            TG_FUSION_MODE_CL_VALUES);
+cl::opt<bool> optimizerInBackward(
+    "optimizer-in-backward",
+    cl::desc("Update each parameter as soon as its gradient is complete, so "
+             "gradients are not all alive at once (default: true; global-norm "
+             "clipping waits for every gradient either way)"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -119,6 +125,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.rematReport = true;
   if (fusion.getNumOccurrences())
     t.fusion = fusion;
+  if (optimizerInBackward.getNumOccurrences())
+    t.optimizerInBackward = optimizerInBackward;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -143,7 +151,7 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   using Check = std::pair<const cl::Option *, double>;
   for (auto [flag, value] :
        {Check(&batchSize, double(batchSize)), Check(&seqLen, double(seqLen)),
-        Check(&lr, lr), Check(&eps, eps), Check(&gradClip, gradClip)})
+        Check(&lr, lr), Check(&eps, eps)})
     if (llvm::Error err = checkPositive(*flag, value))
       return err;
   for (Flag<double> *flag : {&beta1, &beta2})
@@ -151,7 +159,7 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
       return llvm::createStringError("--" + flag->ArgStr.str() +
                                      " must be in [0, 1), got " +
                                      std::to_string(double(*flag)));
-  for (Flag<double> *flag : {&weightDecay, &momentum})
+  for (Flag<double> *flag : {&weightDecay, &momentum, &gradClip})
     if (flag->given() && *flag < 0)
       return llvm::createStringError("--" + flag->ArgStr.str() +
                                      " must be non-negative, got " +
@@ -175,4 +183,5 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.memoryBudget = t.memoryBudget;
   options.rematReport = t.rematReport;
   options.fusion = t.fusion;
+  options.optimizerInBackward = t.optimizerInBackward;
 }

@@ -351,7 +351,7 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     t.weightDecay = *v;
   if (auto v = r.number("momentum", false, /*positive=*/false))
     t.momentum = *v;
-  if (auto v = r.number("grad_clip", false))
+  if (auto v = r.number("grad_clip", false, /*positive=*/false))
     t.gradClip = *v;
   if (auto name = r.string("dtype", false)) {
     if (*name == "f32" || *name == "float32")
@@ -371,6 +371,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
       r.error("fusion",
               "expected \"none\" or \"default\", got \"" + *name + "\"");
   }
+  if (auto v = r.boolean("optimizer_in_backward"))
+    t.optimizerInBackward = *v;
   if (auto v = r.integer("seed", false, 0))
     t.seed = static_cast<uint64_t>(*v);
   if (auto v = r.integer("steps", false, 0))

@@ -32,6 +32,12 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     opt.returnGradients = options.returnGradients;
     pm.addPass(mlir::tg::createTGOptimizerPass(opt));
   }
+  // The optimizer inside the backward sweep: before remat, so that its
+  // planner sees gradients die one by one, and again after it (below), past
+  // the readers of parameters that remat recomputes.
+  bool scheduleUpdates = options.withOptimizer && options.optimizerInBackward;
+  if (scheduleUpdates)
+    pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
   // Last on the tg graph: CSE would merge recomputed clones back. Runs with
   // policy none too, for the ops users annotated with tg.remat.
   mlir::tg::TGRematPassOptions remat;
@@ -39,6 +45,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   remat.memoryBudget = options.memoryBudget;
   remat.report = options.rematReport;
   pm.addPass(mlir::tg::createTGRematPass(remat));
+  if (scheduleUpdates)
+    pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
 }
 
 /// Scores per chunk of query rows under fusion: small enough that attention

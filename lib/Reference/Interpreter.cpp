@@ -726,11 +726,16 @@ private:
                               o.getIgnoreIndex(), &g));
         })
         // Optimizer.
+        .Case([&](SumSquaresOp o) {
+          double sum = 0;
+          for (double x : in(o.getInput()).data)
+            sum += x * x;
+          set(o, Tensor({}, sum));
+        })
         .Case([&](GlobalNormOp o) {
           double sum = 0;
-          for (Value v : o.getInputs())
-            for (double x : in(v).data)
-              sum += x * x;
+          for (Value v : o.getSums())
+            sum += in(v)[0];
           set(o, Tensor({}, std::sqrt(sum)));
         })
         .Case([&](ClipFactorOp o) {

@@ -559,7 +559,8 @@ void fillBatch(const tgc_model_info &m, const Dataset &d, StepBuffers &s,
 
 void dumpGradients(const StepBuffers &s, const std::string &path) {
   if (s.grads.size() != s.params.size())
-    die("--dump-grads: this executable was compiled without gradient outputs");
+    die("--dump-grads: this executable was compiled without gradient outputs "
+        "(compile it with tgc --return-gradients)");
   download(s, s.grads);
   SafeTensorsFile out;
   for (int i : s.grads)

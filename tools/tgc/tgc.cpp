@@ -102,6 +102,13 @@ cl::opt<std::string>
             cl::desc("GPU architecture for --target=cuda (default sm_90)"),
             cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(tgcCategory));
 
+cl::opt<bool> returnGradients(
+    "return-gradients",
+    cl::desc("Compile a step that also returns every gradient (needed by the "
+             "executable's --dump-grads; keeps all gradients alive at once)"),
+    cl::init(false), cl::cat(tgcCategory),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(statsCommand));
+
 cl::opt<bool> gpuEmulate(
     "gpu-emulate",
     cl::desc("With --target=cuda: run the GPU backend's kernel schedule "
@@ -290,6 +297,7 @@ int main(int argc, char **argv) {
     request.output = outputFile;
     request.json = statsJson;
     request.memory = statsMemory;
+    request.returnGradients = returnGradients;
     request.rematSweep = rematSweep;
     request.memoryTimeline = memoryTimeline;
     request.rematSweepSvg = rematSweepSvg;
@@ -300,6 +308,7 @@ int main(int argc, char **argv) {
   request.input = inputFile;
   request.output = outputFile;
   request.level = emitLevel;
+  request.returnGradients = returnGradients;
   if (!emitLevel.getNumOccurrences() && outputFile != "-")
     request.level = EmitLevel::Exe;
   return report(compile(*module, request, training, model ? &*model : nullptr,

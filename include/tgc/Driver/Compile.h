@@ -36,8 +36,8 @@ enum class EmitLevel {
 };
 
 /// Adds @train_step (reverse graph, optimizer update, remat) beside @forward.
-/// With `returnGradients` the step also returns the gradients (compiled
-/// executables do, for --dump-grads).
+/// With `returnGradients` the step also returns the gradients (for the
+/// executable's --dump-grads).
 mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    const TrainingConfig &training,
                                    bool returnGradients);
@@ -70,6 +70,8 @@ struct CompileRequest {
   std::string input;        // the model file, for messages
   std::string output = "-"; // "-": stdout (not for executables)
   EmitLevel level = EmitLevel::TG;
+  /// The compiled step also returns every gradient (for --dump-grads).
+  bool returnGradients = false;
 };
 
 /// Produces `request.level` from a module holding @forward, through `target`.

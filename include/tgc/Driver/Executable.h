@@ -40,6 +40,12 @@ struct ModelSummary {
 /// write each element at the same index.)
 bool canUpdateInPlace(mlir::func::FuncOp trainStep);
 
+/// The first parameter or optimizer state (its name) that `trainStep` reads
+/// after the op that computes its new value, at any level (tg or linalg on
+/// tensors); empty when there is none. The passes after tg-schedule-updates
+/// must not create such a read: the runtime updates in place.
+std::string findReadAfterUpdate(mlir::func::FuncOp trainStep);
+
 /// The buffers of `trainStep` (a tg function after tg-optimizer) in call
 /// order: arguments, then results (which become out-parameters). Parameter
 /// init follows the model family (normal 0.02 for transformer weights with

@@ -20,6 +20,7 @@ struct StatsRequest {
   /// Saved activations and the arena the compiled step plans (which runs
   /// the target's schedule: `target` must be given).
   bool memory = false;
+  bool returnGradients = false; // the compiled step's, as `tgc` builds it
   bool rematSweep = false;
   std::string memoryTimeline; // a Chrome trace, if not empty
   std::string rematSweepSvg;  // implies rematSweep

@@ -62,6 +62,8 @@ struct TrainingConfig {
   FusionMode fusion = FusionMode::Default;
   std::string memoryBudget;
   bool rematReport = false;
+  /// tg-schedule-updates: each parameter's update right after its gradient.
+  bool optimizerInBackward = true;
 };
 
 struct ModelConfig {

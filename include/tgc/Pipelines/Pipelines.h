@@ -54,6 +54,11 @@ struct TrainingGraphOptions
   Option<mlir::tg::FusionMode> fusion{
       *this, "fusion", llvm::cl::desc("Fusions before autodiff"),
       llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
+  Option<bool> optimizerInBackward{
+      *this, "optimizer-in-backward",
+      llvm::cl::desc("Each parameter's update right after its gradient "
+                     "(tg-schedule-updates)"),
+      llvm::cl::init(true)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

@@ -85,6 +85,20 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
   MemoryPlan plan = planMemory(step);
   stats.plannedPeakBytes = plan.arenaBytes;
   stats.maxLiveBytes = plan.maxLiveBytes;
+
+  // Gradients: what each tg.sum_squares reads (one per parameter).
+  llvm::DenseSet<Value> gradients;
+  step.walk([&](SumSquaresOp op) { gradients.insert(op.getInput()); });
+  std::vector<int64_t> delta(plan.schedule.size() + 1, 0);
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (llvm::any_of(buffer.values,
+                     [&](Value v) { return gradients.contains(v); })) {
+      delta[buffer.block.start] += buffer.block.bytes;
+      delta[buffer.block.end + 1] -= buffer.block.bytes;
+    }
+  int64_t live = 0;
+  for (int64_t d : delta)
+    stats.gradientPeakBytes = std::max(stats.gradientPeakBytes, live += d);
   return stats;
 }
 

@@ -125,11 +125,9 @@ OpCost CrossEntropyGradOp::getCost() { return elementwise(getResult(), 6); }
 // Optimizer
 //===----------------------------------------------------------------------===//
 
+OpCost SumSquaresOp::getCost() { return elementwise(getInput(), 2); }
 OpCost GlobalNormOp::getCost() {
-  int64_t n = 0;
-  for (Value v : getInputs())
-    n += numel(v);
-  return OpCost{0, 2 * n};
+  return OpCost{0, static_cast<int64_t>(getSums().size())};
 }
 
 OpCost SGDUpdateOp::getCost() { return elementwise(getNewParam(), 4); }

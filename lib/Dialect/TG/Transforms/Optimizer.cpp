@@ -111,7 +111,12 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       grads.push_back(ret.getOperand(gradResult.lookup(name.getValue())));
     }
     SmallVector<Value> rawGrads(grads);
-    Value norm = GlobalNormOp::create(b, loc, grads);
+    // One sum of squares per gradient, so that each can run as soon as its
+    // gradient is complete (tg-schedule-updates).
+    SmallVector<Value> sums;
+    for (Value g : grads)
+      sums.push_back(SumSquaresOp::create(b, g.getLoc(), g));
+    Value norm = GlobalNormOp::create(b, loc, sums);
     if (gradClip > 0.0) {
       Value factor =
           ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));

@@ -22,13 +22,17 @@ func.func @forward(%w: tensor<4x8xf32> {tg.param = "w"}, %b: tensor<4xf32> {tg.p
 // ADAMW-SAME: tensor<2x8xf32> {tg.input = "x"}, %{{.*}}: tensor<2xi32> {tg.input = "t"},
 // ADAMW-SAME: %[[LR:[^:]*]]: tensor<f32> {tg.input = "lr"}, %[[STEP:[^:]*]]: tensor<f32> {tg.input = "step"})
 // ADAMW-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<f32> {tg.output = "grad_norm"}, tensor<4x8xf32> {tg.param = "w"}, tensor<4xf32> {tg.param = "b"}, tensor<4x8xf32> {tg.state = "exp_avg.w"}, tensor<4xf32> {tg.state = "exp_avg.b"}, tensor<4x8xf32> {tg.state = "exp_avg_sq.w"}, tensor<4xf32> {tg.state = "exp_avg_sq.b"})
-// ADAMW: %[[NORM:.*]] = tg.global_norm %[[GW:.*]], %[[GB:.*]] : tensor<4x8xf32>, tensor<4xf32>
+// ADAMW: %[[SW:.*]] = tg.sum_squares %[[GW:.*]] : tensor<4x8xf32>
+// ADAMW: %[[SB:.*]] = tg.sum_squares %[[GB:.*]] : tensor<4xf32>
+// ADAMW: %[[NORM:.*]] = tg.global_norm %[[SW]], %[[SB]] : tensor<f64>, tensor<f64>
 // ADAMW-NOT: tg.clip_factor
 // ADAMW: %[[PW:.*]], %[[NMW:.*]], %[[NVW:.*]] = tg.adamw_update %[[W]], %[[GW]], %[[MW]], %[[VW]], %[[LR]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64} : tensor<4x8xf32>, tensor<4x8xf32>
 // ADAMW: %[[PB:.*]], %[[NMB:.*]], %[[NVB:.*]] = tg.adamw_update %[[B]], %[[GB]], %[[MB]], %[[VB]], %[[LR]], %[[STEP]]
 // ADAMW: return %{{.*}}, %[[NORM]], %[[PW]], %[[PB]], %[[NMW]], %[[NMB]], %[[NVW]], %[[NVB]]
 
-// CLIP: %[[NORM:.*]] = tg.global_norm %[[GW:.*]], %[[GB:.*]] :
+// CLIP: %[[SW:.*]] = tg.sum_squares %[[GW:.*]] :
+// CLIP: %[[SB:.*]] = tg.sum_squares %[[GB:.*]] :
+// CLIP: %[[NORM:.*]] = tg.global_norm %[[SW]], %[[SB]] :
 // CLIP: %[[F:.*]] = tg.clip_factor %[[NORM]] {max_norm = 1.000000e+00 : f64} : tensor<f32>
 // CLIP: %[[CW:.*]] = tg.mul %[[GW]], %[[F]] : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
 // CLIP: %[[CB:.*]] = tg.mul %[[GB]], %[[F]]

@@ -39,6 +39,11 @@ struct TrainingStats {
   /// most bytes live at once.
   int64_t plannedPeakBytes = 0;
   int64_t maxLiveBytes = 0;
+  /// The most gradient bytes the plan keeps alive at once (gradients the
+  /// step returns are the caller's and not counted): all of them when the
+  /// optimizer runs after the backward pass, far fewer when it runs inside
+  /// it (tg-schedule-updates).
+  int64_t gradientPeakBytes = 0;
 };
 
 /// One value the reverse graph keeps from the forward pass, and who reads it.

@@ -81,5 +81,9 @@ def TG_ScalarFloatTensor : 0DTensorOf<[F64, F32, BF16, F16]>;
 def TG_F32Scalar : Type<And<[TensorOf<[F32]>.predicate, HasAnyRankOfPred<[0]>]>,
                         "0-d tensor of f32", "::mlir::TensorType">,
                    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+// Sums of squares for the global norm are accumulated in f64.
+def TG_F64Scalar : Type<And<[TensorOf<[F64]>.predicate, HasAnyRankOfPred<[0]>]>,
+                        "0-d tensor of f64", "::mlir::TensorType">,
+                   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF64Type())">;
 
 #endif // TGC_DIALECT_TG_IR_TGBASE_TD

@@ -751,23 +751,41 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
 // Optimizer: ops that tg-optimizer appends to train_step
 //===----------------------------------------------------------------------===//
 
-def TG_GlobalNormOp : TG_Op<"global_norm", [TG_OptimizerStep]> {
-  let summary = "L2 norm of all elements of several tensors";
+def TG_SumSquaresOp : TG_Op<"sum_squares", [TG_OptimizerStep]> {
+  let summary = "Sum of the squares of a tensor's elements, in f64";
   let description = [{
-    `sqrt(Σ_t Σ_i t_i²)` over every operand, the sum accumulated in f64 and
-    the result rounded to f32: the global gradient norm used for clipping
-    and logged by the runtime (a chain of f32 additions over millions of
-    elements would lose a fraction of a percent, and with it the clipping
-    factor).
+    `Σ_i x_i²`, accumulated and returned in f64: one gradient's share of the
+    global norm. tg-optimizer emits one per gradient so that each can run
+    as soon as its gradient is complete (tg-schedule-updates) instead of
+    keeping every gradient alive for one norm at the end of the step.
 
     Example:
     ```mlir
-    %n = tg.global_norm %g0, %g1 : tensor<64x64xf32>, tensor<64xf32>
+    %s = tg.sum_squares %g : tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins Variadic<TG_FloatTensor>:$inputs);
+  let arguments = (ins TG_FloatTensor:$input);
+  let results = (outs TG_F64Scalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def TG_GlobalNormOp : TG_Op<"global_norm", [TG_OptimizerStep]> {
+  let summary = "L2 norm from per-tensor sums of squares";
+  let description = [{
+    `sqrt(Σ_k s_k)` over f64 sums of squares (`tg.sum_squares`, one per
+    tensor), rounded to f32: the global gradient norm used for clipping and
+    logged by the runtime. The sums stay in f64 because a chain of f32
+    additions over millions of elements loses a fraction of a percent, and
+    with it the clipping factor.
+
+    Example:
+    ```mlir
+    %n = tg.global_norm %s0, %s1 : tensor<f64>, tensor<f64>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_F64Scalar>:$sums);
   let results = (outs TG_F32Scalar:$result);
-  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let assemblyFormat = "$sums attr-dict `:` type($sums)";
 }
 
 def TG_ClipFactorOp : TG_Op<"clip_factor", [TG_OptimizerStep, SameOperandsAndResultType]> {

@@ -131,6 +131,36 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGScheduleUpdatesPass : Pass<"tg-schedule-updates", "::mlir::ModuleOp"> {
+  let summary = "Optimizer in the backward sweep: each update right after its "
+                "gradient";
+  let description = [{
+    Moves each parameter's optimizer work in `@train_step` — its gradient's
+    `tg.sum_squares` and its update (`tg.sgd_update`,
+    `tg.sgd_momentum_update`, `tg.adamw_update`) — to the earliest point the
+    graph allows: after the ops that define its operands and after every
+    other reader of the parameter and its optimizer state. The gradient
+    then dies as soon as its update has run instead of living to the end
+    of the step, so the gradients are no longer all alive at once (unless
+    the step returns them, `return-gradients`), and each update still reads
+    nothing it has overwritten, so it updates in place.
+
+    Nothing is recomputed and no value changes: the step computes the same
+    numbers in another order. With global-norm clipping every update waits
+    for the norm of all gradients, so only the sums of squares move; the
+    updates stay at the end (the clipping factor orders them).
+
+    Idempotent, and safe to run after `tg-remat`, which may add readers of
+    a parameter (recomputed forward ops) after its update: the update moves
+    after them.
+  }];
+  let options = [
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to reorder">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
   let summary = "Rematerialisation: keep or recompute each saved activation";
   let description = [{

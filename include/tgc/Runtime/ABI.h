@@ -10,7 +10,8 @@
  * (64-byte alignment recommended). Roles, in order: parameters, optimizer
  * state, inputs (data, then the 0-d f32 `lr` and 1-based `step`), then the
  * outputs the step writes: `loss`, `grad_norm`, the new parameters, the new
- * optimizer state and the gradients. Output buffers must not alias inputs,
+ * optimizer state and, when compiled with `tgc --return-gradients`, the
+ * gradients. Output buffers must not alias inputs,
  * except that when tgc_model.update_in_place is 1 each new parameter and new
  * state may be the very buffer of its input (updated in place).
  *

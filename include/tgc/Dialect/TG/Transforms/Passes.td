@@ -98,7 +98,8 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     runtime each step. With `grad-clip` > 0 the gradients are first scaled by
     `min(1, grad-clip / (‖g‖ + 1e-6))`, ‖g‖ the global L2 norm over all
     gradients (as `torch.nn.utils.clip_grad_norm_`); `grad_norm` is the norm
-    before clipping either way.
+    before clipping either way, from one `tg.sum_squares` per gradient so
+    that tg-schedule-updates can run each as soon as its gradient exists.
 
     * `sgd`: `p ← p − lr (g + weight_decay p)`; with `momentum` > 0 one
       momentum buffer per parameter (`tg.state = "momentum_buffer.<name>"`).

@@ -1,5 +1,6 @@
 # lit configuration for the tgc test suite.
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -32,6 +33,14 @@ if cuda_toolkit:
     if os.access(ptxas, os.X_OK):
         config.available_features.add("ptxas")
         config.substitutions.append(("%ptxas", ptxas))
+
+# MPI: tgc links --data-parallel executables; mpirun runs them (as root in
+# CI, on more processes than cores in a small VM).
+if getattr(config, "tgc_mpi_libraries", "") and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", "mpirun --allow-run-as-root --oversubscribe --bind-to none "
+                    "-x OMP_NUM_THREADS=1"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

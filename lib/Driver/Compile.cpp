@@ -249,5 +249,5 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   }
   return target.linkExecutable(objectPath, generateHeader(*buffers, summary),
                                generateModelInfo(*buffers, summary),
-                               request.output);
+                               training.dataParallel, request.output);
 }

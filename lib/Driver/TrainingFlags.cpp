@@ -61,6 +61,12 @@ cl::opt<bool> optimizerInBackward(
              "gradients are not all alive at once (default: true; global-norm "
              "clipping waits for every gradient either way)"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Compile a step for data-parallel training under mpirun: each "
+             "gradient is summed over the processes inside the step "
+             "(docs/distributed.md)"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -127,6 +133,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.fusion = fusion;
   if (optimizerInBackward.getNumOccurrences())
     t.optimizerInBackward = optimizerInBackward;
+  if (dataParallel.getNumOccurrences())
+    t.dataParallel = dataParallel;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -184,4 +192,5 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.rematReport = t.rematReport;
   options.fusion = t.fusion;
   options.optimizerInBackward = t.optimizerInBackward;
+  options.dataParallel = t.dataParallel;
 }

@@ -16,6 +16,7 @@ void tgc::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::tg::TGDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::tg::registerCollectiveBufferization(registry);
 }
 
 void tgc::registerAllPasses() {

@@ -20,6 +20,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   // subexpressions, before the optimizer reads the gradients.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (options.dataParallel)
+    pm.addPass(mlir::tg::createTGDataParallelPass());
   if (options.withOptimizer) {
     mlir::tg::TGOptimizerPassOptions opt;
     opt.optimizer = options.optimizer;

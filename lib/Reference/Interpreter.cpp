@@ -738,6 +738,16 @@ private:
             sum += in(v)[0];
           set(o, Tensor({}, std::sqrt(sum)));
         })
+        // Communication: one process, so the weighted sum is weight · input.
+        .Case([&](AllReduceStartOp o) {
+          Tensor out = in(o.getInput());
+          double w = in(o.getWeight())[0];
+          for (double &x : out.data)
+            x *= w;
+          set(o.getResult(), out);
+          set(o.getRequest(), Tensor({}, 0.0));
+        })
+        .Case([&](AllReduceWaitOp o) { set(o.getResult(), in(o.getInput())); })
         .Case([&](ClipFactorOp o) {
           double n = in(o.getNorm())[0], c = o.getMaxNorm().convertToDouble();
           set(o, Tensor({}, std::min(1.0, c / (n + 1e-6))));

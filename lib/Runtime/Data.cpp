@@ -107,10 +107,14 @@ bool tgc::rt::loadTokens(const std::string &path, int64_t vocab,
 
 void tgc::rt::fillTokenBatch(const std::vector<int32_t> &tokens, int64_t batch,
                              int64_t seq, int64_t step, DataOrder order,
-                             uint64_t seed, int32_t *ids, int32_t *targets) {
+                             uint64_t seed, int32_t *ids, int32_t *targets,
+                             int64_t globalBatch, int64_t firstRow) {
   int64_t span = static_cast<int64_t>(tokens.size()) - seq; // windows of seq+1
+  if (globalBatch <= 0)
+    globalBatch = batch;
   for (int64_t i = 0; i < batch; ++i) {
-    int64_t start = windowStart(span, seq, batch, step, i, order, seed);
+    int64_t start =
+        windowStart(span, seq, globalBatch, step, firstRow + i, order, seed);
     for (int64_t s = 0; s < seq; ++s) {
       ids[i * seq + s] = tokens[start + s];
       targets[i * seq + s] = tokens[start + s + 1];
@@ -204,9 +208,13 @@ TableData tgc::rt::syntheticTable(int64_t rows, int64_t features,
 
 void tgc::rt::fillTableBatch(const TableData &data, int64_t batch, int64_t step,
                              DataOrder order, uint64_t seed, float *x,
-                             int32_t *y) {
+                             int32_t *y, int64_t globalBatch,
+                             int64_t firstRow) {
+  if (globalBatch <= 0)
+    globalBatch = batch;
   for (int64_t i = 0; i < batch; ++i) {
-    int64_t row = windowStart(data.rows(), 1, batch, step, i, order, seed);
+    int64_t row = windowStart(data.rows(), 1, globalBatch, step, firstRow + i,
+                              order, seed);
     y[i] = data.y[row];
     std::memcpy(x + i * data.features, &data.x[row * data.features],
                 sizeof(float) * data.features);

@@ -42,10 +42,14 @@ struct TokenData {
 bool loadTokens(const std::string &path, int64_t vocab, TokenData &data,
                 std::string &error);
 
-/// Fills ids/targets [batch, seq] for `step` (0-based) from `tokens`.
+/// Fills ids/targets [batch, seq] for `step` (0-based) from `tokens`: rows
+/// firstRow .. firstRow + batch - 1 of the step's global batch of
+/// `globalBatch` rows (a data-parallel process's slice; all of it by
+/// default).
 void fillTokenBatch(const std::vector<int32_t> &tokens, int64_t batch,
                     int64_t seq, int64_t step, DataOrder order, uint64_t seed,
-                    int32_t *ids, int32_t *targets);
+                    int32_t *ids, int32_t *targets, int64_t globalBatch = 0,
+                    int64_t firstRow = 0);
 
 struct TableData {
   int64_t features = 0;
@@ -64,7 +68,8 @@ TableData syntheticTable(int64_t rows, int64_t features, int64_t classes,
                          uint64_t seed);
 
 void fillTableBatch(const TableData &data, int64_t batch, int64_t step,
-                    DataOrder order, uint64_t seed, float *x, int32_t *y);
+                    DataOrder order, uint64_t seed, float *x, int32_t *y,
+                    int64_t globalBatch = 0, int64_t firstRow = 0);
 
 } // namespace tgc::rt
 

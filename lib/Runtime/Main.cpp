@@ -9,6 +9,7 @@
 
 #include "Data.h"
 #include "Device.h"
+#include "Distributed.h"
 #include "tgc/Runtime/ABI.h"
 #include "tgc/Runtime/SafeTensors.h"
 
@@ -33,7 +34,13 @@ namespace {
 const char *kProgram = "train";
 
 [[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "%s: error: %s\n", kProgram, message.c_str());
+  if (tgc_dist_size() > 1)
+    std::fprintf(stderr, "%s: error (rank %d): %s\n", kProgram, tgc_dist_rank(),
+                 message.c_str());
+  else
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, message.c_str());
+  // In a data-parallel job the others would wait for this process forever.
+  tgc_dist_abort(1);
   std::exit(1);
 }
 
@@ -318,6 +325,8 @@ struct StepBuffers {
   std::vector<int> params, states, newParams, newStates, grads;
   int ids = -1, targets = -1, features = -1, labels = -1, lr = -1, step = -1,
       loss = -1, norm = -1;
+  /// tgc --data-parallel: this process's share of the global mean.
+  int dpWeight = -1;
   /// New parameters and state share their inputs' storage.
   bool inPlace = false;
 
@@ -402,6 +411,8 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
         s.lr = i;
       else if (name == "step")
         s.step = i;
+      else if (name == "dp_weight")
+        s.dpWeight = i;
       break;
     case TGC_OUTPUT:
       if (name == "loss")
@@ -543,15 +554,38 @@ Dataset loadData(const tgc_model_info &m, const Options &opt, uint64_t seed) {
 void fillBatch(const tgc_model_info &m, const Dataset &d, StepBuffers &s,
                const Options &opt, uint64_t seed, int64_t step, bool eval) {
   DataOrder order = eval ? DataOrder::Sequential : opt.order;
-  if (d.lm)
+  // Each process of a data-parallel job takes its slice of the global
+  // batch: together they see what one process with all of it would.
+  int64_t globalBatch = m.batch_size * tgc_dist_size();
+  int64_t firstRow = m.batch_size * tgc_dist_rank();
+  int32_t *targets = nullptr;
+  int64_t count = m.batch_size;
+  if (d.lm) {
+    targets = static_cast<int32_t *>(s.buffers[s.targets].data);
+    count *= m.seq_len;
     fillTokenBatch(eval ? d.evalTokens.tokens : d.tokens.tokens, m.batch_size,
                    m.seq_len, step, order, seed,
-                   static_cast<int32_t *>(s.buffers[s.ids].data),
-                   static_cast<int32_t *>(s.buffers[s.targets].data));
-  else
+                   static_cast<int32_t *>(s.buffers[s.ids].data), targets,
+                   globalBatch, firstRow);
+  } else {
+    targets = static_cast<int32_t *>(s.buffers[s.labels].data);
     fillTableBatch(eval ? d.evalTable : d.table, m.batch_size, step, order,
                    seed, static_cast<float *>(s.buffers[s.features].data),
-                   static_cast<int32_t *>(s.buffers[s.labels].data));
+                   targets, globalBatch, firstRow);
+  }
+  if (s.dpWeight >= 0) {
+    // The loss is a mean over the global count of targets that are class
+    // ids (an ignore_index, outside [0, vocab), counts for no process).
+    double counts[1] = {0};
+    for (int64_t i = 0; i < count; ++i)
+      counts[0] += targets[i] >= 0 && targets[i] < m.vocab_size;
+    double local = counts[0];
+    tgc_dist_sum(counts, 1);
+    *static_cast<float *>(s.buffers[s.dpWeight].data) =
+        counts[0] > 0 ? static_cast<float>(local / counts[0])
+                      : 1.0f / tgc_dist_size();
+    upload(s.buffers[s.dpWeight]);
+  }
   for (int i : {s.ids, s.targets, s.features, s.labels})
     if (i >= 0)
       upload(s.buffers[i]);
@@ -634,6 +668,14 @@ private:
     tgc_device_synchronize();
     download(s.buffers[s.loss]);
     download(s.buffers[s.norm]);
+    if (s.dpWeight >= 0 && tgc_dist_size() > 1) {
+      // Each process's loss is its own slice's: the job's is their
+      // weighted sum (the gradients were summed inside the step).
+      float *loss = static_cast<float *>(s.buffers[s.loss].data);
+      double global = *loss * static_cast<double>(s.scalar(s.dpWeight));
+      tgc_dist_sum(&global, 1);
+      *loss = static_cast<float>(global);
+    }
   }
   double evaluate();
   /// The updated parameters and state become the next step's inputs.
@@ -649,6 +691,9 @@ private:
   // updates, into scratch buffers (allocated on the first evaluation).
   std::vector<void *> scratch, scratchDevice;
   std::vector<double> times;
+  // Per step: time blocked in the step's collectives, and their time from
+  // start to end (communication hidden behind compute = the difference).
+  std::vector<double> waitMs, inFlightMs;
   double rssBeforeStepsMiB = 0, lastLoss = NAN, lastEvalLoss = NAN;
   int64_t lastSavedStep = 0; // the step of the last --save-every checkpoint
   int64_t lastEvalStep = 0;
@@ -677,6 +722,9 @@ double Trainer::evaluate() {
     runStep(0, evalPointers.data());
     total += s.scalar(s.loss);
   }
+  double waiting, inFlight; // not the training steps' figures
+  int64_t count;
+  tgc_dist_take_times(&waiting, &inFlight, &count);
   return total / batches;
 }
 
@@ -708,10 +756,17 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
         (long long)steps, (long long)firstStep, d.description().c_str());
   if (!opt.quiet && *tgc_device_description())
     std::fprintf(stderr, "%s: on %s\n", kProgram, tgc_device_description());
+  if (!opt.quiet && *tgc_dist_description())
+    std::fprintf(stderr,
+                 "%s: data parallel over %s, global batch %lld (%lld per "
+                 "process)\n",
+                 kProgram, tgc_dist_description(),
+                 (long long)(m.batch_size * tgc_dist_size()),
+                 (long long)m.batch_size);
 
   // Weights, state, data and the program: what the steps add is the plan's.
   rssBeforeStepsMiB = peakRssMiB();
-  int64_t tokensPerStep = m.batch_size * m.seq_len;
+  int64_t tokensPerStep = m.batch_size * m.seq_len * tgc_dist_size();
   int64_t every = std::max<int64_t>(1, steps / 20);
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
     fillBatch(m, d, s, opt, seed, step, /*eval=*/false);
@@ -720,6 +775,11 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     auto t1 = std::chrono::steady_clock::now();
     double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times.push_back(ms);
+    double waiting = 0, inFlight = 0;
+    int64_t collectives = 0;
+    tgc_dist_take_times(&waiting, &inFlight, &collectives);
+    waitMs.push_back(waiting * 1000);
+    inFlightMs.push_back(inFlight * 1000);
     float loss = s.scalar(s.loss);
     float norm = s.scalar(s.norm);
     lastLoss = loss;
@@ -790,7 +850,7 @@ void Trainer::printSummary() const {
   for (double t : times)
     mean += t;
   mean /= times.size();
-  int64_t tokensPerStep = m.batch_size * m.seq_len;
+  int64_t tokensPerStep = m.batch_size * m.seq_len * tgc_dist_size();
   // The last step's loss is that of one training batch (noisy); the
   // held-out loss, when --eval-every ran, is the one to judge training by.
   char evalSummary[96] = "";
@@ -805,15 +865,75 @@ void Trainer::printSummary() const {
                   "; on %s, %.1f MiB of device memory in use",
                   tgc_device_description(),
                   tgc_device_bytes_in_use() / (1024.0 * 1024.0));
+  // Data parallel: processes, and how much communication the backward
+  // pass hid (medians per step).
+  char distSummary[256] = "";
+  if (*tgc_dist_description()) {
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    double waiting = median(waitMs), inFlight = median(inFlightMs);
+    std::snprintf(distSummary, sizeof distSummary,
+                  "; %s, collectives in flight %.2f ms/step of which %.2f "
+                  "waited for (%.0f%% hidden)",
+                  tgc_dist_description(), inFlight, waiting,
+                  inFlight > 0 ? 100.0 * (1 - waiting / inFlight) : 0.0);
+  }
   std::fprintf(stderr,
                "done: %zu steps, mean %.2f ms/step (median %.2f), %.0f tok/s, "
                "train loss of the last step's batch %.4f%s, "
                "peak RSS %.1f MiB (%.1f MiB before the first step; planned "
-               "arena %.1f MiB%s)\n",
+               "arena %.1f MiB%s)%s\n",
                times.size(), mean, sorted[sorted.size() / 2],
                tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss,
                evalSummary, peakRssMiB(), rssBeforeStepsMiB,
-               m.arena_bytes / (1024.0 * 1024.0), deviceSummary);
+               m.arena_bytes / (1024.0 * 1024.0), deviceSummary, distSummary);
+}
+
+/// A data-parallel job runs one program: every process must have the same
+/// executable (its step's buffer table) and the same settings, or their
+/// collectives would mix different things. Only rank 0 writes (logs,
+/// checkpoints, dumps, progress): the others' parameters are the same.
+void checkJob(Options &opt) {
+  if (tgc_dist_size() == 1)
+    return;
+  uint64_t hash = 1469598103934665603ull; // FNV-1a
+  auto mixBytes = [&](const void *data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      hash ^= static_cast<const unsigned char *>(data)[i];
+      hash *= 1099511628211ull;
+    }
+  };
+  auto mixString = [&](const std::string &text) {
+    mixBytes(text.data(), text.size() + 1);
+  };
+  const tgc_model_info &m = tgc_model;
+  for (int i = 0; i < m.num_buffers; ++i) {
+    const tgc_buffer_info &b = m.buffers[i];
+    mixString(b.name);
+    mixBytes(&b.role, sizeof b.role);
+    mixBytes(&b.dtype, sizeof b.dtype);
+    mixBytes(b.shape, sizeof(int64_t) * b.rank);
+  }
+  mixBytes(&m.batch_size, sizeof m.batch_size);
+  mixBytes(&m.seq_len, sizeof m.seq_len);
+  for (const std::string *text : {&opt.data, &opt.init, &opt.resume})
+    mixString(*text);
+  mixBytes(&opt.seed, sizeof opt.seed);
+  mixBytes(&opt.lr, sizeof opt.lr);
+  mixBytes(&opt.steps, sizeof opt.steps);
+  if (!tgc_dist_all_equal(hash))
+    die("the processes of this job run different executables or settings "
+        "(model, batch, data, --init/--resume, --seed, --lr, --steps): start "
+        "every rank with the same command");
+  if (tgc_dist_rank() != 0) {
+    opt.quiet = true;
+    opt.log.clear();
+    opt.save.clear();
+    opt.saveEvery = 0;
+    opt.dumpGrads.clear();
+  }
 }
 
 } // namespace
@@ -826,7 +946,9 @@ int main(int argc, char **argv) {
     const char *slash = std::strrchr(argv[0], '/');
     kProgram = slash ? slash + 1 : argv[0];
   }
+  tgc_dist_init(&argc, &argv);
   Options opt = parseOptions(argc, argv);
+  checkJob(opt);
   if (opt.threads > 0)
     omp_set_num_threads(static_cast<int>(opt.threads));
   // The compiled step allocates its intermediates afresh each call: keep
@@ -841,6 +963,11 @@ int main(int argc, char **argv) {
 
   StepBuffers buffers;
   bindBuffers(m, buffers);
+  if (tgc_dist_size() > 1 && buffers.dpWeight < 0)
+    die("started as one of " + std::to_string(tgc_dist_size()) +
+        " processes, but this executable was compiled without "
+        "--data-parallel: its gradients would not be summed (compile it with "
+        "tgc --data-parallel)");
   int64_t firstStep = loadWeights(buffers, opt, seed);
   upload(buffers, buffers.params);
   upload(buffers, buffers.states);
@@ -850,5 +977,6 @@ int main(int argc, char **argv) {
   if (!opt.save.empty())
     saveCheckpoint(m, buffers, opt.save, firstStep + steps, opt.saveDtype);
   trainer.printSummary();
+  tgc_dist_finalize();
   return 0;
 }

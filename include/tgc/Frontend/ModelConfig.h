@@ -64,6 +64,8 @@ struct TrainingConfig {
   bool rematReport = false;
   /// tg-schedule-updates: each parameter's update right after its gradient.
   bool optimizerInBackward = true;
+  /// tg-data-parallel: gradients summed over the processes of an MPI job.
+  bool dataParallel = false;
 };
 
 struct ModelConfig {

@@ -59,6 +59,10 @@ struct TrainingGraphOptions
       llvm::cl::desc("Each parameter's update right after its gradient "
                      "(tg-schedule-updates)"),
       llvm::cl::init(true)};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Sum the gradients over processes (tg-data-parallel)"),
+      llvm::cl::init(false)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

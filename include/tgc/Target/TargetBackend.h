@@ -90,10 +90,13 @@ public:
 
   /// Links an object file from emit() with the runtime into an executable.
   /// `header` (train_step.h) and `modelInfo` (C source defining tgc_model)
-  /// describe the step's buffers to the runtime.
+  /// describe the step's buffers to the runtime. With `collectives` the
+  /// step calls the runtime's collectives (tgc --data-parallel): the
+  /// executable links the MPI runtime.
   virtual llvm::Error linkExecutable(llvm::StringRef objectFile,
                                      llvm::StringRef header,
                                      llvm::StringRef modelInfo,
+                                     bool collectives,
                                      llvm::StringRef output) const = 0;
 };
 

@@ -23,6 +23,9 @@ struct ConvertTGToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TGDialect>();
+    // Collectives stay: they bufferize in place into runtime calls
+    // (Collectives.cpp).
+    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

@@ -17,6 +17,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace tgc;
@@ -172,7 +173,7 @@ public:
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,
-                             StringRef modelInfo,
+                             StringRef modelInfo, bool collectives,
                              StringRef output) const override;
 
 private:
@@ -184,14 +185,37 @@ private:
 } // namespace
 
 llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
-                                       StringRef modelInfo,
+                                       StringRef modelInfo, bool collectives,
                                        StringRef output) const {
   StringRef runtime = target.runtimeLibrary;
   if (!llvm::sys::fs::exists(runtime))
     return llvm::createStringError("the tgc runtime library is missing: " +
                                    runtime.str());
-  return linkHostExecutable(objectFile, header, modelInfo,
-                            {runtime.str(), "-lomp"}, output);
+  std::vector<std::string> libraries;
+  if (collectives) {
+    // The MPI runtime (lib/Runtime/MPI) replaces the single-process
+    // collectives of libtgc_runtime.a: linked first, whole.
+#ifdef TGC_MPI_LIBRARIES
+    llvm::SmallString<128> mpiRuntime(llvm::sys::path::parent_path(runtime));
+    llvm::sys::path::append(mpiRuntime, "libtgc_runtime_mpi.a");
+    if (!llvm::sys::fs::exists(mpiRuntime))
+      return llvm::createStringError(
+          "the tgc MPI runtime library is missing: " + mpiRuntime.str().str());
+    libraries = {"-Wl,--whole-archive", mpiRuntime.str().str(),
+                 "-Wl,--no-whole-archive"};
+    llvm::SmallVector<StringRef> mpi;
+    StringRef(TGC_MPI_LIBRARIES).split(mpi, ';', -1, false);
+    for (StringRef library : mpi)
+      libraries.push_back(library.str());
+#else
+    return llvm::createStringError(
+        "--data-parallel: this tgc was built without MPI (install Open MPI, "
+        "libopenmpi-dev, and rebuild: scripts/install-deps.sh does both)");
+#endif
+  }
+  libraries.push_back(runtime.str());
+  libraries.push_back("-lomp");
+  return linkHostExecutable(objectFile, header, modelInfo, libraries, output);
 }
 
 llvm::Expected<std::unique_ptr<TargetBackend>>

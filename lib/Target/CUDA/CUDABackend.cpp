@@ -2,6 +2,7 @@
 
 #include "tgc/Target/CUDA/CUDABackend.h"
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/CPUBackend.h"
 #include "tgc/Target/CPU/CPUTarget.h"
@@ -140,6 +141,12 @@ public:
   StringRef getName() const override { return "cuda"; }
 
   llvm::Error checkTrainStep(func::FuncOp step) const override {
+    bool collectives = false;
+    step.walk([&](tg::AllReduceStartOp) { collectives = true; });
+    if (collectives)
+      return llvm::createStringError(
+          "--data-parallel: the CUDA target has no collectives yet (NCCL is "
+          "the next step, docs/distributed.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
   }
 
@@ -190,7 +197,7 @@ public:
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,
-                             StringRef modelInfo,
+                             StringRef modelInfo, bool collectives,
                              StringRef output) const override;
 
 private:
@@ -225,10 +232,14 @@ llvm::Error CUDABackend::emitDeviceAssembly(ModuleOp module,
 }
 
 llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
-                                        StringRef modelInfo,
+                                        StringRef modelInfo, bool collectives,
                                         StringRef output) const {
+  if (collectives)
+    return llvm::createStringError(
+        "--data-parallel: the CUDA target has no collectives yet (NCCL is "
+        "the next step, docs/distributed.md); use the CPU target");
   if (target.gpuEmulate)
-    return host->linkExecutable(objectFile, header, modelInfo, output);
+    return host->linkExecutable(objectFile, header, modelInfo, false, output);
   // The CUDA runtime (mgpu*, the device arena and buffers) replaces the
   // host's definitions in libtgc_runtime.a: it comes first, whole.
   SmallString<128> cudaRuntime(

@@ -69,12 +69,36 @@ struct TGScheduleUpdatesPass
       return signalPassFailure();
     }
     Block &body = step.getBody().front();
-    SmallVector<Operation *> moving;
-    for (Operation &op : body.without_terminator())
-      if (isa<SumSquaresOp>(op) || op.hasTrait<ParameterUpdate>())
+    SmallVector<Operation *> starts, waits, moving;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<AllReduceStartOp>(op))
+        starts.push_back(&op);
+      else if (isa<AllReduceWaitOp>(op))
+        waits.push_back(&op);
+      else if (isa<SumSquaresOp>(op) || op.hasTrait<ParameterUpdate>())
         moving.push_back(&op);
-    // In program order, so that an op that reads another moved op's result
-    // finds it already in place.
+    }
+    // Collectives start as soon as their gradient is complete.
+    for (Operation *op : starts)
+      if (Operation *last = lastPrerequisite(step, body, op))
+        op->moveAfter(last);
+    // Each wait trails its start by one collective: the next gradient's
+    // backward ops overlap the communication, and at most two gradients
+    // are in flight.
+    llvm::sort(starts, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : waits) {
+      auto start = op->getOperand(0).getDefiningOp<AllReduceStartOp>();
+      Operation *last = lastPrerequisite(step, body, op);
+      auto it = llvm::find(starts, start.getOperation());
+      if (it != starts.end() && std::next(it) != starts.end() &&
+          last->isBeforeInBlock(*std::next(it)))
+        last = *std::next(it);
+      op->moveAfter(last);
+    }
+    // The optimizer's ops in program order, so that an op that reads another
+    // moved op's result finds it already in place.
     for (Operation *op : moving) {
       Operation *last = lastPrerequisite(step, body, op);
       if (!last)
@@ -83,6 +107,8 @@ struct TGScheduleUpdatesPass
         op->moveAfter(last);
     }
     // Moving later (after readers tg-remat added) must not pass a user.
+    llvm::append_range(moving, starts);
+    llvm::append_range(moving, waits);
     for (Operation *op : moving)
       for (Operation *user : op->getUsers())
         if (body.findAncestorOpInBlock(*user)->isBeforeInBlock(op)) {

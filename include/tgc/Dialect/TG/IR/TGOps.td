@@ -880,4 +880,56 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_OptimizerStep, TG_ParameterUpda
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Communication: ops that tg-data-parallel inserts into train_step
+//===----------------------------------------------------------------------===//
+
+// Collectives change memory other processes see: not Pure, never folded,
+// merged or dropped. They bufferize in place (TGBufferization.cpp) into calls
+// of the runtime's collectives.
+class TG_CommOp<string mnemonic, list<Trait> traits = []>
+    : Op<TG_Dialect, mnemonic,
+         !listconcat([TG_ElementCountFits,
+                      MemoryEffects<[MemRead, MemWrite]>,
+                      DeclareOpInterfaceMethods<TG_CostOpInterface>], traits)>;
+
+def TG_AllReduceStartOp : TG_CommOp<"all_reduce_start", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Starts a weighted sum of a tensor over all processes";
+  let description = [{
+    Starts `Σ_ranks weight_rank · input_rank` (a non-blocking all-reduce,
+    `MPI_Iallreduce`) in the input's own buffer and returns at once; the
+    sum is complete, and `result` may be read, only after
+    `tg.all_reduce_wait` on `request`. Nothing may read or write the buffer
+    in between. `weight` is the process's share of the global mean (its
+    count of loss tokens over the global count); in a single process the
+    result is `weight · input`.
+
+    Example:
+    ```mlir
+    %sent, %request = tg.all_reduce_start %g, %weight : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_F32Scalar:$weight);
+  let results = (outs TG_FloatTensor:$result, I64:$request);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
+}
+
+def TG_AllReduceWaitOp : TG_CommOp<"all_reduce_wait", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Completes an all-reduce started by tg.all_reduce_start";
+  let description = [{
+    Waits for the all-reduce `request` (`MPI_Wait`); `result` is the summed
+    tensor, in the same buffer as `input` (the start op's result).
+
+    Example:
+    ```mlir
+    %sum = tg.all_reduce_wait %request, %sent : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins I64:$request, TG_FloatTensor:$input);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$request `,` $input attr-dict `:` type($input)";
+}
+
 #endif // TGC_DIALECT_TG_IR_TGOPS_TD

@@ -88,6 +88,32 @@ def TGFusePass : Pass<"tg-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGDataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Sums each gradient over all processes (data parallelism)";
+  let description = [{
+    Run between tg-autodiff and tg-optimizer. Every process runs the same
+    step on its own slice of the global batch; this pass makes each
+    gradient `@train_step` returns the global one: `Σ_ranks weight · g`,
+    where `weight` is a new 0-d f32 input (`tg.input = "dp_weight"`), the
+    process's count of loss tokens over the global count, which the
+    runtime computes for each batch. Each gradient gets a
+    `tg.all_reduce_start` right after the op that completes it, so
+    communication for late layers overlaps the backward pass of early ones,
+    and a `tg.all_reduce_wait` before it is returned; tg-schedule-updates
+    then lets each wait trail its start by one gradient, so that the
+    optimizer update of each parameter waits for its own collective only.
+
+    The loss stays the process's own (the runtime sums `weight · loss` over
+    processes for the log). With one process and `weight` 1 the step
+    computes exactly what it computes without this pass.
+  }];
+  let options = [
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let summary = "Appends the optimizer update to @train_step";
   let description = [{
@@ -145,6 +171,12 @@ def TGScheduleUpdatesPass : Pass<"tg-schedule-updates", "::mlir::ModuleOp"> {
     of the step, so the gradients are no longer all alive at once (unless
     the step returns them, `return-gradients`), and each update still reads
     nothing it has overwritten, so it updates in place.
+
+    With data parallelism (tg-data-parallel) each gradient's
+    `tg.all_reduce_start` moves right after the op that completes it and its
+    `tg.all_reduce_wait` right after the next gradient's start, so that
+    communication overlaps the backward pass while at most two collectives
+    are in flight; the update follows its own wait.
 
     Nothing is recomputed and no value changes: the step computes the same
     numbers in another order. With global-norm clipping every update waits

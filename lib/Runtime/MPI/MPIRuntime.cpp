@@ -1,0 +1,171 @@
+//===- MPIRuntime.cpp - Distributed.h over Open MPI -----------------------===//
+//
+// Linked whole, before libtgc_runtime.a, into `tgc --data-parallel`
+// executables. Under mpirun every process joins MPI_COMM_WORLD; started
+// without mpirun, the executable is one process and never touches MPI.
+//
+// The step's all-reduces are non-blocking (MPI_Iallreduce in place) and Open
+// MPI progresses them only inside MPI calls, so every start also tests the
+// requests still in flight: communication advances while the backward pass
+// runs, at each gradient boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Distributed.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool active = false; // under mpirun, MPI initialised
+int rank = 0, size = 1;
+std::string description;
+
+struct InFlight {
+  MPI_Request request = MPI_REQUEST_NULL;
+  double started = 0, finished = 0;
+  bool done = true;
+};
+std::vector<InFlight> requests;
+double waitingSeconds = 0, inFlightSeconds = 0;
+int64_t collectives = 0;
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool launchedByMpirun() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+/// Lets MPI advance the collectives in flight, noting those that finished.
+void progress() {
+  for (InFlight &r : requests) {
+    if (r.done)
+      continue;
+    int flag = 0;
+    MPI_Test(&r.request, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+      r.done = true;
+      r.finished = now();
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void tgc_dist_init(int *argc, char ***argv) {
+  if (!launchedByMpirun())
+    return;
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  active = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  std::string library(version, strnlen(version, sizeof version));
+  library = library.substr(0, library.find(','));
+  description = library + ", " + std::to_string(size) + " processes";
+}
+
+void tgc_dist_finalize(void) {
+  if (active)
+    MPI_Finalize();
+  active = false;
+}
+
+void tgc_dist_abort(int code) {
+  if (active && size > 1)
+    MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+int tgc_dist_rank(void) { return rank; }
+int tgc_dist_size(void) { return size; }
+
+void tgc_dist_sum(double *values, int count) {
+  if (active && size > 1)
+    MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+}
+
+int tgc_dist_all_equal(uint64_t value) {
+  if (!active || size == 1)
+    return 1;
+  uint64_t range[2] = {value, ~value}; // max of value and of its complement
+  MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return range[0] == value && range[1] == ~value;
+}
+
+const char *tgc_dist_description(void) { return description.c_str(); }
+
+void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count) {
+  *waiting = waitingSeconds;
+  *inFlight = inFlightSeconds;
+  *count = collectives;
+  waitingSeconds = inFlightSeconds = 0;
+  collectives = 0;
+}
+
+int64_t tgc_allreduce_start(int64_t address, int64_t count, float weight) {
+  float *x = reinterpret_cast<float *>(address);
+  if (weight != 1.0f)
+    for (int64_t i = 0; i < count; ++i)
+      x[i] *= weight;
+  if (!active || size == 1)
+    return -1;
+  progress();
+  int64_t id = 0;
+  while (id < static_cast<int64_t>(requests.size()) && !requests[id].done)
+    ++id;
+  if (id == static_cast<int64_t>(requests.size()))
+    requests.emplace_back();
+  InFlight &r = requests[id];
+  r.done = false;
+  r.started = now();
+  // MPI counts are ints: larger gradients go in pieces (each its own
+  // request would complicate the wait; one blocking reduction per extra
+  // piece is rare enough: 2^31 floats is 8 GiB).
+  const int64_t maxCount = 1 << 30;
+  while (count > maxCount) {
+    MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(maxCount), MPI_FLOAT,
+                  MPI_SUM, MPI_COMM_WORLD);
+    x += maxCount;
+    count -= maxCount;
+  }
+  MPI_Iallreduce(MPI_IN_PLACE, x, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                 MPI_COMM_WORLD, &r.request);
+  ++collectives;
+  return id;
+}
+
+void tgc_allreduce_wait(int64_t id) {
+  if (id < 0)
+    return;
+  InFlight &r = requests[id];
+  if (!r.done) {
+    double t0 = now();
+    MPI_Wait(&r.request, MPI_STATUS_IGNORE);
+    r.finished = now();
+    r.done = true;
+    waitingSeconds += r.finished - t0;
+  }
+  inFlightSeconds += r.finished - r.started;
+}
+}

@@ -12,6 +12,8 @@ PACKAGES=(
   cmake ninja-build ccache g++ libgtest-dev
   # numerics oracle and benchmark peer (Debian's torch, OpenBLAS as its BLAS)
   python3 python3-torch python3-numpy libopenblas0
+  # data parallelism (tgc --data-parallel; mpirun)
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

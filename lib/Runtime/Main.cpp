@@ -963,8 +963,14 @@ int main(int argc, char **argv) {
 
   StepBuffers buffers;
   bindBuffers(m, buffers);
-  if (tgc_dist_size() > 1 && buffers.dpWeight < 0)
-    die("started as one of " + std::to_string(tgc_dist_size()) +
+  // mpirun's environment says how many processes it started, also to an
+  // executable without MPI (which would otherwise train N separate models).
+  int processes = tgc_dist_size();
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char *value = std::getenv(name))
+      processes = std::max(processes, std::atoi(value));
+  if (processes > 1 && buffers.dpWeight < 0)
+    die("started as one of " + std::to_string(processes) +
         " processes, but this executable was compiled without "
         "--data-parallel: its gradients would not be summed (compile it with "
         "tgc --data-parallel)");

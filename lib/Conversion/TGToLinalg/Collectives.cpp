@@ -54,9 +54,9 @@ FailureOr<Value> addressOf(RewriterBase &rewriter, Location loc, Operation *op,
       memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(
       rewriter, loc, metadata.getBaseBuffer());
-  Value bytes = arith::MulIOp::create(
-      rewriter, loc, metadata.getOffset(),
-      arith::ConstantIndexOp::create(rewriter, loc, 4));
+  Value bytes =
+      arith::MulIOp::create(rewriter, loc, metadata.getOffset(),
+                            arith::ConstantIndexOp::create(rewriter, loc, 4));
   Value address = arith::AddIOp::create(rewriter, loc, base, bytes);
   return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
                                     address)

@@ -28,9 +28,8 @@ struct TGDataParallelPass
   void runOnOperation() override {
     auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
     if (!step) {
-      getOperation().emitError()
-          << "tg-data-parallel: no function @" << trainStepName
-          << " (run tg-autodiff first)";
+      getOperation().emitError() << "tg-data-parallel: no function @"
+                                 << trainStepName << " (run tg-autodiff first)";
       return signalPassFailure();
     }
     Block &body = step.getBody().front();

@@ -1,0 +1,39 @@
+// tg-data-parallel: every gradient summed over the processes, weighted by
+// the process's share of the global token count (input dp_weight).
+// RUN: tgc-opt %S/optimizer.mlir --tg-autodiff --tg-data-parallel | FileCheck %s
+// RUN: tgc-opt %S/optimizer.mlir --tgc-training-graph="optimizer=sgd fusion=none data-parallel=true" | FileCheck %s --check-prefix=STEP
+// RUN: tgc-opt %S/optimizer.mlir --tgc-training-graph="optimizer=sgd fusion=none data-parallel=true optimizer-in-backward=false" | FileCheck %s --check-prefix=END
+// RUN: not tgc-opt %S/optimizer.mlir --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// RUN: not tgc-opt %S/optimizer.mlir --tg-autodiff --tg-optimizer --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=AFTER
+
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[W:[^:]*]]: tensor<4x8xf32> {tg.param = "w"}
+// CHECK-SAME: %[[WEIGHT:[^:]*]]: tensor<f32> {tg.input = "dp_weight"})
+// CHECK: %[[GW:.*]] = tg.matmul {{.*}}transpose_lhs
+// CHECK-NEXT: %[[SW:.*]], %[[RW:.*]] = tg.all_reduce_start %[[GW]], %[[WEIGHT]] : tensor<4x8xf32>
+// CHECK: %[[GB:.*]] = tg.reduce_sum
+// CHECK-NEXT: %[[SB:.*]], %[[RB:.*]] = tg.all_reduce_start %[[GB]], %[[WEIGHT]] : tensor<4xf32>
+// CHECK: %[[W1:.*]] = tg.all_reduce_wait %[[RW]], %[[SW]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[B1:.*]] = tg.all_reduce_wait %[[RB]], %[[SB]] : tensor<4xf32>
+// CHECK-NEXT: return %{{.*}}, %[[W1]], %[[B1]]
+
+// With the optimizer in the backward sweep, the first collective is waited
+// for after the second starts, and each update follows its own wait.
+// STEP-LABEL: func.func @train_step
+// STEP: tg.all_reduce_start
+// STEP: tg.all_reduce_start
+// STEP-NEXT: tg.all_reduce_wait
+// STEP-NEXT: tg.sum_squares
+// STEP-NEXT: tg.sgd_update
+// STEP: tg.all_reduce_wait
+// STEP-NEXT: tg.sum_squares
+// STEP-NEXT: tg.sgd_update
+// STEP: tg.global_norm
+// Without it, every wait comes before the optimizer at the end.
+// END-LABEL: func.func @train_step
+// END: tg.all_reduce_wait
+// END-NEXT: tg.all_reduce_wait
+// END-NEXT: tg.sum_squares
+
+// NOSTEP: error: tg-data-parallel: no function @train_step (run tg-autodiff first)
+// AFTER: error: tg-data-parallel: @train_step must return gradients (tg.grad) and have no optimizer state: run it after tg-autodiff and before tg-optimizer

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Data parallelism on one machine: 2 processes x 1 thread against 1 process
+x 2 threads, the same global batch, side by side.
+
+Compiles MODEL twice (global batch G: --batch-size=G for one process,
+--batch-size=G/2 --data-parallel for two), runs each RUNS times for STEPS
+steps and prints median ms/step, tokens/s, the ratio, and, for two
+processes, the collectives' time in flight and the part of it hidden behind
+the backward pass (1 - time waited / time in flight), medians per step.
+
+  /usr/bin/python3 bench/data_parallel.py [--model M] [--batch G] [--seq S]
+
+Quote `lscpu`'s model name with the figures; not a test (times vary).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+DONE = re.compile(r"median ([0-9.]+)\), ([0-9]+) tok/s")
+DIST = re.compile(r"collectives in flight ([0-9.]+) ms/step of which ([0-9.]+) waited")
+
+
+def run(cmd, env):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stderr}")
+    return out.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tgc", default=os.path.join(ROOT, "build/bin/tgc"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "examples/tiny-llama.json"))
+    ap.add_argument("--batch", type=int, default=8, help="global batch")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    name = next((l.split(":", 1)[1].strip() for l in cpu.splitlines()
+                 if l.startswith("Model name")), "?")
+    print(f"CPU: {name}; {os.path.basename(args.model)}, global batch "
+          f"{args.batch} x seq {args.seq}, {args.steps} steps, median of {args.runs} runs")
+    with tempfile.TemporaryDirectory() as tmp:
+        one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
+        common = [args.model, f"--seq-len={args.seq}"]
+        subprocess.run([args.tgc] + common + [f"--batch-size={args.batch}", "-o", one], check=True)
+        subprocess.run([args.tgc] + common + [f"--batch-size={args.batch // 2}",
+                                              "--data-parallel", "-o", two], check=True)
+        env = dict(os.environ)
+        steps = ["--steps", str(args.steps)]
+        configs = {
+            "1 process x 2 threads": [one] + steps + ["--threads", "2"],
+            "2 processes x 1 thread": ["mpirun", "--allow-run-as-root", "-np", "2",
+                                       "--bind-to", "core", "-x", "OMP_NUM_THREADS=1",
+                                       two] + steps + ["--threads", "1"],
+        }
+        results = {}
+        for label, cmd in configs.items():
+            ms, tok, flight, waited = [], [], [], []
+            for _ in range(args.runs):
+                err = run(cmd, env)
+                m = DONE.search(err)
+                ms.append(float(m.group(1)))
+                tok.append(float(m.group(2)))
+                d = DIST.search(err)
+                if d:
+                    flight.append(float(d.group(1)))
+                    waited.append(float(d.group(2)))
+            results[label] = statistics.median(ms)
+            line = (f"{label:24s} {statistics.median(ms):9.2f} ms/step "
+                    f"{statistics.median(tok):9.0f} tok/s")
+            if flight:
+                f, w = statistics.median(flight), statistics.median(waited)
+                line += (f"   collectives {f:.2f} ms/step in flight, {w:.2f} waited"
+                         f" ({100 * (1 - w / f) if f else 0:.0f}% hidden)")
+            print(line)
+        a, b = results.values()
+        print(f"ratio (2 processes / 1 process, ms/step): {b / a:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -521,3 +521,12 @@ LogicalResult AdamWUpdateOp::verify() {
 
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.cpp.inc"
+
+LogicalResult AllReduceWaitOp::verify() {
+  // A wait completes one start: its request and that start's tensor.
+  auto start = getRequest().getDefiningOp<AllReduceStartOp>();
+  if (!start || start.getResult() != getInput())
+    return emitOpError("expects the request and the tensor of one "
+                       "tg.all_reduce_start");
+  return success();
+}

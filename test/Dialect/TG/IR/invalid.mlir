@@ -479,3 +479,20 @@ func.func @fused_loss_bias_grad(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %b: te
   %l, %dh, %dw, %db = tg.linear_cross_entropy %h, %w, %t bias(%b : tensor<7xf32>) {chunk_rows = 2 : i64} : tensor<4x5xf32>, tensor<7x5xf32>, tensor<4xi32> -> tensor<f32>, tensor<4x5xf32>, tensor<7x5xf32>, tensor<5xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+func.func @wait_other_tensor(%g: tensor<4xf32>, %h: tensor<4xf32>, %w: tensor<f32>) -> tensor<4xf32> {
+  %sent, %request = tg.all_reduce_start %g, %w : tensor<4xf32>
+  // expected-error@+1 {{'tg.all_reduce_wait' op expects the request and the tensor of one tg.all_reduce_start}}
+  %sum = tg.all_reduce_wait %request, %h : tensor<4xf32>
+  return %sum : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_without_start(%r: i64, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tg.all_reduce_wait' op expects the request and the tensor of one tg.all_reduce_start}}
+  %sum = tg.all_reduce_wait %r, %g : tensor<4xf32>
+  return %sum : tensor<4xf32>
+}

@@ -930,6 +930,7 @@ def TG_AllReduceWaitOp : TG_CommOp<"all_reduce_wait", [
   let arguments = (ins I64:$request, TG_FloatTensor:$input);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$request `,` $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 #endif // TGC_DIALECT_TG_IR_TGOPS_TD

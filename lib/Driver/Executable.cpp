@@ -222,7 +222,8 @@ ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,
   ModelSummary s;
   s.source = source.str();
   s.optimizer = stringifyOptimizerKind(t.optimizer).str();
-  s.batchSize = t.batchSize;
+  // Rows per step: micro-batches of --batch-size rows with --grad-accum.
+  s.batchSize = t.batchSize * t.gradAccum;
   s.steps = t.steps;
   s.lr = t.lr;
   s.seed = t.seed;

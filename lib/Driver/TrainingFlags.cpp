@@ -61,6 +61,12 @@ cl::opt<bool> optimizerInBackward(
              "gradients are not all alive at once (default: true; global-norm "
              "clipping waits for every gradient either way)"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+Flag<int64_t> gradAccum(
+    "grad-accum",
+    "Micro-batches of --batch-size rows per step, their gradients summed "
+    "before the update: a step sees K x batch rows with the activation "
+    "memory of one micro-batch",
+    "K");
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Compile a step for data-parallel training under mpirun: each "
@@ -135,6 +141,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.optimizerInBackward = optimizerInBackward;
   if (dataParallel.getNumOccurrences())
     t.dataParallel = dataParallel;
+  if (gradAccum.given())
+    t.gradAccum = gradAccum;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -159,7 +167,7 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   using Check = std::pair<const cl::Option *, double>;
   for (auto [flag, value] :
        {Check(&batchSize, double(batchSize)), Check(&seqLen, double(seqLen)),
-        Check(&lr, lr), Check(&eps, eps)})
+        Check(&gradAccum, double(gradAccum)), Check(&lr, lr), Check(&eps, eps)})
     if (llvm::Error err = checkPositive(*flag, value))
       return err;
   for (Flag<double> *flag : {&beta1, &beta2})
@@ -193,4 +201,5 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.fusion = t.fusion;
   options.optimizerInBackward = t.optimizerInBackward;
   options.dataParallel = t.dataParallel;
+  options.microBatches = t.gradAccum;
 }

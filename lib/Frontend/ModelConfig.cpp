@@ -371,6 +371,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
       r.error("fusion",
               "expected \"none\" or \"default\", got \"" + *name + "\"");
   }
+  if (auto v = r.integer("grad_accum", false, 1))
+    t.gradAccum = *v;
   if (auto v = r.boolean("optimizer_in_backward"))
     t.optimizerInBackward = *v;
   if (auto v = r.integer("seed", false, 0))

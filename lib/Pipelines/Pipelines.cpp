@@ -20,6 +20,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   // subexpressions, before the optimizer reads the gradients.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (options.microBatches != 1) {
+    mlir::tg::TGAccumulateGradientsPassOptions accumulate;
+    accumulate.microBatches = options.microBatches;
+    pm.addPass(mlir::tg::createTGAccumulateGradientsPass(accumulate));
+  }
   if (options.dataParallel)
     pm.addPass(mlir::tg::createTGDataParallelPass());
   if (options.withOptimizer) {

@@ -198,7 +198,7 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   training = config->training;
   model = *config;
   stats.modelType = config->modelType;
-  stats.batchSize = training.batchSize;
+  stats.batchSize = training.batchSize * training.gradAccum;
   stats.seqLen = config->family == ModelFamily::MLP ? 1 : config->seqLen();
   stats.dtype = stringifyDType(training.dtype).str();
   stats.optimizer = stringifyOptimizerKind(training.optimizer).str();

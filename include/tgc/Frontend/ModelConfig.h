@@ -66,6 +66,8 @@ struct TrainingConfig {
   bool optimizerInBackward = true;
   /// tg-data-parallel: gradients summed over the processes of an MPI job.
   bool dataParallel = false;
+  /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
+  int64_t gradAccum = 1;
 };
 
 struct ModelConfig {

@@ -59,6 +59,11 @@ struct TrainingGraphOptions
       llvm::cl::desc("Each parameter's update right after its gradient "
                      "(tg-schedule-updates)"),
       llvm::cl::init(true)};
+  Option<int64_t> microBatches{
+      *this, "micro-batches",
+      llvm::cl::desc("Gradient accumulation: micro-batches per step "
+                     "(tg-accumulate-gradients)"),
+      llvm::cl::init(1)};
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Sum the gradients over processes (tg-data-parallel)"),

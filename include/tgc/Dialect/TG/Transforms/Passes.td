@@ -88,6 +88,37 @@ def TGFusePass : Pass<"tg-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGAccumulateGradientsPass
+    : Pass<"tg-accumulate-gradients", "::mlir::ModuleOp"> {
+  let summary = "Gradient accumulation over micro-batches inside one step";
+  let description = [{
+    Run right after tg-autodiff. `@train_step(params, inputs[B]...) ->
+    (loss, grads)` becomes a step over `micro-batches` × B rows: every
+    `tg.input` gains that many rows along dimension 0, and the forward and
+    reverse graph run once per micro-batch of B rows on a slice of them,
+    one after the other, the gradients (and the loss) summed and divided by
+    the number of micro-batches. Each micro-batch's activations die before
+    the next one's forward pass, so activation memory is that of B rows
+    while the update sees all of them: the same loss and gradients as a
+    batch of micro-batches × B rows (each micro-batch's loss is a mean over
+    its own tokens; the two agree when every micro-batch counts the same
+    number, as the runtime's batches do).
+
+    The step's ABI does not change shape: its inputs are simply larger (the
+    executable reads micro-batches × B rows per step). The graph is
+    unrolled (compile time grows with the count), and the optimizer, remat,
+    data parallelism (one collective per gradient, after the last
+    micro-batch) and fusion apply to the result as to any step.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per step (1: no change)">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGDataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
   let summary = "Sums each gradient over all processes (data parallelism)";
   let description = [{

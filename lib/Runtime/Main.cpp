@@ -109,11 +109,14 @@ void usage() {
               "  --threads N            threads of the step (default: "
               "OMP_NUM_THREADS, or every core)\n"
               "  --quiet                no progress output\n"
-              "  --help                 this text\n",
+              "  --help                 this text\n"
+              "\nExecutables compiled with tgc --data-parallel also run as "
+              "the processes of\nan Open MPI job (mpirun -np N %s ...; "
+              "batch per process; docs/distributed.md).\n",
               kProgram, tgc_model.model_type, (long long)tgc_model.batch_size,
               (long long)tgc_model.seq_len, tgc_model.optimizer,
               (long long)tgc_model.steps, (unsigned long long)tgc_model.seed,
-              tgc_model.lr);
+              tgc_model.lr, kProgram);
 }
 
 int64_t parseInt(const std::string &flag, const char *text, int64_t min) {

@@ -86,6 +86,11 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
   stats.plannedPeakBytes = plan.arenaBytes;
   stats.maxLiveBytes = plan.maxLiveBytes;
 
+  step.walk([&](AllReduceStartOp op) {
+    ++stats.collectives;
+    stats.collectiveBytes += getValueBytes(op.getInput());
+  });
+
   // Gradients: what each tg.sum_squares reads (one per parameter).
   llvm::DenseSet<Value> gradients;
   step.walk([&](SumSquaresOp op) { gradients.insert(op.getInput()); });

@@ -32,9 +32,8 @@ struct TGAccumulateGradientsPass
       return;
     auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
     if (!step) {
-      getOperation().emitError()
-          << "tg-accumulate-gradients: no function @" << trainStepName
-          << " (run tg-autodiff first)";
+      getOperation().emitError() << "tg-accumulate-gradients: no function @"
+                                 << trainStepName << " (run tg-autodiff first)";
       return signalPassFailure();
     }
     if (microBatches < 1) {
@@ -50,10 +49,11 @@ struct TGAccumulateGradientsPass
   LogicalResult accumulate(func::FuncOp step) {
     Block &body = step.getBody().front();
     auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
-    if (llvm::any_of(step.getArguments(), [&](BlockArgument arg) {
-          return step.getArgAttr(arg.getArgNumber(),
-                                 TGDialect::kStateAttrName);
-        }) ||
+    if (llvm::any_of(step.getArguments(),
+                     [&](BlockArgument arg) {
+                       return step.getArgAttr(arg.getArgNumber(),
+                                              TGDialect::kStateAttrName);
+                     }) ||
         ret.getNumOperands() == 0)
       return step.emitError("tg-accumulate-gradients: run it right after "
                             "tg-autodiff (before tg-optimizer)");

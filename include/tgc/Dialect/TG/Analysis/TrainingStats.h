@@ -44,6 +44,9 @@ struct TrainingStats {
   /// optimizer runs after the backward pass, far fewer when it runs inside
   /// it (tg-schedule-updates).
   int64_t gradientPeakBytes = 0;
+  /// tg-data-parallel: all-reduces per step and the bytes they sum.
+  int64_t collectives = 0;
+  int64_t collectiveBytes = 0;
 };
 
 /// One value the reverse graph keeps from the forward pass, and who reads it.

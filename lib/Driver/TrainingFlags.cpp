@@ -67,6 +67,12 @@ Flag<int64_t> gradAccum(
     "before the update: a step sees K x batch rows with the activation "
     "memory of one micro-batch",
     "K");
+Flag<int64_t> dpBucketKiB(
+    "dp-bucket-kib",
+    "With --data-parallel: gradients smaller than this many KiB share "
+    "collectives, in buckets of at most this size (default 1024; 0: one "
+    "collective per gradient)",
+    "n");
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Compile a step for data-parallel training under mpirun: each "
@@ -143,6 +149,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.dataParallel = dataParallel;
   if (gradAccum.given())
     t.gradAccum = gradAccum;
+  if (dpBucketKiB.given())
+    t.dpBucketKiB = dpBucketKiB;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -175,6 +183,10 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
       return llvm::createStringError("--" + flag->ArgStr.str() +
                                      " must be in [0, 1), got " +
                                      std::to_string(double(*flag)));
+  if (dpBucketKiB.given() && dpBucketKiB < 0)
+    return llvm::createStringError(
+        "--dp-bucket-kib must be non-negative, got " +
+        std::to_string(int64_t(dpBucketKiB)));
   for (Flag<double> *flag : {&weightDecay, &momentum, &gradClip})
     if (flag->given() && *flag < 0)
       return llvm::createStringError("--" + flag->ArgStr.str() +
@@ -201,5 +213,6 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.fusion = t.fusion;
   options.optimizerInBackward = t.optimizerInBackward;
   options.dataParallel = t.dataParallel;
+  options.dpBucketBytes = t.dpBucketKiB * 1024;
   options.microBatches = t.gradAccum;
 }

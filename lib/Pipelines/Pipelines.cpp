@@ -25,8 +25,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     accumulate.microBatches = options.microBatches;
     pm.addPass(mlir::tg::createTGAccumulateGradientsPass(accumulate));
   }
-  if (options.dataParallel)
-    pm.addPass(mlir::tg::createTGDataParallelPass());
+  if (options.dataParallel) {
+    mlir::tg::TGDataParallelPassOptions dataParallel;
+    dataParallel.bucketBytes = options.dpBucketBytes;
+    pm.addPass(mlir::tg::createTGDataParallelPass(dataParallel));
+  }
   if (options.withOptimizer) {
     mlir::tg::TGOptimizerPassOptions opt;
     opt.optimizer = options.optimizer;

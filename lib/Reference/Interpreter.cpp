@@ -740,14 +740,20 @@ private:
         })
         // Communication: one process, so the weighted sum is weight · input.
         .Case([&](AllReduceStartOp o) {
-          Tensor out = in(o.getInput());
           double w = in(o.getWeight())[0];
-          for (double &x : out.data)
-            x *= w;
-          set(o.getResult(), out);
+          for (auto [input, result] :
+               llvm::zip(o.getInputs(), o.getResults())) {
+            Tensor out = in(input);
+            for (double &x : out.data)
+              x *= w;
+            set(result, out);
+          }
           set(o.getRequest(), Tensor({}, 0.0));
         })
-        .Case([&](AllReduceWaitOp o) { set(o.getResult(), in(o.getInput())); })
+        .Case([&](AllReduceWaitOp o) {
+          for (auto [input, result] : llvm::zip(o.getInputs(), o.getResults()))
+            set(result, in(input));
+        })
         .Case([&](ClipFactorOp o) {
           double n = in(o.getNorm())[0], c = o.getMaxNorm().convertToDouble();
           set(o, Tensor({}, std::min(1.0, c / (n + 1e-6))));

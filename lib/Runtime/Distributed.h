@@ -33,10 +33,13 @@ const char *tgc_dist_description(void);
 /// start to their end, since the last call (for the summary).
 void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count);
 
-/// Called by the compiled step (tg.all_reduce_start / _wait): starts
-/// replacing the `count` floats at `address` by Σ_processes weight · x, and
-/// returns a request to wait for.
-int64_t tgc_allreduce_start(int64_t address, int64_t count, float weight);
+/// Called by the compiled step (tg.all_reduce_start / _wait): each
+/// tgc_allreduce_add puts the `count` floats at `address` into the next
+/// bucket; tgc_allreduce_start starts replacing every float x of the bucket
+/// by Σ_processes weight · x and returns a request; after
+/// tgc_allreduce_wait(request) the sums are in place.
+void tgc_allreduce_add(int64_t address, int64_t count);
+int64_t tgc_allreduce_start(float weight);
 void tgc_allreduce_wait(int64_t request);
 }
 

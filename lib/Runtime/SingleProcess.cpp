@@ -8,6 +8,8 @@
 #include "Distributed.h"
 
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 extern "C" {
 void tgc_dist_init(int *, char ***) {}
@@ -22,13 +24,23 @@ void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count) {
   *waiting = *inFlight = 0;
   *count = 0;
 }
+}
 
-int64_t tgc_allreduce_start(int64_t address, int64_t count, float weight) {
-  if (weight != 1.0f) {
-    float *x = reinterpret_cast<float *>(address);
-    for (int64_t i = 0; i < count; ++i)
-      x[i] *= weight;
-  }
+namespace {
+std::vector<std::pair<float *, int64_t>> bucket;
+} // namespace
+
+extern "C" {
+void tgc_allreduce_add(int64_t address, int64_t count) {
+  bucket.push_back({reinterpret_cast<float *>(address), count});
+}
+
+int64_t tgc_allreduce_start(float weight) {
+  if (weight != 1.0f)
+    for (auto [x, count] : bucket)
+      for (int64_t i = 0; i < count; ++i)
+        x[i] *= weight;
+  bucket.clear();
   return 0;
 }
 void tgc_allreduce_wait(int64_t) {}

@@ -66,6 +66,8 @@ struct TrainingConfig {
   bool optimizerInBackward = true;
   /// tg-data-parallel: gradients summed over the processes of an MPI job.
   bool dataParallel = false;
+  /// Gradients smaller than this share collectives (KiB; 0: none do).
+  int64_t dpBucketKiB = 1024;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
 };

@@ -68,6 +68,10 @@ struct TrainingGraphOptions
       *this, "data-parallel",
       llvm::cl::desc("Sum the gradients over processes (tg-data-parallel)"),
       llvm::cl::init(false)};
+  Option<int64_t> dpBucketBytes{
+      *this, "dp-bucket-bytes",
+      llvm::cl::desc("Gradients smaller than this share collectives"),
+      llvm::cl::init(1 << 20)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

@@ -5,8 +5,9 @@
 // read and write of the gradient's buffer out from between them, and then
 // become calls of the runtime (lib/Runtime/Distributed.h):
 //
-//   %request = call @tgc_allreduce_start(%address, %count, %weight)
-//                : (i64, i64, f32) -> i64
+//   call @tgc_allreduce_add(%address, %count) : (i64, i64) -> ()  // each
+//   %request = call @tgc_allreduce_start(%weight) : (f32) -> i64
+//   ...
 //   call @tgc_allreduce_wait(%request) : (i64) -> ()
 //
 //===----------------------------------------------------------------------===//
@@ -72,39 +73,52 @@ struct AllReduceStartModel
   }
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
                                const AnalysisState &) const {
-    return operand.getOperandNumber() == 0; // the sum replaces the input
+    // The sums replace the inputs; the weight is only read.
+    return operand.getOperandNumber() <
+           llvm::cast<AllReduceStartOp>(op).getInputs().size();
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
-    if (operand.getOperandNumber() != 0)
+    auto start = llvm::cast<AllReduceStartOp>(op);
+    unsigned i = operand.getOperandNumber();
+    if (i >= start.getInputs().size())
       return {};
-    return {{op->getResult(0), BufferRelation::Equivalent}};
+    return {{start.getResults()[i], BufferRelation::Equivalent}};
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto start = llvm::cast<AllReduceStartOp>(op);
     Location loc = op->getLoc();
-    FailureOr<Value> buffer =
-        getBuffer(rewriter, start.getInput(), options, state);
+    auto i64 = rewriter.getI64Type();
+    func::FuncOp add = declareRuntimeFunction(
+        op, "tgc_allreduce_add", rewriter.getFunctionType({i64, i64}, {}));
+    func::FuncOp begin = declareRuntimeFunction(
+        op, "tgc_allreduce_start",
+        rewriter.getFunctionType({rewriter.getF32Type()}, {i64}));
+    // The bucket: each buffer's address and element count, then the start.
+    SmallVector<Value> buffers;
+    for (Value input : start.getInputs()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      FailureOr<Value> address = addressOf(rewriter, loc, op, *buffer);
+      if (failed(address))
+        return failure();
+      Value count = arith::ConstantIntOp::create(
+          rewriter, loc, i64,
+          llvm::cast<MemRefType>(buffer->getType()).getNumElements());
+      func::CallOp::create(rewriter, loc, add, ValueRange{*address, count});
+      buffers.push_back(*buffer);
+    }
     FailureOr<Value> weightBuffer =
         getBuffer(rewriter, start.getWeight(), options, state);
-    if (failed(buffer) || failed(weightBuffer))
+    if (failed(weightBuffer))
       return failure();
-    auto i64 = rewriter.getI64Type();
-    func::FuncOp callee = declareRuntimeFunction(
-        op, "tgc_allreduce_start",
-        rewriter.getFunctionType({i64, i64, rewriter.getF32Type()}, {i64}));
-    FailureOr<Value> address = addressOf(rewriter, loc, op, *buffer);
-    if (failed(address))
-      return failure();
-    Value count = arith::ConstantIntOp::create(
-        rewriter, loc, i64,
-        llvm::cast<MemRefType>(buffer->getType()).getNumElements());
     Value weight = memref::LoadOp::create(rewriter, loc, *weightBuffer);
-    auto call = func::CallOp::create(rewriter, loc, callee,
-                                     ValueRange{*address, count, weight});
-    replaceOpWithBufferizedValues(rewriter, op, {*buffer, call.getResult(0)});
+    auto call = func::CallOp::create(rewriter, loc, begin, ValueRange{weight});
+    buffers.push_back(call.getResult(0));
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
     return success();
   }
 };
@@ -126,22 +140,27 @@ struct AllReduceWaitModel
                                       const AnalysisState &) const {
     if (!llvm::isa<TensorType>(operand.get().getType()))
       return {};
-    return {{op->getResult(0), BufferRelation::Equivalent}};
+    // Operand 0 is the request; input i is result i.
+    return {{op->getResult(operand.getOperandNumber() - 1),
+             BufferRelation::Equivalent}};
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto wait = llvm::cast<AllReduceWaitOp>(op);
-    FailureOr<Value> buffer =
-        getBuffer(rewriter, wait.getInput(), options, state);
-    if (failed(buffer))
-      return failure();
+    SmallVector<Value> buffers;
+    for (Value input : wait.getInputs()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
     func::FuncOp callee = declareRuntimeFunction(
         op, "tgc_allreduce_wait",
         rewriter.getFunctionType({rewriter.getI64Type()}, {}));
     func::CallOp::create(rewriter, op->getLoc(), callee,
                          ValueRange{wait.getRequest()});
-    replaceOpWithBufferizedValues(rewriter, op, {*buffer});
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
     return success();
   }
 };

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -31,9 +32,15 @@ std::string description;
 struct InFlight {
   MPI_Request request = MPI_REQUEST_NULL;
   double started = 0, finished = 0;
-  bool done = true;
+  bool done = true;   // MPI completed it (possibly in progress())
+  bool waited = true; // the step waited for it: the slot is free
+  // A bucket of several tensors is summed in one contiguous copy, unpacked
+  // by the wait.
+  std::vector<std::pair<float *, int64_t>> pieces;
+  std::vector<float> packed;
 };
 std::vector<InFlight> requests;
+std::vector<std::pair<float *, int64_t>> bucket; // the next start's tensors
 double waitingSeconds = 0, inFlightSeconds = 0;
 int64_t collectives = 0;
 
@@ -123,25 +130,43 @@ void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count) {
   collectives = 0;
 }
 
-int64_t tgc_allreduce_start(int64_t address, int64_t count, float weight) {
-  float *x = reinterpret_cast<float *>(address);
+void tgc_allreduce_add(int64_t address, int64_t count) {
+  bucket.push_back({reinterpret_cast<float *>(address), count});
+}
+
+int64_t tgc_allreduce_start(float weight) {
+  std::vector<std::pair<float *, int64_t>> pieces;
+  pieces.swap(bucket);
   if (weight != 1.0f)
-    for (int64_t i = 0; i < count; ++i)
-      x[i] *= weight;
+    for (auto [x, count] : pieces)
+      for (int64_t i = 0; i < count; ++i)
+        x[i] *= weight;
   if (!active || size == 1)
     return -1;
   progress();
   int64_t id = 0;
-  while (id < static_cast<int64_t>(requests.size()) && !requests[id].done)
+  while (id < static_cast<int64_t>(requests.size()) && !requests[id].waited)
     ++id;
   if (id == static_cast<int64_t>(requests.size()))
     requests.emplace_back();
   InFlight &r = requests[id];
   r.done = false;
+  r.waited = false;
   r.started = now();
-  // MPI counts are ints: larger gradients go in pieces (each its own
-  // request would complicate the wait; one blocking reduction per extra
-  // piece is rare enough: 2^31 floats is 8 GiB).
+  r.packed.clear();
+  r.pieces.clear();
+  float *x = pieces.empty() ? nullptr : pieces.front().first;
+  int64_t count = pieces.empty() ? 0 : pieces.front().second;
+  if (pieces.size() > 1) {
+    // One message for the bucket: packed here, unpacked by the wait.
+    for (auto [p, n] : pieces)
+      r.packed.insert(r.packed.end(), p, p + n);
+    r.pieces = std::move(pieces);
+    x = r.packed.data();
+    count = static_cast<int64_t>(r.packed.size());
+  }
+  // MPI counts are ints: a larger tensor goes in blocking pieces first
+  // (2^30 floats is 4 GiB).
   const int64_t maxCount = 1 << 30;
   while (count > maxCount) {
     MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(maxCount), MPI_FLOAT,
@@ -167,5 +192,12 @@ void tgc_allreduce_wait(int64_t id) {
     waitingSeconds += r.finished - t0;
   }
   inFlightSeconds += r.finished - r.started;
+  const float *sums = r.packed.data();
+  for (auto [p, n] : r.pieces) {
+    std::memcpy(p, sums, sizeof(float) * n);
+    sums += n;
+  }
+  r.pieces.clear();
+  r.waited = true;
 }
 }

@@ -88,7 +88,8 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
 
   step.walk([&](AllReduceStartOp op) {
     ++stats.collectives;
-    stats.collectiveBytes += getValueBytes(op.getInput());
+    for (Value input : op.getInputs())
+      stats.collectiveBytes += getValueBytes(input);
   });
 
   // Gradients: what each tg.sum_squares reads (one per parameter).

@@ -522,11 +522,35 @@ LogicalResult AdamWUpdateOp::verify() {
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.cpp.inc"
 
+LogicalResult
+AllReduceStartOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  // Each result is its input, summed in place; then the request.
+  llvm::append_range(inferred, adaptor.getInputs().getTypes());
+  inferred.push_back(IntegerType::get(ctx, 64));
+  return success();
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("expects at least one tensor");
+  return success();
+}
+
+LogicalResult
+AllReduceWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, adaptor.getInputs().getTypes());
+  return success();
+}
+
 LogicalResult AllReduceWaitOp::verify() {
-  // A wait completes one start: its request and that start's tensor.
+  // A wait completes one start: its request and all that start's tensors.
   auto start = getRequest().getDefiningOp<AllReduceStartOp>();
-  if (!start || start.getResult() != getInput())
-    return emitOpError("expects the request and the tensor of one "
+  if (!start || !llvm::equal(start.getResults(), getInputs()))
+    return emitOpError("expects the request and the tensors of one "
                        "tg.all_reduce_start");
   return success();
 }

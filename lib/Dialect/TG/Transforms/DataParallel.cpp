@@ -60,26 +60,59 @@ struct TGDataParallelPass
       return signalPassFailure();
     Value weight = step.getArgument(weightIndex);
 
-    for (unsigned r : gradResults) {
+    // Buckets of consecutive gradients in the order the backward pass
+    // completes them; each is summed by one collective.
+    SmallVector<unsigned> order(gradResults);
+    auto position = [&](unsigned r) -> Operation * {
+      Operation *def = ret.getOperand(r).getDefiningOp();
+      return def ? body.findAncestorOpInBlock(*def) : nullptr;
+    };
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      Operation *x = position(a), *y = position(b);
+      return x != y && (!x || (y && x->isBeforeInBlock(y)));
+    });
+    SmallVector<SmallVector<unsigned>> buckets;
+    int64_t bucketSize = 0;
+    for (unsigned r : order) {
       Value grad = ret.getOperand(r);
-      if (!llvm::cast<RankedTensorType>(grad.getType())
-               .getElementType()
-               .isF32()) {
-        step.emitError("tg-data-parallel: gradients must be f32, got ")
-            << grad.getType();
+      auto type = llvm::cast<RankedTensorType>(grad.getType());
+      if (!type.getElementType().isF32()) {
+        step.emitError("tg-data-parallel: gradients must be f32, got ") << type;
         return signalPassFailure();
       }
-      // Started where the gradient is complete; waited for at the end
+      int64_t bytes = type.getNumElements() * 4;
+      bool alone = bucketBytes <= 0 || bytes >= bucketBytes;
+      if (buckets.empty() || alone || bucketSize + bytes > bucketBytes ||
+          bucketSize >= bucketBytes) {
+        buckets.emplace_back();
+        bucketSize = 0;
+      }
+      buckets.back().push_back(r);
+      bucketSize = alone ? bucketBytes : bucketSize + bytes;
+    }
+
+    SmallVector<Value> grads;
+    for (SmallVector<unsigned> &bucket : buckets) {
+      grads.clear();
+      Operation *last = nullptr;
+      for (unsigned r : bucket) {
+        grads.push_back(ret.getOperand(r));
+        if (Operation *def = position(r))
+          if (!last || last->isBeforeInBlock(def))
+            last = def;
+      }
+      // Started where its last gradient is complete; waited for at the end
       // (tg-schedule-updates moves the wait earlier).
-      if (Operation *def = grad.getDefiningOp())
-        b.setInsertionPointAfter(def);
+      if (last)
+        b.setInsertionPointAfter(last);
       else
         b.setInsertionPointToStart(&body);
-      auto start = AllReduceStartOp::create(b, grad.getLoc(), grad, weight);
+      auto start = AllReduceStartOp::create(b, step.getLoc(), grads, weight);
       b.setInsertionPoint(ret);
-      Value sum = AllReduceWaitOp::create(b, grad.getLoc(), start.getRequest(),
-                                          start.getResult());
-      ret.setOperand(r, sum);
+      auto wait = AllReduceWaitOp::create(b, step.getLoc(), start.getRequest(),
+                                          start.getResults());
+      for (auto [r, sum] : llvm::zip(bucket, wait.getResults()))
+        ret.setOperand(r, sum);
     }
   }
 };

@@ -893,43 +893,43 @@ class TG_CommOp<string mnemonic, list<Trait> traits = []>
                       MemoryEffects<[MemRead, MemWrite]>,
                       DeclareOpInterfaceMethods<TG_CostOpInterface>], traits)>;
 
-def TG_AllReduceStartOp : TG_CommOp<"all_reduce_start", [
-    AllTypesMatch<["input", "result"]>]> {
-  let summary = "Starts a weighted sum of a tensor over all processes";
+def TG_AllReduceStartOp : TG_CommOp<"all_reduce_start", [InferTypeOpAdaptor]> {
+  let summary = "Starts a weighted sum of tensors over all processes";
   let description = [{
-    Starts `Σ_ranks weight_rank · input_rank` (a non-blocking all-reduce,
-    `MPI_Iallreduce`) in the input's own buffer and returns at once; the
-    sum is complete, and `result` may be read, only after
-    `tg.all_reduce_wait` on `request`. Nothing may read or write the buffer
-    in between. `weight` is the process's share of the global mean (its
-    count of loss tokens over the global count); in a single process the
-    result is `weight · input`.
+    Starts `Σ_ranks weight_rank · input_rank` for every input (one
+    non-blocking all-reduce, `MPI_Iallreduce`, of the bucket they form) in
+    the inputs' own buffers and returns at once; the sums are complete, and
+    `results` may be read, only after `tg.all_reduce_wait` on `request`.
+    Nothing may read or write the buffers in between. `weight` is the
+    process's share of the global mean (its count of loss tokens over the
+    global count); in a single process each result is `weight · input`.
 
     Example:
     ```mlir
-    %sent, %request = tg.all_reduce_start %g, %weight : tensor<64x64xf32>
+    %w1, %b1, %request = tg.all_reduce_start(%w, %b) weight %weight : tensor<64x64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins TG_FloatTensor:$input, TG_F32Scalar:$weight);
-  let results = (outs TG_FloatTensor:$result, I64:$request);
-  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs, TG_F32Scalar:$weight);
+  let results = (outs Variadic<TG_FloatTensor>:$results, I64:$request);
+  let assemblyFormat = "`(` $inputs `)` `weight` $weight attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
 }
 
-def TG_AllReduceWaitOp : TG_CommOp<"all_reduce_wait", [
-    AllTypesMatch<["input", "result"]>]> {
+def TG_AllReduceWaitOp : TG_CommOp<"all_reduce_wait", [InferTypeOpAdaptor]> {
   let summary = "Completes an all-reduce started by tg.all_reduce_start";
   let description = [{
-    Waits for the all-reduce `request` (`MPI_Wait`); `result` is the summed
-    tensor, in the same buffer as `input` (the start op's result).
+    Waits for the all-reduce `request` (`MPI_Wait`); `results` are the
+    summed tensors, in the same buffers as `inputs` (the start op's
+    results, all of them, in order).
 
     Example:
     ```mlir
-    %sum = tg.all_reduce_wait %request, %sent : tensor<64x64xf32>
+    %w2, %b2 = tg.all_reduce_wait %request(%w1, %b1) : tensor<64x64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins I64:$request, TG_FloatTensor:$input);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$request `,` $input attr-dict `:` type($input)";
+  let arguments = (ins I64:$request, Variadic<TG_FloatTensor>:$inputs);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = "$request `(` $inputs `)` attr-dict `:` type($inputs)";
   let hasVerifier = 1;
 }
 

@@ -134,11 +134,20 @@ def TGDataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     then lets each wait trail its start by one gradient, so that the
     optimizer update of each parameter waits for its own collective only.
 
+    Gradients smaller than `bucket-bytes` share collectives: consecutive
+    ones (in the order the backward pass completes them) form buckets of at
+    most that many bytes, started when the last of them is complete — fewer,
+    larger messages for norm weights and biases; a larger gradient is a
+    bucket of its own (and is summed in place, without a copy).
+
     The loss stays the process's own (the runtime sums `weight · loss` over
     processes for the log). With one process and `weight` 1 the step
     computes exactly what it computes without this pass.
   }];
   let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "1048576",
+           "Gradients smaller than this share collectives, up to this many "
+           "bytes per bucket (0: one collective per gradient)">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to rewrite">,
   ];

@@ -39,6 +39,8 @@ findInPlaceResults(ModuleOp module) {
   return results;
 }
 
+constexpr unsigned kMaxFusedInputs = 40;
+
 struct TGCFuseElementwisePass
     : tg::impl::TGCFuseElementwisePassBase<TGCFuseElementwisePass> {
   using Base::Base;
@@ -57,6 +59,12 @@ struct TGCFuseElementwisePass
       auto generic = dyn_cast_or_null<linalg::GenericOp>(producer);
       if (!generic || !producer->hasOneUse() ||
           !isa<linalg::GenericOp>(consumer))
+        return false;
+      // Bounded fan-in: a fused op is one GPU kernel, whose parameters
+      // (several words per buffer) PTX limits to 4 KiB.
+      if (generic.getNumDpsInputs() +
+              llvm::cast<linalg::GenericOp>(consumer).getNumDpsInputs() >
+          kMaxFusedInputs)
         return false;
       auto func = consumer->getParentOfType<func::FuncOp>();
       if (!func || func.getBody().empty())

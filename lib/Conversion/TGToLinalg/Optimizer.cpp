@@ -43,21 +43,41 @@ struct SumSquaresLowering : OpConversionPattern<SumSquaresOp> {
   }
 };
 
+/// Operands of one elementwise op of the norm: a GPU kernel's parameters
+/// (three words per 0-d buffer) stay far below PTX's 4 KiB.
+constexpr size_t kNormFanIn = 32;
+
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     auto scalarType = llvm::cast<RankedTensorType>(op.getType());
+    auto f64Scalar = RankedTensorType::get({}, rewriter.getF64Type());
+    auto sum = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      Value total = constantFloat(b, l, b.getF64Type(), 0.0);
+      for (Value s : a)
+        total = addF(b, l, total, s);
+      return total;
+    };
+    // The sums of squares added in groups of at most kNormFanIn, in operand
+    // order (a model has hundreds of parameters).
+    SmallVector<Value> sums(adaptor.getSums());
+    while (sums.size() > kNormFanIn) {
+      SmallVector<Value> partials;
+      for (size_t i = 0; i < sums.size(); i += kNormFanIn) {
+        ValueRange group =
+            ValueRange(sums).slice(i, std::min(kNormFanIn, sums.size() - i));
+        partials.push_back(elementwise(rewriter, loc, f64Scalar, group, sum));
+      }
+      sums = std::move(partials);
+    }
     Type resultElement = scalarType.getElementType();
-    // One elementwise op over the 0-d sums, added in operand order.
     rewriter.replaceOp(
-        op, elementwise(rewriter, op.getLoc(), scalarType, adaptor.getSums(),
+        op, elementwise(rewriter, loc, scalarType, sums,
                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          Value sum = constantFloat(b, l, b.getF64Type(), 0.0);
-                          for (Value s : a)
-                            sum = addF(b, l, sum, s);
-                          Value norm = math::SqrtOp::create(b, l, sum);
+                          Value norm = math::SqrtOp::create(b, l, sum(b, l, a));
                           return castFloat(b, l, norm, resultElement);
                         }));
     return success();

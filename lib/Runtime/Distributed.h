@@ -25,6 +25,8 @@ int tgc_dist_rank(void);
 int tgc_dist_size(void);
 /// Sums `values` over the processes, in place (blocking).
 void tgc_dist_sum(double *values, int count);
+/// The largest of each value over the processes, in place (blocking).
+void tgc_dist_max(double *values, int count);
 /// 1 when every process passed the same `value`.
 int tgc_dist_all_equal(uint64_t value);
 /// "Open MPI v4.1.4, 2 processes", or "" for one process.

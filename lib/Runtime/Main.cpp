@@ -658,6 +658,7 @@ public:
   }
 
   void run(int64_t firstStep, int64_t steps);
+  /// Every process takes part (the peak RSS is the job's largest).
   void printSummary() const;
 
 private:
@@ -845,6 +846,9 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
 }
 
 void Trainer::printSummary() const {
+  // Collective first: every process calls it, quiet or not.
+  double peakRss[1] = {peakRssMiB()};
+  tgc_dist_max(peakRss, 1);
   if (opt.quiet || times.empty())
     return;
   std::vector<double> sorted = times;
@@ -878,8 +882,8 @@ void Trainer::printSummary() const {
     };
     double waiting = median(waitMs), inFlight = median(inFlightMs);
     std::snprintf(distSummary, sizeof distSummary,
-                  "; %s, collectives in flight %.2f ms/step of which %.2f "
-                  "waited for (%.0f%% hidden)",
+                  "; %s (peak RSS of the largest), collectives in flight "
+                  "%.2f ms/step of which %.2f waited for (%.0f%% hidden)",
                   tgc_dist_description(), inFlight, waiting,
                   inFlight > 0 ? 100.0 * (1 - waiting / inFlight) : 0.0);
   }
@@ -890,7 +894,7 @@ void Trainer::printSummary() const {
                "arena %.1f MiB%s)%s\n",
                times.size(), mean, sorted[sorted.size() / 2],
                tokensPerStep / (sorted[sorted.size() / 2] / 1000.0), lastLoss,
-               evalSummary, peakRssMiB(), rssBeforeStepsMiB,
+               evalSummary, peakRss[0], rssBeforeStepsMiB,
                m.arena_bytes / (1024.0 * 1024.0), deviceSummary, distSummary);
 }
 

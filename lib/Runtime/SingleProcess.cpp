@@ -18,6 +18,7 @@ void tgc_dist_abort(int code) { std::exit(code); }
 int tgc_dist_rank(void) { return 0; }
 int tgc_dist_size(void) { return 1; }
 void tgc_dist_sum(double *, int) {}
+void tgc_dist_max(double *, int) {}
 int tgc_dist_all_equal(uint64_t) { return 1; }
 const char *tgc_dist_description(void) { return ""; }
 void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count) {

@@ -112,6 +112,12 @@ void tgc_dist_sum(double *values, int count) {
                   MPI_COMM_WORLD);
 }
 
+void tgc_dist_max(double *values, int count) {
+  if (active && size > 1)
+    MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+}
+
 int tgc_dist_all_equal(uint64_t value) {
   if (!active || size == 1)
     return 1;

@@ -8,7 +8,9 @@
  * where buffers[i] points to the i-th buffer described by
  * tgc_model.buffers[i]: a dense row-major array of `shape` in `dtype`
  * (64-byte alignment recommended). Roles, in order: parameters, optimizer
- * state, inputs (data, then the 0-d f32 `lr` and 1-based `step`), then the
+ * state, inputs (data; with `tgc --data-parallel` the 0-d f32 `dp_weight`,
+ * this process's share of the global token count; then the 0-d f32 `lr` and
+ * 1-based `step`), then the
  * outputs the step writes: `loss`, `grad_norm`, the new parameters, the new
  * optimizer state and, when compiled with `tgc --return-gradients`, the
  * gradients. Output buffers must not alias inputs,
@@ -17,7 +19,9 @@
  *
  * The object also calls tgc_arena_alloc / tgc_arena_release (declared
  * below; libtgc_runtime.a provides them) for its planned intermediates, and
- * runs its matmuls on OpenMP threads: link with -lomp.
+ * runs its matmuls on OpenMP threads: link with -lomp. A `--data-parallel`
+ * step also calls tgc_allreduce_add / _start / _wait, which libtgc_runtime.a
+ * defines for one process and libtgc_runtime_mpi.a over MPI.
  */
 #ifndef TGC_RUNTIME_ABI_H
 #define TGC_RUNTIME_ABI_H

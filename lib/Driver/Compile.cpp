@@ -247,8 +247,8 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     if (llvm::Error err = target.emit(module, CodeArtifact::Object, os))
       return prefixed(std::move(err));
   }
-  return prefixed(target.linkExecutable(
-      objectPath, generateHeader(*buffers, summary),
-      generateModelInfo(*buffers, summary), training.dataParallel,
-      request.output));
+  return prefixed(target.linkExecutable(objectPath,
+                                        generateHeader(*buffers, summary),
+                                        generateModelInfo(*buffers, summary),
+                                        training.dataParallel, request.output));
 }

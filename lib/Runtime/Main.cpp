@@ -930,10 +930,13 @@ void checkJob(Options &opt) {
   mixBytes(&opt.seed, sizeof opt.seed);
   mixBytes(&opt.lr, sizeof opt.lr);
   mixBytes(&opt.steps, sizeof opt.steps);
+  // Evaluation runs the step (and its collectives) on every process.
+  mixBytes(&opt.evalEvery, sizeof opt.evalEvery);
+  mixBytes(&opt.order, sizeof opt.order);
   if (!tgc_dist_all_equal(hash))
     die("the processes of this job run different executables or settings "
-        "(model, batch, data, --init/--resume, --seed, --lr, --steps): start "
-        "every rank with the same command");
+        "(model, batch, data, --data-order, --init/--resume, --seed, --lr, "
+        "--steps, --eval-every): start every rank with the same command");
   if (tgc_dist_rank() != 0) {
     opt.quiet = true;
     opt.log.clear();

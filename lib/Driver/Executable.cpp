@@ -2,6 +2,7 @@
 
 #include "tgc/Driver/Executable.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/IR/TrainStep.h"
 #include "tgc/Runtime/ABI.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -148,28 +149,6 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
 }
 
 namespace {
-/// Calls `check(old, newValue)` for each parameter and state the step
-/// returns a new value of; stops at the first false.
-bool forEachUpdated(
-    mlir::func::FuncOp step,
-    llvm::function_ref<bool(mlir::BlockArgument, mlir::Value)> check) {
-  using namespace mlir;
-  Operation *ret = step.getBody().front().getTerminator();
-  for (unsigned r = 0; r < step.getNumResults(); ++r)
-    for (StringRef role :
-         {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName}) {
-      auto name = step.getResultAttrOfType<StringAttr>(r, role);
-      if (!name)
-        continue;
-      for (BlockArgument arg : step.getArguments())
-        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) ==
-                name &&
-            !check(arg, ret->getOperand(r)))
-          return false;
-    }
-  return true;
-}
-
 /// Whether an op reads `old` after `update` (the op computing its new
 /// value) in the body of the step.
 bool readAfter(mlir::Block &body, mlir::BlockArgument old,
@@ -186,35 +165,27 @@ bool readAfter(mlir::Block &body, mlir::BlockArgument old,
 bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
   using namespace mlir;
   Block &body = step.getBody().front();
-  bool any = false;
-  bool ok = forEachUpdated(step, [&](BlockArgument old, Value newValue) {
-    Operation *update = newValue.getDefiningOp();
-    if (!update || !update->hasTrait<tg::ParameterUpdate>() ||
-        update->getBlock() != &body || readAfter(body, old, update))
-      return false;
-    any = true;
-    return true;
-  });
-  return ok && any;
+  SmallVector<tg::InPlaceUpdate> updates = tg::getInPlaceUpdates(step);
+  return !updates.empty() &&
+         llvm::all_of(updates, [&](const tg::InPlaceUpdate &u) {
+           Operation *update =
+               body.getTerminator()->getOperand(u.result).getDefiningOp();
+           return u.old && update && update->hasTrait<tg::ParameterUpdate>() &&
+                  update->getBlock() == &body &&
+                  !readAfter(body, u.old, update);
+         });
 }
 
 std::string tgc::findReadAfterUpdate(mlir::func::FuncOp step) {
   using namespace mlir;
   Block &body = step.getBody().front();
-  std::string found;
-  forEachUpdated(step, [&](BlockArgument old, Value newValue) {
-    Operation *def = newValue.getDefiningOp();
+  for (const tg::InPlaceUpdate &u : tg::getInPlaceUpdates(step)) {
+    Operation *def = body.getTerminator()->getOperand(u.result).getDefiningOp();
     Operation *update = def ? body.findAncestorOpInBlock(*def) : nullptr;
-    if (!update || !readAfter(body, old, update))
-      return true;
-    for (StringRef role :
-         {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName})
-      if (auto name =
-              step.getArgAttrOfType<StringAttr>(old.getArgNumber(), role))
-        found = name.getValue().str();
-    return false;
-  });
-  return found;
+    if (u.old && update && readAfter(body, u.old, update))
+      return u.name.getValue().str();
+  }
+  return "";
 }
 
 ModelSummary tgc::summarize(const ModelConfig *config, const TrainingConfig &t,

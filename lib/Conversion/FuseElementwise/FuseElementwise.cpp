@@ -1,7 +1,7 @@
 //===- FuseElementwise.cpp - tgc-fuse-elementwise -------------------------===//
 
 #include "tgc/Conversion/Passes.h"
-#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/IR/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -17,24 +17,15 @@ using namespace mlir;
 
 namespace {
 
-/// The results of a train step that overwrite an argument in place: new
-/// parameters and optimizer state, returned under the argument's name.
-/// Maps argument number → result number.
+/// For every function, its arguments that a result overwrites in place
+/// (new parameters and state): (function, argument number) → result number.
 llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned>
 findInPlaceResults(ModuleOp module) {
   llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> results;
   module.walk([&](func::FuncOp func) {
-    for (StringRef role :
-         {tg::TGDialect::kParamAttrName, tg::TGDialect::kStateAttrName}) {
-      llvm::StringMap<unsigned> resultOf;
-      for (unsigned r = 0, e = func.getNumResults(); r < e; ++r)
-        if (auto name = func.getResultAttrOfType<StringAttr>(r, role))
-          resultOf[name.getValue()] = r;
-      for (unsigned a = 0, e = func.getNumArguments(); a < e; ++a)
-        if (auto name = func.getArgAttrOfType<StringAttr>(a, role))
-          if (auto it = resultOf.find(name.getValue()); it != resultOf.end())
-            results[{func, a}] = it->second;
-    }
+    for (const tg::InPlaceUpdate &u : tg::getInPlaceUpdates(func))
+      if (u.old)
+        results[{func, u.old.getArgNumber()}] = u.result;
   });
   return results;
 }

@@ -47,6 +47,9 @@ struct TGAccumulateGradientsPass
   }
 
   LogicalResult accumulate(func::FuncOp step) {
+    if (!step.getBody().hasOneBlock())
+      return step.emitError("tg-accumulate-gradients: @")
+             << trainStepName << " must have a single block";
     Block &body = step.getBody().front();
     auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
     if (llvm::any_of(step.getArguments(),

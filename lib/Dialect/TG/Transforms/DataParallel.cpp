@@ -32,6 +32,11 @@ struct TGDataParallelPass
                                  << trainStepName << " (run tg-autodiff first)";
       return signalPassFailure();
     }
+    if (!step.getBody().hasOneBlock()) {
+      step.emitError("tg-data-parallel: @")
+          << trainStepName << " must have a single block";
+      return signalPassFailure();
+    }
     Block &body = step.getBody().front();
     auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
     SmallVector<unsigned> gradResults;
@@ -67,12 +72,13 @@ struct TGDataParallelPass
       Operation *def = ret.getOperand(r).getDefiningOp();
       return def ? body.findAncestorOpInBlock(*def) : nullptr;
     };
-    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-      Operation *x = position(a), *y = position(b);
+    llvm::stable_sort(order, [&](unsigned lhs, unsigned rhs) {
+      Operation *x = position(lhs), *y = position(rhs);
       return x != y && (!x || (y && x->isBeforeInBlock(y)));
     });
     SmallVector<SmallVector<unsigned>> buckets;
     int64_t bucketSize = 0;
+    bool open = false; // the last bucket takes more gradients
     for (unsigned r : order) {
       Value grad = ret.getOperand(r);
       auto type = llvm::cast<RankedTensorType>(grad.getType());
@@ -80,15 +86,17 @@ struct TGDataParallelPass
         step.emitError("tg-data-parallel: gradients must be f32, got ") << type;
         return signalPassFailure();
       }
+      // A small gradient joins the open bucket if it fits; a large one is
+      // a bucket of its own, closed to the next.
       int64_t bytes = type.getNumElements() * 4;
-      bool alone = bucketBytes <= 0 || bytes >= bucketBytes;
-      if (buckets.empty() || alone || bucketSize + bytes > bucketBytes ||
-          bucketSize >= bucketBytes) {
+      bool small = bytes < bucketBytes;
+      if (!small || !open || bucketSize + bytes > bucketBytes) {
         buckets.emplace_back();
         bucketSize = 0;
       }
       buckets.back().push_back(r);
-      bucketSize = alone ? bucketBytes : bucketSize + bytes;
+      bucketSize += bytes;
+      open = small;
     }
 
     SmallVector<Value> grads;

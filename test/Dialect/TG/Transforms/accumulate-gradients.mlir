@@ -25,4 +25,6 @@
 // ONE-SAME: tensor<2x8xf32> {tg.input = "x"}
 // ONE-NOT: tg.slice
 
+// RUN: not tgc-opt %S/Inputs/step-declaration.mlir --tg-accumulate-gradients=micro-batches=2 2>&1 | FileCheck %s --check-prefix=NOBODY
+// NOBODY: error: tg-accumulate-gradients: @train_step must have a single block
 // AFTER: error: tg-accumulate-gradients: run it right after tg-autodiff (before tg-optimizer)

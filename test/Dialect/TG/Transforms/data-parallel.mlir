@@ -52,5 +52,7 @@
 // BUCKET: %[[W:.*]]:2 = tg.all_reduce_wait %[[R]](%[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>
 // BUCKET-NEXT: return %{{.*}}, %[[W]]#0, %[[W]]#1
 
+// RUN: not tgc-opt %S/Inputs/step-declaration.mlir --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=NOBODY
+// NOBODY: error: tg-data-parallel: @train_step must have a single block
 // NOSTEP: error: tg-data-parallel: no function @train_step (run tg-autodiff first)
 // AFTER: error: tg-data-parallel: @train_step must return gradients (tg.grad) and have no optimizer state: run it after tg-autodiff and before tg-optimizer

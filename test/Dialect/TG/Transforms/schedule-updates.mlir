@@ -91,4 +91,6 @@ func.func @train_step(%a: tensor<4xf32> {tg.param = "a"}, %b: tensor<4xf32> {tg.
 // END: tg.sgd_update
 // END-NEXT: return
 
+// RUN: not tgc-opt %S/Inputs/step-declaration.mlir --tg-schedule-updates 2>&1 | FileCheck %s --check-prefix=NOBODY
+// NOBODY: error: tg-schedule-updates: @train_step must have a single block
 // NOSTEP: error: tg-schedule-updates: no function @train_step (run tg-autodiff and tg-optimizer first)

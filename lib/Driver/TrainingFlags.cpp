@@ -45,6 +45,12 @@ cl::opt<DType, false, EnumFlagParser<DType>>
           cl::values(clEnumValN(DType::F32, "f32", "32-bit float"),
                      clEnumValN(DType::BF16, "bf16", "bfloat16"),
                      clEnumValN(DType::F16, "f16", "16-bit float")));
+cl::opt<Precision, false, EnumFlagParser<Precision>>
+    precision("precision",
+              cl::desc("Arithmetic precision (docs/mixed-precision.md; "
+                       "default: fp32)"),
+              cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()),
+              TG_PRECISION_CL_VALUES);
 Flag<uint64_t> seed("seed", "Random seed for weight init and data order", "n");
 Flag<int64_t> steps("steps", "Training steps", "n");
 cl::opt<RematPolicy, false, EnumFlagParser<RematPolicy>>
@@ -128,6 +134,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.gradClip = gradClip;
   if (dtype.getNumOccurrences())
     t.dtype = dtype;
+  if (precision.getNumOccurrences())
+    t.precision = precision;
   if (seed.given())
     t.seed = seed;
   if (steps.given())
@@ -211,6 +219,7 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.memoryBudget = t.memoryBudget;
   options.rematReport = t.rematReport;
   options.fusion = t.fusion;
+  options.precision = t.precision;
   options.optimizerInBackward = t.optimizerInBackward;
   options.dataParallel = t.dataParallel;
   options.dpBucketBytes = t.dpBucketKiB * 1024;

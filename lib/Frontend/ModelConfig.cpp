@@ -364,6 +364,13 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
       r.error("dtype",
               "expected \"f32\", \"bf16\" or \"f16\", got \"" + *name + "\"");
   }
+  if (auto name = r.string("precision", false)) {
+    if (std::optional<Precision> p = mlir::tg::parsePrecision(*name))
+      t.precision = *p;
+    else
+      r.error("precision",
+              "expected \"fp32\" or \"bf16-mixed\", got \"" + *name + "\"");
+  }
   if (auto name = r.string("fusion", false)) {
     if (std::optional<FusionMode> mode = mlir::tg::parseFusionMode(*name))
       t.fusion = *mode;
@@ -403,6 +410,12 @@ llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
         c.training.seqLen, c.maxPositions,
         c.family == ModelFamily::GPT2 ? "n_positions"
                                       : "max_position_embeddings"));
+  if (c.training.precision != Precision::FP32 && c.training.dtype != DType::F32)
+    return llvm::createStringError(llvm::formatv(
+        "{0}: precision {1} keeps f32 parameters (the optimizer's masters) "
+        "and needs dtype f32, not {2}",
+        c.path, mlir::tg::stringifyPrecision(c.training.precision),
+        stringifyDType(c.training.dtype)));
   return llvm::Error::success();
 }
 

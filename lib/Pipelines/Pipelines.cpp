@@ -15,6 +15,12 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   // Fused ops bring their own gradient rules: before autodiff.
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());
+  // On the forward graph, so the products' gradient rules see the casts.
+  if (options.precision == mlir::tg::Precision::BF16Mixed) {
+    mlir::tg::TGMixedPrecisionPassOptions mixed;
+    mixed.elementType = "bf16";
+    pm.addPass(mlir::tg::createTGMixedPrecisionPass(mixed));
+  }
   pm.addPass(mlir::tg::createTGAutodiffPass());
   // Folding the seed and the reverse graph's reshapes, and sharing common
   // subexpressions, before the optimizer reads the gradients.

@@ -547,7 +547,22 @@ private:
   }
 
   const Tensor &in(Value v) { return values[v]; }
-  void set(Value v, Tensor t) { values[v] = std::move(t); }
+  /// Values of bf16/f16 type are rounded to it (nearest even), so the
+  /// oracle rounds exactly where compiled mixed-precision code does.
+  void set(Value v, Tensor t) {
+    auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
+    if (type && isLowPrecisionFloat(type.getElementType())) {
+      const llvm::fltSemantics &sem =
+          llvm::cast<FloatType>(type.getElementType()).getFloatSemantics();
+      for (int64_t i = 0; i < t.numElements(); ++i) {
+        bool lost;
+        llvm::APFloat x(t[i]);
+        x.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+        t[i] = x.convertToDouble();
+      }
+    }
+    values[v] = std::move(t);
+  }
 
   llvm::Error step(Operation *op) {
     bool handled = true;
@@ -558,6 +573,7 @@ private:
           t.shape = shapeOf(o);
           set(o, std::move(t));
         })
+        .Case([&](CastOp o) { set(o, in(o.getInput())); })
         .Case([&](TransposeOp o) {
           set(o, transpose(in(o.getInput()), o.getPermutation()));
         })

@@ -38,7 +38,8 @@ llvm::Error tgc::checkF32Parameters(mlir::func::FuncOp step,
                                    "(parameter '" +
                                    name.getValue().str() +
                                    "' is not f32); use "
-                                   "--dtype=f32");
+                                   "--dtype=f32 (with --precision=bf16-mixed "
+                                   "for bf16 products)");
   }
   return llvm::Error::success();
 }

@@ -5,6 +5,11 @@
   train mode: N optimizer steps (with the model file's optimizer and
               clipping) on one batch: the loss curve and final weights.
 
+With --autocast bf16 PyTorch runs the forward pass under CPU autocast
+(bf16 products) and tgc's side is compiled with --precision=bf16-mixed; the
+two round differently, so each tensor is compared norm-wise,
+||tgc - torch|| / ||torch|| <= --norm-tol.
+
 tgc's side is run by a tgc tool that takes --init/--batch/-o (the reference
 interpreter `tgc-ref`, or a compiled executable's wrapper). Prints the worst
 errors and 'PASS'/'FAIL' per tensor class; exits 1 on any failure."""
@@ -75,6 +80,10 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-6)
     ap.add_argument("--weights-rtol", type=float, default=None,
                     help="train mode: also bound the final weights' error")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="PyTorch's forward under torch.autocast (grads mode)")
+    ap.add_argument("--norm-tol", type=float, default=2e-2,
+                    help="with --autocast: bound on each tensor's norm-wise error")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
@@ -100,6 +109,8 @@ def main():
         dpath, batches = exe_batches(c, args.batch_size, args.seq_len, steps, args.seed, args.workdir)
         batch = batches[0]
         inputs = [batch[k].to(dtype) if batch[k].is_floating_point() else batch[k] for k in batch]
+        # The first batch as the executable reads it, for tgc-ref (the oracle).
+        st.save(bpath, {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in batch.items()})
         lpath = os.path.join(args.workdir, "log.jsonl")
         cmd = [args.exe, "--init", wpath, "--data", dpath, "--steps", str(steps), "--quiet",
                "--log", lpath]
@@ -121,6 +132,8 @@ def main():
                f"--batch-size={args.batch_size}", f"--train-steps={args.train_steps}"]
         if c["model_type"] != "mlp":
             cmd.append(f"--seq-len={args.seq_len}")
+        if args.autocast == "bf16":
+            cmd.append("--precision=bf16-mixed")
         subprocess.run(cmd, check=True)
         ours = st.load(opath)
 
@@ -135,6 +148,12 @@ def main():
             print(f"FAIL {label} {name}: shape {tuple(mine.shape)} vs {tuple(ref.shape)}")
             failures += 1
             return 0.0
+        if args.autocast != "none":
+            rel = ((mine - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+            if not rel <= args.norm_tol:
+                failures += 1
+                print(f"FAIL {label} {name}: norm-wise relative error {rel:.3e}")
+            return rel
         err = (mine - ref).abs()
         bound = args.atol + rtol * ref.abs()
         rel = (err / ref.abs().clamp_min(args.atol / rtol)).max().item()
@@ -145,14 +164,20 @@ def main():
         return rel
 
     if args.train_steps == 0:
-        loss = loss_fn(c, P, *inputs)
+        if args.autocast == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(c, P, *inputs)
+            loss = loss.float()
+        else:
+            loss = loss_fn(c, P, *inputs)
         loss.backward()
         worst = check("loss", "loss", ours["loss"], loss)
         print(f"loss tgc={ours['loss'].item():.8f} torch={loss.item():.8f}")
         worst_grad = 0.0
         for name, p in P.items():
             worst_grad = max(worst_grad, check("grad", name, ours[name], p.grad))
-        print(f"{len(P)} gradients, worst relative error {worst_grad:.3e} (loss {worst:.3e})")
+        kind = "norm-wise relative error" if args.autocast != "none" else "relative error"
+        print(f"{len(P)} gradients, worst {kind} {worst_grad:.3e} (loss {worst:.3e})")
     else:
         opt_name = t.get("optimizer", "adamw")
         lr = t.get("lr", 1e-3)

@@ -29,6 +29,7 @@ llvm::StringRef stringifyActivation(Activation act);
 
 using mlir::tg::FusionMode;
 using mlir::tg::OptimizerKind;
+using mlir::tg::Precision;
 using mlir::tg::RematPolicy;
 
 enum class DType { F32, BF16, F16 };
@@ -53,6 +54,8 @@ struct TrainingConfig {
   /// Global-norm gradient clipping threshold; nullopt disables clipping.
   std::optional<double> gradClip;
   DType dtype = DType::F32;
+  /// fp32, or bf16-mixed (needs dtype f32: the parameters are the masters).
+  Precision precision = Precision::FP32;
   uint64_t seed = 0;
   int64_t steps = 100;
   /// Rematerialisation (tg-remat): policy, budget text (parsed by

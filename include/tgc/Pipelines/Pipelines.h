@@ -54,6 +54,10 @@ struct TrainingGraphOptions
   Option<mlir::tg::FusionMode> fusion{
       *this, "fusion", llvm::cl::desc("Fusions before autodiff"),
       llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
+  Option<mlir::tg::Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("Arithmetic precision (tg-mixed-precision)"),
+      llvm::cl::init(mlir::tg::Precision::FP32), TG_PRECISION_CL_VALUES};
   Option<bool> optimizerInBackward{
       *this, "optimizer-in-backward",
       llvm::cl::desc("Each parameter's update right after its gradient "

@@ -210,5 +210,9 @@ void mlir::tg::populateTGElementwiseToLinalgPatterns(
                        addF(b, l, one, mulF(b, l, a[1], subF(b, l, one, s))));
         return mulF(b, l, a[0], d);
       });
+  patterns.add<ElementwiseLowering<CastOp>>(
+      ctx, [](CastOp op, OpBuilder &b, Location l, ValueRange a) {
+        return castFloat(b, l, a[0], op.getType().getElementType());
+      });
   patterns.add<RopeLowering>(ctx);
 }

@@ -14,8 +14,29 @@ using namespace mlir::tg::lowering;
 
 namespace {
 
+/// Products of bf16/f16 operands accumulate in f32 whatever their result
+/// type (mixed precision: tg.matmul's description).
+Type accumulationType(Type operand) {
+  return isLowPrecisionFloat(operand) ? Float32Type::get(operand.getContext())
+                                      : operand;
+}
+
 Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
-  return addF(b, l, args[2], mulF(b, l, args[0], args[1]));
+  Type acc = args[2].getType();
+  return addF(
+      b, l, args[2],
+      mulF(b, l, castFloat(b, l, args[0], acc), castFloat(b, l, args[1], acc)));
+}
+
+/// `acc` rounded to `type`'s element type where the two differ.
+Value roundTo(OpBuilder &b, Location l, Value acc, RankedTensorType type) {
+  RankedTensorType accType = tensorType(acc);
+  if (accType.getElementType() == type.getElementType())
+    return acc;
+  return elementwise(b, l, accType.clone(type.getElementType()), acc,
+                     [&](OpBuilder &b, Location l, ValueRange a) {
+                       return castFloat(b, l, a[0], type.getElementType());
+                     });
 }
 
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
@@ -26,6 +47,8 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     RankedTensorType out = op.getType();
     Location loc = op.getLoc();
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    Type operand = tensorType(lhs).getElementType();
+    Type acc = accumulationType(operand);
     int64_t lhsRank = tensorType(lhs).getRank(),
             rhsRank = tensorType(rhs).getRank();
     // Matrix products, and batched inputs times one shared matrix (rows of
@@ -34,18 +57,17 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
       int64_t k = tensorType(rhs).getDimSize(op.getTransposeRhs() ? 1 : 0);
       int64_t n = out.getShape().back();
       int64_t rows = out.getNumElements() / n;
-      Value a =
-          lhsRank == 2
-              ? lhs
-              : reshape(rewriter, loc, lhs,
-                        RankedTensorType::get({rows, k}, out.getElementType()));
+      Value a = lhsRank == 2
+                    ? lhs
+                    : reshape(rewriter, loc, lhs,
+                              RankedTensorType::get({rows, k}, operand));
       Value bm = op.getTransposeRhs() ? transpose2D(rewriter, loc, rhs) : rhs;
       Value init =
-          filled(rewriter, loc,
-                 RankedTensorType::get({rows, n}, out.getElementType()), 0.0);
+          filled(rewriter, loc, RankedTensorType::get({rows, n}, acc), 0.0);
       Value product = op.getTransposeLhs()
                           ? matmulTransposedLhs(rewriter, loc, a, bm, init)
                           : matmul2D(rewriter, loc, a, bm, init);
+      product = roundTo(rewriter, loc, product, out);
       rewriter.replaceOp(op, reshape(rewriter, loc, product, out));
       return success();
     }
@@ -64,14 +86,14 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     SmallVector<int64_t> outDims;
     for (int64_t i = 0; i < nb + 2; ++i)
       outDims.push_back(i);
-    Value init = filled(rewriter, op.getLoc(), out, 0.0);
+    Value init = filled(rewriter, op.getLoc(), out.clone(acc), 0.0);
     Value result =
         generic(rewriter, op.getLoc(), {adaptor.getLhs(), adaptor.getRhs()},
                 {operandMap(adaptor.getLhs(), op.getTransposeLhs(), m, k),
                  operandMap(adaptor.getRhs(), op.getTransposeRhs(), k, n)},
                 init, dimsMap(getContext(), rank, outDims),
                 iterators(rank, {k}), multiplyAccumulate);
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, roundTo(rewriter, loc, result, out));
     return success();
   }
 };
@@ -87,18 +109,20 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     int64_t in = op.getWeight().getType().getDimSize(1);
     int64_t outDim = out.getShape().back();
     int64_t rows = out.getNumElements() / outDim;
-    Type elt = out.getElementType();
+    Type operand = op.getInput().getType().getElementType();
+    Type acc = accumulationType(operand);
     Value x = reshape(rewriter, loc, adaptor.getInput(),
-                      RankedTensorType::get({rows, in}, elt));
-    auto flatType = RankedTensorType::get({rows, outDim}, elt);
+                      RankedTensorType::get({rows, in}, operand));
+    auto flatType = RankedTensorType::get({rows, outDim}, acc);
     Value init = adaptor.getBias()
                      ? elementwise(rewriter, loc, flatType, adaptor.getBias(),
-                                   [](OpBuilder &, Location, ValueRange a) {
-                                     return a[0];
+                                   [&](OpBuilder &b, Location l, ValueRange a) {
+                                     return castFloat(b, l, a[0], acc);
                                    })
                      : filled(rewriter, loc, flatType, 0.0);
     Value y = matmul2D(rewriter, loc, x,
                        transpose2D(rewriter, loc, adaptor.getWeight()), init);
+    y = roundTo(rewriter, loc, y, out);
     rewriter.replaceOp(op, reshape(rewriter, loc, y, out));
     return success();
   }

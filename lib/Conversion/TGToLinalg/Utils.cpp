@@ -236,13 +236,17 @@ Value lowering::clampIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
 }
 
 Value lowering::castFloat(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
   unsigned from = v.getType().getIntOrFloatBitWidth(),
            to = type.getIntOrFloatBitWidth();
-  if (from == to)
-    return v;
   if (from < to)
     return arith::ExtFOp::create(b, loc, type, v);
-  return arith::TruncFOp::create(b, loc, type, v);
+  if (from > to)
+    return arith::TruncFOp::create(b, loc, type, v);
+  // bf16 <-> f16: through f32, which holds both exactly.
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return arith::TruncFOp::create(b, loc, type, wide);
 }
 
 Value lowering::mulF(OpBuilder &b, Location loc, Value x, Value y) {

@@ -11,13 +11,18 @@
 
 #include "tgc/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -345,6 +350,44 @@ LogicalResult vectorizeTiles(ModuleOp module,
   return success();
 }
 
+/// extf(transpose(x)) → transpose(extf(x)), and the same for broadcast.
+/// Tiles of bf16/f16 operands vectorise to reads that are broadcast and
+/// transposed, then widened; with the widening next to the reads the
+/// contraction patterns fold the shuffles into a vector.contract as they do
+/// for f32 (otherwise the product unrolls into scalar code).
+template <typename ShuffleOp>
+struct WidenBeforeShuffle : OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rewriter) const override {
+    auto shuffle = op.getIn().getDefiningOp<ShuffleOp>();
+    if (!shuffle)
+      return failure();
+    Value source = shuffle->getOperand(0);
+    auto sourceType = llvm::dyn_cast<VectorType>(source.getType());
+    if (!sourceType)
+      return failure();
+    Type wide = getElementTypeOrSelf(op.getType());
+    Value widened = arith::ExtFOp::create(rewriter, op.getLoc(),
+                                          sourceType.clone(wide), source);
+    Operation *moved = rewriter.clone(*shuffle);
+    moved->setOperand(0, widened);
+    moved->getResult(0).setType(op.getType());
+    rewriter.replaceOp(op, moved->getResults());
+    return success();
+  }
+};
+
+LogicalResult widenBeforeShuffles(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  // The reads' permutation maps become explicit broadcasts and transposes
+  // first (as the lowering schedule would do).
+  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  patterns.add<WidenBeforeShuffle<vector::TransposeOp>,
+               WidenBeforeShuffle<vector::BroadcastOp>>(module.getContext());
+  return applyPatternsGreedily(module, std::move(patterns));
+}
+
 /// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
 /// `linalg.matmul` on rank-reduced views, which phase 2 schedules.
 void rankReduceUnitBatches(ModuleOp module) {
@@ -457,6 +500,7 @@ struct TGCVectorizeMatmulsPass
     int64_t lanes = vectorBits / 32;
     if (failed(runSchedule(module, registerSchedule(configs, lanes))) ||
         failed(vectorizeTiles(module, configs, lanes)) ||
+        failed(widenBeforeShuffles(module)) ||
         failed(runSchedule(module, loweringSchedule())))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });

@@ -147,6 +147,12 @@ public:
       return llvm::createStringError(
           "--data-parallel: the CUDA target has no collectives yet (NCCL is "
           "the next step, docs/distributed.md); use the CPU target");
+    bool lowPrecision = false;
+    step.walk([&](tg::CastOp) { lowPrecision = true; });
+    if (lowPrecision)
+      return llvm::createStringError(
+          "--precision=bf16-mixed: the CUDA target has no bf16 products yet "
+          "(docs/mixed-precision.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
   }
 

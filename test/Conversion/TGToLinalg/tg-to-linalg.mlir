@@ -76,3 +76,47 @@ func.func @narrow(%a: tensor<64x32xf32>, %b: tensor<32x10xf32>) -> tensor<64x10x
   %y = tg.matmul %a, %b : tensor<64x32xf32>, tensor<32x10xf32> -> tensor<64x10xf32>
   return %y : tensor<64x10xf32>
 }
+
+// -----
+
+// Mixed precision: bf16 operands accumulate into an f32 matmul (linalg's
+// named op widens its inputs), an f32 bias is the accumulator's start; a
+// bf16 result is accumulated in f32 and rounded once; tg.cast is truncf /
+// extf.
+// CHECK-LABEL: func.func @mixed_linear
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<6x8xbf16>) outs(%{{.*}} : tensor<8x6xbf16>)
+// CHECK: linalg.matmul ins(%{{.*}}, %[[WT]] : tensor<4x8xbf16>, tensor<8x6xbf16>) outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK-NOT: tg.
+func.func @mixed_linear(%x: tensor<4x8xf32>, %w: tensor<6x8xbf16>) -> tensor<4x6xf32> {
+  %xl = tg.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %y = tg.linear %xl, %w : tensor<4x8xbf16>, tensor<6x8xbf16> -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bf16_result
+// CHECK: %[[ACC:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x6xbf16>) outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
+// CHECK: arith.truncf
+func.func @bf16_result(%a: tensor<4x8xbf16>, %b: tensor<8x6xbf16>) -> tensor<4x6xbf16> {
+  %c = tg.matmul %a, %b : tensor<4x8xbf16>, tensor<8x6xbf16> -> tensor<4x6xbf16>
+  return %c : tensor<4x6xbf16>
+}
+
+// -----
+
+// Batched products with their own maps: the generic widens each operand.
+// CHECK-LABEL: func.func @mixed_batched
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<2x4x8xbf16>, tensor<2x6x8xbf16>) outs(%{{.*}} : tensor<2x4x6xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @mixed_batched(%q: tensor<2x4x8xbf16>, %k: tensor<2x6x8xbf16>) -> tensor<2x4x6xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs} : tensor<2x4x8xbf16>, tensor<2x6x8xbf16> -> tensor<2x4x6xf32>
+  return %s : tensor<2x4x6xf32>
+}

@@ -96,3 +96,29 @@ func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<
   linalg.batch_matmul ins(%a, %b : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%c : memref<6x37x37xf32>)
   return
 }
+
+// Mixed precision: bf16 operands widened next to their loads (whole rows of
+// B, one element of A per row), f32 FMAs on f32 accumulators; no scalar
+// multiplies, also for a transposed A and a prime-sized remainder.
+// CHECK-LABEL: func.func @bf16_operands
+// CHECK: arith.extf %{{.*}} : vector<1x64xbf16> to vector<1x64xf32>
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK-NOT: arith.mulf
+// CHECK-NOT: linalg.matmul
+// CHECK-LABEL: func.func @bf16_transposed_a_odd
+// CHECK: vector.fma
+// CHECK-NOT: arith.mulf
+// CHECK-NOT: linalg.matmul
+// CHECK-LABEL: func.func @after_bf16
+func.func @bf16_operands(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+func.func @bf16_transposed_a_odd(%a: memref<37x61xbf16>, %b: memref<37x53xbf16>, %c: memref<61x53xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<37x61xbf16>, memref<37x53xbf16>) outs(%c : memref<61x53xf32>)
+  return
+}
+func.func @after_bf16() {
+  return
+}

@@ -107,6 +107,7 @@ OpCost AddOp::getCost() { return elementwise(getResult(), 1); }
 OpCost SubOp::getCost() { return elementwise(getResult(), 1); }
 OpCost MulOp::getCost() { return elementwise(getResult(), 1); }
 OpCost ScaleOp::getCost() { return elementwise(getResult(), 1); }
+OpCost CastOp::getCost() { return elementwise(getResult(), 1); }
 OpCost ReluOp::getCost() { return elementwise(getResult(), 1); }
 OpCost ReluGradOp::getCost() { return elementwise(getResult(), 1); }
 OpCost ReduceSumOp::getCost() { return elementwise(getInput(), 1); }

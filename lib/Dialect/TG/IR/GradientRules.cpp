@@ -70,6 +70,15 @@ void push(SmallVectorImpl<Value> &grads, ArrayRef<bool> needsGrad,
 // Structure
 //===----------------------------------------------------------------------===//
 
+LogicalResult CastOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    ArrayRef<bool> needsGrad,
+                                    SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return CastOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
+  });
+  return success();
+}
+
 LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        ArrayRef<bool> needsGrad,
                                        SmallVectorImpl<Value> &grads) {
@@ -140,23 +149,52 @@ LogicalResult PadOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 // Matrix products
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// `lhs`·`rhs` (operands transposed as asked) returning `resultElement`
+/// elements: the operands' type, or f32 accumulation of bf16/f16 operands.
+Value product(OpBuilder &b, Location loc, Value lhs, Value rhs, bool ta,
+              bool tb, Type resultElement) {
+  auto op = MatmulOp::create(b, loc, lhs, rhs, ta, tb);
+  if (op.getType().getElementType() != resultElement)
+    op.getResult().setType(op.getType().clone(resultElement));
+  return op;
+}
+
+/// The gradient `g` (of the product's result type) in the operands'
+/// element type `operand`: cast down for a mixed-precision product.
+Value toOperandPrecision(OpBuilder &b, Location loc, Value g, Type operand) {
+  RankedTensorType type = tensorType(g);
+  if (type.getElementType() == operand)
+    return g;
+  return CastOp::create(b, loc, type.clone(operand), g);
+}
+} // namespace
+
 LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                       ArrayRef<bool> needsGrad,
                                       SmallVectorImpl<Value> &grads) {
   // With a = op(A), b = op(B): da = dC·bᵀ, db = aᵀ·dC, and dA / dB are
-  // da / db transposed back when the forward transposed them.
+  // da / db transposed back when the forward transposed them. A
+  // mixed-precision product (bf16 operands, f32 result) takes dC in bf16,
+  // accumulates its products in f32 (also any batch sum), and rounds each
+  // operand's gradient to bf16 once, as autocast does.
   Location loc = getLoc();
-  Value dC = resultGrads[0], A = getLhs(), B = getRhs();
+  Type low = getLhs().getType().getElementType();
+  Type acc = getType().getElementType();
+  Value dC = toOperandPrecision(b, loc, resultGrads[0], low);
+  Value A = getLhs(), B = getRhs();
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   RankedTensorType aType = getLhs().getType(), bType = getRhs().getType();
   bool batched = getType().getRank() > 2;
+  auto finish = [&](Value g, RankedTensorType type) {
+    return toOperandPrecision(b, loc, sumToShape(b, loc, g, type.clone(acc)),
+                              low);
+  };
 
   push(grads, needsGrad, 0, [&]() -> Value {
-    Value dA = ta ? MatmulOp::create(b, loc, B, dC, /*transpose_lhs=*/tb,
-                                     /*transpose_rhs=*/true)
-                  : MatmulOp::create(b, loc, dC, B, /*transpose_lhs=*/false,
-                                     /*transpose_rhs=*/!tb);
-    return sumToShape(b, loc, dA, aType);
+    Value dA = ta ? product(b, loc, B, dC, /*ta=*/tb, /*tb=*/true, acc)
+                  : product(b, loc, dC, B, /*ta=*/false, /*tb=*/!tb, acc);
+    return finish(dA, aType);
   });
   push(grads, needsGrad, 1, [&]() -> Value {
     // A shared weight matrix of a batched product (x @ W): fold the batch
@@ -164,14 +202,13 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     if (batched && bType.getRank() == 2 && !ta) {
       Value aFlat = flattenToMatrix(b, loc, A);
       Value dCFlat = flattenToMatrix(b, loc, dC);
-      return tb ? MatmulOp::create(b, loc, dCFlat, aFlat, true, false)
-                : MatmulOp::create(b, loc, aFlat, dCFlat, true, false);
+      return finish(tb ? product(b, loc, dCFlat, aFlat, true, false, acc)
+                       : product(b, loc, aFlat, dCFlat, true, false, acc),
+                    bType);
     }
-    Value dB = tb ? MatmulOp::create(b, loc, dC, A, /*transpose_lhs=*/true,
-                                     /*transpose_rhs=*/ta)
-                  : MatmulOp::create(b, loc, A, dC, /*transpose_lhs=*/!ta,
-                                     /*transpose_rhs=*/false);
-    return sumToShape(b, loc, dB, bType);
+    Value dB = tb ? product(b, loc, dC, A, /*ta=*/true, /*tb=*/ta, acc)
+                  : product(b, loc, A, dC, /*ta=*/!ta, /*tb=*/false, acc);
+    return finish(dB, bType);
   });
   return success();
 }
@@ -179,20 +216,28 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult LinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                       ArrayRef<bool> needsGrad,
                                       SmallVectorImpl<Value> &grads) {
-  // y = x·Wᵀ + b on rows: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
+  // y = x·Wᵀ + b on rows: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy. Mixed
+  // precision as for tg.matmul; db sums the f32 dy.
   Location loc = getLoc();
-  Value dy = flattenToMatrix(b, loc, resultGrads[0]);
+  Type low = getInput().getType().getElementType();
+  Type acc = getType().getElementType();
+  Value dyAcc = flattenToMatrix(b, loc, resultGrads[0]);
+  Value dy = toOperandPrecision(b, loc, dyAcc, low);
   push(grads, needsGrad, 0, [&]() -> Value {
-    Value dx = MatmulOp::create(b, loc, dy, getWeight(), false, false);
-    return reshapeTo(b, loc, dx, getInput().getType());
+    Value dx = product(b, loc, dy, getWeight(), false, false, acc);
+    return toOperandPrecision(
+        b, loc, reshapeTo(b, loc, dx, getInput().getType().clone(acc)), low);
   });
   push(grads, needsGrad, 1, [&]() -> Value {
     Value x = flattenToMatrix(b, loc, getInput());
-    return MatmulOp::create(b, loc, dy, x, /*transpose_lhs=*/true, false);
+    return toOperandPrecision(
+        b, loc, product(b, loc, dy, x, /*ta=*/true, false, acc), low);
   });
   if (getBias())
     push(grads, needsGrad, 2, [&]() -> Value {
-      return ReduceSumOp::create(b, loc, dy, ArrayRef<int64_t>{0}, false);
+      return toOperandPrecision(
+          b, loc,
+          ReduceSumOp::create(b, loc, dyAcc, ArrayRef<int64_t>{0}, false), low);
     });
   return success();
 }

@@ -8,6 +8,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -220,8 +221,65 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getShape() != out.getShape())
+    return emitOpError("changes the shape from ")
+           << in << " to " << out << "; only the element type may change";
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // A widening cast back to a narrowed value's type restores it exactly:
+  // cast(cast(x : bf16 -> f32) : f32 -> bf16) == x.
+  if (auto producer = getInput().getDefiningOp<CastOp>()) {
+    auto elt = [](Value v) {
+      return llvm::cast<FloatType>(getElementTypeOrSelf(v.getType()));
+    };
+    if (producer.getInput().getType() == getType() &&
+        elt(producer.getInput()).getWidth() <= elt(producer).getWidth() &&
+        elt(producer.getInput()).getFPMantissaWidth() <=
+            elt(producer).getFPMantissaWidth())
+      return producer.getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp, LinearOp
 //===----------------------------------------------------------------------===//
+
+bool mlir::tg::isLowPrecisionFloat(Type type) {
+  return llvm::isa<BFloat16Type, Float16Type>(type);
+}
+
+bool mlir::tg::isProductResultElement(Type operand, Type result) {
+  return operand == result || (isLowPrecisionFloat(operand) && result.isF32());
+}
+
+/// The inferred type (first) has the operands' element type; the declared
+/// one may accumulate in f32 instead.
+static bool isCompatibleProductTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto a = llvm::dyn_cast<RankedTensorType>(inferred.front());
+  auto b = llvm::dyn_cast<RankedTensorType>(actual.front());
+  return a && b && a.getShape() == b.getShape() &&
+         isProductResultElement(a.getElementType(), b.getElementType());
+}
+
+bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return isCompatibleProductTypes(l, r);
+}
+
+bool LinearOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return isCompatibleProductTypes(l, r);
+}
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,

@@ -16,8 +16,7 @@ SmallVector<InPlaceUpdate> mlir::tg::getInPlaceUpdates(func::FuncOp step) {
         continue;
       InPlaceUpdate update{name, BlockArgument(), r};
       for (BlockArgument arg : step.getArguments())
-        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) ==
-            name)
+        if (step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role) == name)
           update.old = arg;
       updates.push_back(update);
     }

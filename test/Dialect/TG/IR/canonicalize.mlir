@@ -145,3 +145,22 @@ func.func @noop_structure(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %2 = tg.slice %1 axis 1 start 0 size 4 : tensor<2x4xf32> -> tensor<2x4xf32>
   return %2 : tensor<2x4xf32>
 }
+
+// -----
+
+// A cast to the same type is its operand; narrowing what was just widened
+// restores the original exactly; widening what was narrowed does not (the
+// rounding is the point).
+// CHECK-LABEL: func.func @cast_folds
+// CHECK-SAME: (%[[X:.*]]: tensor<4xbf16>, %[[Y:.*]]: tensor<4xf32>)
+// CHECK: %[[N:.*]] = tg.cast %[[Y]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: %[[W:.*]] = tg.cast %[[N]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: return %[[X]], %[[Y]], %[[W]]
+func.func @cast_folds(%x: tensor<4xbf16>, %y: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>) {
+  %w = tg.cast %x : tensor<4xbf16> -> tensor<4xf32>
+  %back = tg.cast %w : tensor<4xf32> -> tensor<4xbf16>
+  %same = tg.cast %y : tensor<4xf32> -> tensor<4xf32>
+  %n = tg.cast %y : tensor<4xf32> -> tensor<4xbf16>
+  %nw = tg.cast %n : tensor<4xbf16> -> tensor<4xf32>
+  return %back, %same, %nw : tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>
+}

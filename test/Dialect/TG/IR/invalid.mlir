@@ -496,3 +496,47 @@ func.func @wait_without_start(%r: i64, %g: tensor<4xf32>) -> tensor<4xf32> {
   %sum = tg.all_reduce_wait %r(%g) : tensor<4xf32>
   return %sum : tensor<4xf32>
 }
+
+// -----
+
+func.func @cast_failure_shape(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{'tg.cast' op changes the shape from 'tensor<2x3xf32>' to 'tensor<3x2xbf16>'; only the element type may change}}
+  %0 = tg.cast %x : tensor<2x3xf32> -> tensor<3x2xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_failure_integer(%x: tensor<2x3xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of}}
+  %0 = tg.cast %x : tensor<2x3xi32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Only bf16/f16 operands may accumulate into a wider (f32) result.
+func.func @matmul_failure_narrow_result(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.matmul' op inferred type(s) 'tensor<4x6xf32>' are incompatible with return type(s) of operation 'tensor<4x6xbf16>'}}
+  %0 = tg.matmul %a, %b : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_failure_f64_result(%x: tensor<4x8xbf16>, %w: tensor<6x8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.linear' op inferred type(s) 'tensor<4x6xbf16>' are incompatible with return type(s) of operation 'tensor<4x6xf64>'}}
+  %0 = tg.linear %x, %w : tensor<4x8xbf16>, tensor<6x8xbf16> -> tensor<4x6xf64>
+  return
+}
+
+// -----
+
+func.func @linear_failure_mixed_operands(%x: tensor<4x8xbf16>, %w: tensor<6x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input and weight must have the same element type, got 'bf16' and 'f32'}}
+  %0 = tg.linear %x, %w : tensor<4x8xbf16>, tensor<6x8xf32> -> tensor<4x6xf32>
+  return
+}

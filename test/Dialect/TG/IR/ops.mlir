@@ -101,3 +101,18 @@ func.func @optimizer_and_communication(%w: tensor<4x8xf32>, %b: tensor<4xf32>, %
   %p = tg.sgd_update %w, %g#0, %lr : tensor<4x8xf32>
   return %n, %p : tensor<f32>, tensor<4x8xf32>
 }
+
+// Mixed precision: casts, and products of bf16/f16 operands with f32 results.
+// CHECK-LABEL: func.func @mixed_precision
+// CHECK: tg.cast %{{.*}} : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK: tg.linear %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<6x8xbf16> -> tensor<4x6xf32>
+// CHECK: tg.matmul %{{.*}}, %{{.*}} {transpose_lhs} : tensor<4x8xbf16>, tensor<4x6xbf16> -> tensor<8x6xf32>
+// CHECK: tg.matmul %{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<8x6xf16> -> tensor<4x6xf16>
+func.func @mixed_precision(%x: tensor<4x8xf32>, %w: tensor<6x8xbf16>, %d: tensor<4x6xbf16>,
+                           %h: tensor<4x8xf16>, %k: tensor<8x6xf16>) -> (tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x6xf16>) {
+  %xl = tg.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %y = tg.linear %xl, %w : tensor<4x8xbf16>, tensor<6x8xbf16> -> tensor<4x6xf32>
+  %g = tg.matmul %xl, %d {transpose_lhs} : tensor<4x8xbf16>, tensor<4x6xbf16> -> tensor<8x6xf32>
+  %z = tg.matmul %h, %k : tensor<4x8xf16>, tensor<8x6xf16> -> tensor<4x6xf16>
+  return %y, %g, %z : tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x6xf16>
+}

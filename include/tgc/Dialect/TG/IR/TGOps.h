@@ -47,6 +47,13 @@ class OptimizerStep : public OpTrait::TraitBase<ConcreteType, OptimizerStep> {};
 template <typename ConcreteType>
 class ParameterUpdate
     : public OpTrait::TraitBase<ConcreteType, ParameterUpdate> {};
+
+/// True for bf16 and f16, the element types of mixed-precision operands.
+bool isLowPrecisionFloat(Type type);
+
+/// Whether a product of `operand` elements may return `result` elements:
+/// the same type, or f32 accumulation of bf16/f16 operands.
+bool isProductResultElement(Type operand, Type result);
 } // namespace mlir::tg
 
 #define GET_OP_CLASSES

@@ -159,11 +159,37 @@ def TG_SliceOp : TG_InferredOp<"slice", [TG_StorageView, TG_Differentiable]> {
   let hasFolder = 1;
 }
 
+def TG_CastOp : TG_Op<"cast", [TG_Differentiable]> {
+  let summary = "Converts a float tensor to another float element type";
+  let description = [{
+    Same shape, new element type: narrowing rounds to nearest even (f32 →
+    bf16/f16), widening is exact. Mixed precision (`tg-mixed-precision`)
+    places these where values enter and leave low-precision products; the
+    gradient is the upstream gradient cast back to the operand's type.
+
+    Example:
+    ```mlir
+    %h = tg.cast %x : tensor<2x8x64xf32> -> tensor<2x8x64xbf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Math
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferredOp<"matmul", [TG_MatrixProduct, TG_Differentiable]> {
+// Matrix products whose result may be f32 from bf16/f16 operands: the
+// result's element type is the accumulation type (mixed precision).
+class TG_ProductOp<string mnemonic, list<Trait> traits = []>
+    : TG_Op<mnemonic, !listconcat([InferTypeOpAdaptorWithIsCompatible,
+                                   TG_MatrixProduct], traits)>;
+
+def TG_MatmulOp : TG_ProductOp<"matmul", [TG_Differentiable]> {
   let summary = "Batched matrix product with optional operand transposes";
   let description = [{
     `lhs` is `[batch..., M, K]` (`[batch..., K, M]` with `transpose_lhs`),
@@ -171,10 +197,16 @@ def TG_MatmulOp : TG_InferredOp<"matmul", [TG_MatrixProduct, TG_Differentiable]>
     result is `[batch..., M, N]`. Batch dimensions must be equal, or one side
     may be a plain matrix that is shared by every batch.
 
+    The result has the operands' element type, or f32 for bf16/f16 operands:
+    products are then accumulated and returned in f32 (mixed precision, like
+    XLA's `preferred_element_type`). A low-precision result is accumulated in
+    f32 too and rounded once.
+
     Example:
     ```mlir
     %y = tg.matmul %x, %w : tensor<2x8x64xf32>, tensor<64x32xf32> -> tensor<2x8x32xf32>
     %s = tg.matmul %q, %k {transpose_rhs} : tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x8x8xf32>
+    %m = tg.matmul %a, %b : tensor<8x64xbf16>, tensor<64x32xbf16> -> tensor<8x32xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
@@ -185,11 +217,13 @@ def TG_MatmulOp : TG_InferredOp<"matmul", [TG_MatrixProduct, TG_Differentiable]>
   }];
 }
 
-def TG_LinearOp : TG_InferredOp<"linear", [TG_MatrixProduct, TG_Differentiable]> {
+def TG_LinearOp : TG_ProductOp<"linear", [TG_Differentiable]> {
   let summary = "Affine map x·Wᵀ + b with the Hugging Face weight layout";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]` (as `torch.nn.Linear`
     stores it), the optional `bias` is `[out]`; the result is `[..., out]`.
+    All operands share one element type; as for `tg.matmul`, the result may
+    be f32 for bf16/f16 operands (accumulated in f32).
 
     Example:
     ```mlir

@@ -198,6 +198,44 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: matrix products on bf16/f16 operands, "
+                "accumulated in f32";
+  let description = [{
+    Runs on every function of the module; tgc runs it on `@forward` after
+    `tg-fuse` and before `tg-autodiff` for `--precision=bf16-mixed`. Each
+    f32 `tg.linear` and `tg.matmul` takes its operands through `tg.cast` to
+    the low-precision type and keeps its f32 result (products accumulate in
+    f32); every other op — norms, softmax, attention, RoPE, activations,
+    residual adds, the loss and its fused LM head — stays f32, and so do the
+    parameters (the f32 masters the optimizer updates). Each value is cast
+    once, right before its first product, so a weight's low-precision copy
+    is made once per step and shared by the forward and backward products.
+
+    The products' gradient rules take the upstream gradient in the low type,
+    accumulate in f32 and round each operand's gradient once; the casts'
+    rules widen them back to f32 (as PyTorch's autocast does). What the
+    backward pass keeps of a product's inputs is the low-precision copy, so
+    their memory halves.
+
+    Before:
+    ```mlir
+    %y = tg.linear %x, %w : tensor<8x64xf32>, tensor<32x64xf32> -> tensor<8x32xf32>
+    ```
+    After:
+    ```mlir
+    %xl = tg.cast %x : tensor<8x64xf32> -> tensor<8x64xbf16>
+    %wl = tg.cast %w : tensor<32x64xf32> -> tensor<32x64xbf16>
+    %y = tg.linear %xl, %wl : tensor<8x64xbf16>, tensor<32x64xbf16> -> tensor<8x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"elementType", "element-type", "std::string", "\"bf16\"",
+           "Operand type of the products: bf16 or f16">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGScheduleUpdatesPass : Pass<"tg-schedule-updates", "::mlir::ModuleOp"> {
   let summary = "Optimizer in the backward sweep: each update right after its "
                 "gradient";

@@ -26,6 +26,22 @@ enum class RematPolicy { None, Layers, Selective, Budget };
 /// elementwise fusion in the lowering (docs/fusion.md).
 enum class FusionMode { None, Default };
 
+/// Arithmetic precision of the step (docs/mixed-precision.md): fp32, or
+/// bf16-mixed (tg-mixed-precision: products on bf16 operands accumulated in
+/// f32, everything else and the parameters in f32).
+enum class Precision { FP32, BF16Mixed };
+
+inline std::optional<Precision> parsePrecision(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<Precision>>(text)
+      .Case("fp32", Precision::FP32)
+      .Case("bf16-mixed", Precision::BF16Mixed)
+      .Default(std::nullopt);
+}
+
+inline llvm::StringRef stringifyPrecision(Precision precision) {
+  return precision == Precision::FP32 ? "fp32" : "bf16-mixed";
+}
+
 inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
   return llvm::StringSwitch<std::optional<FusionMode>>(text)
       .Case("none", FusionMode::None)
@@ -102,5 +118,12 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
                      clEnumValN(::mlir::tg::FusionMode::Default, "default",    \
                                 "fused LM head + loss, attention over query "  \
                                 "chunks, elementwise chains"))
+
+#define TG_PRECISION_CL_VALUES                                                 \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::Precision::FP32, "fp32", "f32 everywhere"),       \
+      clEnumValN(::mlir::tg::Precision::BF16Mixed, "bf16-mixed",               \
+                 "matrix products on bf16 operands, accumulated in f32; "      \
+                 "f32 parameters, norms, softmax, loss and optimizer"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

@@ -1,0 +1,76 @@
+//===- MixedPrecision.cpp - tg-mixed-precision ----------------------------===//
+//
+// Puts the matrix products of the forward graph on low-precision operands
+// with f32 accumulation; see Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGMIXEDPRECISIONPASS
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+struct TGMixedPrecisionPass
+    : mlir::tg::impl::TGMixedPrecisionPassBase<TGMixedPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    Type low;
+    if (elementType == "bf16")
+      low = BFloat16Type::get(ctx);
+    else if (elementType == "f16")
+      low = Float16Type::get(ctx);
+    else {
+      getOperation().emitError("tg-mixed-precision: element-type='")
+          << elementType << "' is not bf16 or f16";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](func::FuncOp func) { convert(func, low); });
+  }
+
+  void convert(func::FuncOp func, Type low) {
+    // One cast per value, placed before its first product, shared by the
+    // later ones (a tied weight, the Q/K/V projections of one input).
+    DenseMap<Value, Value> casts;
+    OpBuilder b(func.getContext());
+    auto lowered = [&](Operation *user, Value v) -> Value {
+      auto &cast = casts[v];
+      if (!cast) {
+        b.setInsertionPoint(user);
+        auto type = llvm::cast<RankedTensorType>(v.getType());
+        auto op = CastOp::create(b, user->getLoc(), type.clone(low), v);
+        // The cast belongs to its product's layer (remat's checkpoints).
+        if (Attribute layer = user->getAttr(TGDialect::kLayerAttrName))
+          op->setAttr(TGDialect::kLayerAttrName, layer);
+        cast = op;
+      }
+      return cast;
+    };
+    func.walk([&](Operation *op) {
+      if (!llvm::isa<MatmulOp, LinearOp>(op))
+        return;
+      auto result = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+      if (!result.getElementType().isF32() ||
+          !llvm::all_of(op->getOperandTypes(),
+                        [](Type t) { return getElementTypeOrSelf(t).isF32(); }))
+        return;
+      for (OpOperand &operand : op->getOpOperands())
+        operand.set(lowered(op, operand.get()));
+    });
+  }
+};
+
+} // namespace

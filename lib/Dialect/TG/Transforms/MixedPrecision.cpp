@@ -55,6 +55,12 @@ struct TGMixedPrecisionPass
         // The cast belongs to its product's layer (remat's checkpoints).
         if (Attribute layer = user->getAttr(TGDialect::kLayerAttrName))
           op->setAttr(TGDialect::kLayerAttrName, layer);
+        // A copy of an argument (a weight, the input batch) is remade where
+        // the backward pass needs it, from the f32 value that is alive
+        // anyway: saving it would keep a bf16 copy of every weight alive
+        // from its forward use to its backward use.
+        if (llvm::isa<BlockArgument>(v))
+          op->setAttr(TGDialect::kRematAttrName, b.getStringAttr("recompute"));
         cast = op;
       }
       return cast;

@@ -1,6 +1,7 @@
 // tg-mixed-precision: products on bf16 operands with f32 results, one cast
-// per value (before its first product, in that product's layer), nothing
-// else touched; then the reverse graph the products' and casts' gradient
+// per value (before its first product, in that product's layer; casts of
+// arguments recomputed in the backward rather than saved), nothing else
+// touched; then the reverse graph the products' and casts' gradient
 // rules build.
 // RUN: tgc-opt %s --tg-mixed-precision --split-input-file | FileCheck %s
 // RUN: tgc-opt %s --tg-mixed-precision --tg-autodiff | FileCheck %s --check-prefix=GRAD
@@ -10,13 +11,13 @@
 
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W:.*]]: tensor<16x8xf32> {tg.param = "w"}, %[[V:.*]]: tensor<4x16xf32> {tg.param = "v"}, %[[B:.*]]: tensor<4xf32> {tg.param = "b"}, %[[X:.*]]: tensor<2x8xf32> {tg.input = "x"}, %[[Y:.*]]: tensor<2xi32> {tg.input = "y"})
-// CHECK: %[[XL:.*]] = tg.cast %[[X]] {tg.layer = 0 : i64} : tensor<2x8xf32> -> tensor<2x8xbf16>
-// CHECK: %[[WL:.*]] = tg.cast %[[W]] {tg.layer = 0 : i64} : tensor<16x8xf32> -> tensor<16x8xbf16>
+// CHECK: %[[XL:.*]] = tg.cast %[[X]] {tg.layer = 0 : i64, tg.remat = "recompute"} : tensor<2x8xf32> -> tensor<2x8xbf16>
+// CHECK: %[[WL:.*]] = tg.cast %[[W]] {tg.layer = 0 : i64, tg.remat = "recompute"} : tensor<16x8xf32> -> tensor<16x8xbf16>
 // CHECK: %[[H:.*]] = tg.linear %[[XL]], %[[WL]] {tg.layer = 0 : i64} : tensor<2x8xbf16>, tensor<16x8xbf16> -> tensor<2x16xf32>
 // CHECK: %[[A:.*]] = tg.silu %[[H]] : tensor<2x16xf32>
 // CHECK: %[[AL:.*]] = tg.cast %[[A]] {tg.layer = 1 : i64} : tensor<2x16xf32> -> tensor<2x16xbf16>
-// CHECK: %[[VL:.*]] = tg.cast %[[V]] {tg.layer = 1 : i64} : tensor<4x16xf32> -> tensor<4x16xbf16>
-// CHECK: %[[BL:.*]] = tg.cast %[[B]] {tg.layer = 1 : i64} : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: %[[VL:.*]] = tg.cast %[[V]] {tg.layer = 1 : i64, tg.remat = "recompute"} : tensor<4x16xf32> -> tensor<4x16xbf16>
+// CHECK: %[[BL:.*]] = tg.cast %[[B]] {tg.layer = 1 : i64, tg.remat = "recompute"} : tensor<4xf32> -> tensor<4xbf16>
 // CHECK: %[[L:.*]] = tg.linear %[[AL]], %[[VL]], %[[BL]] {tg.layer = 1 : i64} : tensor<2x16xbf16>, tensor<4x16xbf16>, tensor<4xbf16> -> tensor<2x4xf32>
 // The same input's second product reuses its cast.
 // CHECK-NOT: tg.cast %[[X]]
@@ -65,3 +66,4 @@ func.func @untouched(%a: tensor<2x8xbf16>, %b: tensor<8x4xbf16>, %c: tensor<2x8x
   %1 = tg.matmul %c, %d : tensor<2x8xf64>, tensor<8x4xf64> -> tensor<2x4xf64>
   return %0, %1 : tensor<2x4xf32>, tensor<2x4xf64>
 }
+

@@ -7,10 +7,12 @@ median ms/step, peak RSS and the ratios. Not a test: numbers vary with the
 machine; quote the ratios.
 
   /usr/bin/python3 bench/compare.py [--tgc build/bin/tgc] [--steps N]
-      [--fusion default,none] [MODEL...]
+      [--fusion default,none] [--precision fp32,bf16-mixed] [MODEL...]
 
 With several --fusion modes each model is compiled once per mode (rows
-"name[mode]") against the same PyTorch runs.
+"name[mode]") against the same PyTorch runs. Each --precision is compiled
+with tgc's --precision and compared with PyTorch in the same precision
+(bf16-mixed: the forward pass under torch.autocast, CPU, bfloat16).
 """
 import argparse
 import json
@@ -37,13 +39,14 @@ def run_tgc(exe, steps, threads):
     return {"median_ms": statistics.median(times), "peak_rss_mib": rss}
 
 
-def run_peer(model, steps, threads):
+def run_peer(model, steps, threads, precision="fp32"):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     # OpenBLAS keeps its own thread pool besides torch's intra-op threads.
     env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "peer_pytorch.py"),
-                          "--model", model, "--threads", str(threads), "--steps", str(steps)],
+                          "--model", model, "--threads", str(threads), "--steps", str(steps),
+                          "--precision", precision],
                          capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -56,9 +59,9 @@ def cpu_model():
     return "unknown CPU"
 
 
-def compile_model(tgc, model, exe, fusion):
+def compile_model(tgc, model, exe, fusion, precision="fp32"):
     out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M", tgc, model,
-                          f"--fusion={fusion}", "-o", exe],
+                          f"--fusion={fusion}", f"--precision={precision}", "-o", exe],
                          capture_output=True, text=True, check=True)
     wall = float(re.search(r"wall_s=([\d.]+)", out.stderr).group(1))
     rss = int(re.search(r"maxrss_kb=(\d+)", out.stderr).group(1)) / 1024
@@ -71,29 +74,36 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--fusion", default="default",
                     help="comma-separated tgc --fusion modes to compile each model with")
+    ap.add_argument("--precision", default="fp32",
+                    help="comma-separated precisions (fp32, bf16-mixed): tgc --precision, "
+                         "PyTorch autocast for bf16-mixed")
     ap.add_argument("models", nargs="*",
                     default=[os.path.join(ROOT, "examples", "mlp.json"),
                              os.path.join(ROOT, "examples", "tiny-llama.json")])
     args = ap.parse_args()
     print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)")
-    print(f"{'model':<20}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"
+    print(f"{'model':<32}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"
           f"{'tgc x':>7}{'tgc RSS':>10}{'torch RSS':>11}{'compile':>10}{'tgc-mem':>9}")
     modes = args.fusion.split(",")
+    precisions = args.precision.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models:
+        runs = [(m, p) for m in args.models for p in precisions]
+        for model, precision in runs:
             name = os.path.splitext(os.path.basename(model))[0]
-            peers = {t: run_peer(model, args.steps, t) for t in (1, 2)}
+            peers = {t: run_peer(model, args.steps, t, precision) for t in (1, 2)}
             best_peer = min(p["median_ms"] for p in peers.values())
             for mode in modes:
-                label = name if len(modes) == 1 else f"{name}[{mode}]"
-                exe = os.path.join(tmp, f"{name}-{mode}")
-                wall, crss = compile_model(args.tgc, model, exe, mode)
+                tags = ([mode] if len(modes) > 1 else []) + \
+                       ([precision] if len(precisions) > 1 else [])
+                label = name + (f"[{','.join(tags)}]" if tags else "")
+                exe = os.path.join(tmp, f"{name}-{mode}-{precision}")
+                wall, crss = compile_model(args.tgc, model, exe, mode, precision)
                 rows = [(t, run_tgc(exe, args.steps, t), peers[t]) for t in (1, 2)]
                 one = rows[0][1]["median_ms"]
                 for threads, ours, peer in rows:
                     ratio = ours["median_ms"] / peer["median_ms"]
                     vs_best = ours["median_ms"] / best_peer
-                    print(f"{label:<20}{threads:>4}{ours['median_ms']:>10.2f}"
+                    print(f"{label:<32}{threads:>4}{ours['median_ms']:>10.2f}"
                           f"{peer['median_ms']:>10.2f}{ratio:>8.2f}{vs_best:>9.2f}"
                           f"{one / ours['median_ms']:>7.2f}"
                           f"{ours['peak_rss_mib']:>9.1f}M{peer['peak_rss_mib']:>10.1f}M"

@@ -2,7 +2,8 @@
 """PyTorch eager peer for bench/compare.py: trains the same model file with
 the same optimizer, batch and data shape, and prints one JSON line with the
 median ms/step and peak RSS. Run by Debian's /usr/bin/python3 (torch with
-OpenBLAS); the caller removes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this
+OpenBLAS; --precision bf16-mixed runs the forward pass under CPU autocast,
+PyTorch's own bf16 mixed precision); the caller removes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this
 process's environment."""
 import argparse
 import json
@@ -24,6 +25,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--precision", choices=["fp32", "bf16-mixed"], default="fp32",
+                    help="bf16-mixed: the forward pass under torch.autocast('cpu', bfloat16)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     c = tm.load_config(args.model)
@@ -50,7 +53,12 @@ def main():
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(c, P, *inputs)
+        if args.precision == "bf16-mixed":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(c, P, *inputs)
+            loss = loss.float()
+        else:
+            loss = loss_fn(c, P, *inputs)
         loss.backward()
         if clip:
             torch.nn.utils.clip_grad_norm_(P.values(), clip)

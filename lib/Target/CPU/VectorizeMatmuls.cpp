@@ -17,12 +17,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -350,42 +347,55 @@ LogicalResult vectorizeTiles(ModuleOp module,
   return success();
 }
 
-/// extf(transpose(x)) → transpose(extf(x)), and the same for broadcast.
-/// Tiles of bf16/f16 operands vectorise to reads that are broadcast and
-/// transposed, then widened; with the widening next to the reads the
-/// contraction patterns fold the shuffles into a vector.contract as they do
-/// for f32 (otherwise the product unrolls into scalar code).
-template <typename ShuffleOp>
-struct WidenBeforeShuffle : OpRewritePattern<arith::ExtFOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(arith::ExtFOp op,
-                                PatternRewriter &rewriter) const override {
-    auto shuffle = op.getIn().getDefiningOp<ShuffleOp>();
-    if (!shuffle)
-      return failure();
-    Value source = shuffle->getOperand(0);
-    auto sourceType = llvm::dyn_cast<VectorType>(source.getType());
-    if (!sourceType)
-      return failure();
-    Type wide = getElementTypeOrSelf(op.getType());
-    Value widened = arith::ExtFOp::create(rewriter, op.getLoc(),
-                                          sourceType.clone(wide), source);
-    Operation *moved = rewriter.clone(*shuffle);
-    moved->setOperand(0, widened);
-    moved->getResult(0).setType(op.getType());
-    rewriter.replaceOp(op, moved->getResults());
-    return success();
+/// Products of bf16/f16 operands with an f32 accumulator: each narrow
+/// operand is widened into an f32 buffer once (planned in the arena like
+/// any temporary), and the product runs as an f32 one. Widening inside the
+/// register tiles instead converts every element of A once per column tile
+/// and of B once per row tile, and the extra registers spill accumulators
+/// (the tiny llama step ran 1.56x slower than in f32 that way). The copy
+/// costs O(MK + KN) against the product's O(MNK).
+void widenNarrowOperands(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> products;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+        !op.hasPureBufferSemantics())
+      return;
+    Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+    if (!acc.isF32())
+      return;
+    for (Value in : op.getDpsInputs()) {
+      auto type = llvm::dyn_cast<MemRefType>(in.getType());
+      if (type && type.hasStaticShape() && type.getElementType() != acc &&
+          llvm::isa<BFloat16Type, Float16Type>(type.getElementType())) {
+        products.push_back(op);
+        return;
+      }
+    }
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::LinalgOp op : products) {
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    for (OpOperand *operand : op.getDpsInputOperands()) {
+      auto type = llvm::cast<MemRefType>(operand->get().getType());
+      if (type.getElementType() == f32)
+        continue;
+      auto wide = memref::AllocOp::create(
+          rewriter, loc, MemRefType::get(type.getShape(), f32));
+      int64_t rank = type.getRank();
+      AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+      linalg::GenericOp::create(
+          rewriter, loc, ValueRange{operand->get()}, ValueRange{wide},
+          ArrayRef<AffineMap>{id, id},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value x = arith::ExtFOp::create(b, l, f32, args[0]);
+            linalg::YieldOp::create(b, l, x);
+          });
+      operand->set(wide);
+    }
   }
-};
-
-LogicalResult widenBeforeShuffles(ModuleOp module) {
-  RewritePatternSet patterns(module.getContext());
-  // The reads' permutation maps become explicit broadcasts and transposes
-  // first (as the lowering schedule would do).
-  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-  patterns.add<WidenBeforeShuffle<vector::TransposeOp>,
-               WidenBeforeShuffle<vector::BroadcastOp>>(module.getContext());
-  return applyPatternsGreedily(module, std::move(patterns));
 }
 
 /// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
@@ -464,6 +474,7 @@ struct TGCVectorizeMatmulsPass
           << " columns)";
       return signalPassFailure();
     }
+    widenNarrowOperands(module);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
@@ -500,7 +511,6 @@ struct TGCVectorizeMatmulsPass
     int64_t lanes = vectorBits / 32;
     if (failed(runSchedule(module, registerSchedule(configs, lanes))) ||
         failed(vectorizeTiles(module, configs, lanes)) ||
-        failed(widenBeforeShuffles(module)) ||
         failed(runSchedule(module, loweringSchedule())))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });

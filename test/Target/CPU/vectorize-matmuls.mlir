@@ -97,11 +97,15 @@ func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<
   return
 }
 
-// Mixed precision: bf16 operands widened next to their loads (whole rows of
-// B, one element of A per row), f32 FMAs on f32 accumulators; no scalar
-// multiplies, also for a transposed A and a prime-sized remainder.
+// Mixed precision: each bf16 operand is widened into an f32 buffer once,
+// and the product is scheduled as an f32 one (f32 FMAs, no scalar
+// multiplies), also for a transposed A and prime sizes.
 // CHECK-LABEL: func.func @bf16_operands
-// CHECK: arith.extf %{{.*}} : vector<1x64xbf16> to vector<1x64xf32>
+// CHECK: %[[A:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<64x256xbf16>) outs(%[[A]] : memref<64x256xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[B:.*]] = memref.alloc() : memref<256x128xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<256x128xbf16>) outs(%[[B]] : memref<256x128xf32>)
 // CHECK: vector.fma {{.*}} : vector<64xf32>
 // CHECK-NOT: arith.mulf
 // CHECK-NOT: linalg.matmul

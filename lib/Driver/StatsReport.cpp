@@ -102,7 +102,8 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   os << "Model        " << c.input;
   if (!c.modelType.empty())
     os << " (" << c.modelType << "), batch " << c.batchSize << " x seq "
-       << c.seqLen << ", " << c.dtype << ", " << c.optimizer;
+       << c.seqLen << ", " << (c.precision == "fp32" ? c.dtype : c.precision)
+       << ", " << c.optimizer;
   os << "\n";
   os << "Parameters   " << withCommas(s.parameters) << "\n\n";
   os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "One training step",
@@ -219,6 +220,7 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
     root["batch_size"] = c.batchSize;
     root["seq_len"] = c.seqLen;
     root["dtype"] = c.dtype;
+    root["precision"] = c.precision;
     root["optimizer"] = c.optimizer;
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

@@ -201,6 +201,7 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   stats.batchSize = training.batchSize * training.gradAccum;
   stats.seqLen = config->family == ModelFamily::MLP ? 1 : config->seqLen();
   stats.dtype = stringifyDType(training.dtype).str();
+  stats.precision = mlir::tg::stringifyPrecision(training.precision).str();
   stats.optimizer = stringifyOptimizerKind(training.optimizer).str();
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   if (failed(verify(*module))) {

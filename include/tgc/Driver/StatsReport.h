@@ -19,6 +19,7 @@ struct StatsContext {
   std::string modelType;      // empty for tg IR input
   int64_t batchSize = 0, seqLen = 0;
   std::string dtype, optimizer;
+  std::string precision = "fp32"; // fp32 or bf16-mixed
 };
 
 /// One row of `--remat-sweep`.

@@ -12,9 +12,11 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -354,24 +356,37 @@ LogicalResult vectorizeTiles(ModuleOp module,
 /// and of B once per row tile, and the extra registers spill accumulators
 /// (the tiny llama step ran 1.56x slower than in f32 that way). The copy
 /// costs O(MK + KN) against the product's O(MNK).
-void widenNarrowOperands(ModuleOp module) {
+LogicalResult widenNarrowOperands(ModuleOp module) {
   SmallVector<linalg::LinalgOp> products;
-  module.walk([&](linalg::LinalgOp op) {
+  WalkResult walk = module.walk([&](linalg::LinalgOp op) {
     if (!llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
         !op.hasPureBufferSemantics())
-      return;
+      return WalkResult::advance();
     Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
     if (!acc.isF32())
-      return;
+      return WalkResult::advance();
     for (Value in : op.getDpsInputs()) {
       auto type = llvm::dyn_cast<MemRefType>(in.getType());
-      if (type && type.hasStaticShape() && type.getElementType() != acc &&
-          llvm::isa<BFloat16Type, Float16Type>(type.getElementType())) {
-        products.push_back(op);
-        return;
+      if (!type || !type.hasStaticShape() || type.getElementType() == acc ||
+          !llvm::isa<BFloat16Type, Float16Type>(type.getElementType()))
+        continue;
+      // The widened buffers go to the arena planner, which places the
+      // allocs of a function body and of its top-level loops' bodies.
+      Operation *parent = op->getParentOp();
+      if (!llvm::isa<func::FuncOp>(parent) &&
+          !(llvm::isa<scf::ForOp>(parent) &&
+            llvm::isa<func::FuncOp>(parent->getParentOp()))) {
+        op->emitError("tgc-vectorize-matmuls: internal error: a product of "
+                      "narrow operands inside a nested loop");
+        return WalkResult::interrupt();
       }
+      products.push_back(op);
+      return WalkResult::advance();
     }
+    return WalkResult::advance();
   });
+  if (walk.wasInterrupted())
+    return failure();
   IRRewriter rewriter(module.getContext());
   for (linalg::LinalgOp op : products) {
     rewriter.setInsertionPoint(op);
@@ -396,6 +411,7 @@ void widenNarrowOperands(ModuleOp module) {
       operand->set(wide);
     }
   }
+  return success();
 }
 
 /// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
@@ -474,7 +490,8 @@ struct TGCVectorizeMatmulsPass
           << " columns)";
       return signalPassFailure();
     }
-    widenNarrowOperands(module);
+    if (failed(widenNarrowOperands(module)))
+      return signalPassFailure();
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       bool batched = llvm::isa<linalg::BatchMatmulOp>(op);

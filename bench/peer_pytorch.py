@@ -53,12 +53,7 @@ def main():
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        if args.precision == "bf16-mixed":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = loss_fn(c, P, *inputs)
-            loss = loss.float()
-        else:
-            loss = loss_fn(c, P, *inputs)
+        loss = tm.precision_loss(loss_fn, c, P, inputs, args.precision)
         loss.backward()
         if clip:
             torch.nn.utils.clip_grad_norm_(P.values(), clip)

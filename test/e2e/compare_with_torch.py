@@ -164,12 +164,8 @@ def main():
         return rel
 
     if args.train_steps == 0:
-        if args.autocast == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = loss_fn(c, P, *inputs)
-            loss = loss.float()
-        else:
-            loss = loss_fn(c, P, *inputs)
+        precision = "bf16-mixed" if args.autocast == "bf16" else "fp32"
+        loss = tm.precision_loss(loss_fn, c, P, inputs, precision)
         loss.backward()
         worst = check("loss", "loss", ours["loss"], loss)
         print(f"loss tgc={ours['loss'].item():.8f} torch={loss.item():.8f}")

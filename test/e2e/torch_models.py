@@ -202,3 +202,13 @@ def family(c):
     if t == "mlp":
         return mlp_shapes, mlp_loss
     raise ValueError(t)
+
+
+def precision_loss(loss_fn, c, P, inputs, precision):
+    """The loss in tgc's --precision: fp32, or bf16-mixed as PyTorch does it
+    (the forward pass under CPU autocast with bfloat16, the loss in f32)."""
+    if precision != "bf16-mixed":
+        return loss_fn(c, P, *inputs)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = loss_fn(c, P, *inputs)
+    return loss.float()

@@ -15,6 +15,7 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -951,11 +952,23 @@ void checkJob(Options &opt) {
 // libomp (linked into every executable) runs the matmuls' parallel tiles.
 extern "C" void omp_set_num_threads(int);
 
+/// Linux hands out the AMX tile state only on request, per process: a step
+/// compiled for a CPU with AMX runs its bf16 products on tiles (and would
+/// die on its first tile instruction without this). Elsewhere the request
+/// fails harmlessly and such a step is never compiled.
+static void requestTileState() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
+#endif
+}
+
 int main(int argc, char **argv) {
   if (argc > 0) {
     const char *slash = std::strrchr(argv[0], '/');
     kProgram = slash ? slash + 1 : argv[0];
   }
+  requestTileState();
   tgc_dist_init(&argc, &argv);
   Options opt = parseOptions(argc, argv);
   checkJob(opt);

@@ -18,7 +18,10 @@ using namespace mlir::tg::lowering;
 namespace {
 
 /// Lowers an op whose result is an elementwise function of its operands
-/// (broadcast under NumPy rules).
+/// (broadcast under NumPy rules). On bf16/f16 values the function computes
+/// in f32 and its result is rounded once (as the reference interpreter
+/// rounds each low-precision result; e.g. the sum of a bf16 value's
+/// gradients).
 template <typename OpTy>
 struct ElementwiseLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -33,10 +36,19 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
     SmallVector<Value> inputs;
     for (Value v : adaptor.getOperands())
       inputs.push_back(v);
-    Value result = elementwise(rewriter, op.getLoc(), type, inputs,
-                               [&](OpBuilder &b, Location l, ValueRange a) {
-                                 return fn(op, b, l, a);
-                               });
+    Type element = type.getElementType();
+    Value result =
+        elementwise(rewriter, op.getLoc(), type, inputs,
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      if (!isLowPrecisionFloat(element))
+                        return fn(op, b, l, a);
+                      SmallVector<Value> wide;
+                      for (Value v : a)
+                        wide.push_back(isLowPrecisionFloat(v.getType())
+                                           ? castFloat(b, l, v, b.getF32Type())
+                                           : v);
+                      return castFloat(b, l, fn(op, b, l, wide), element);
+                    });
     rewriter.replaceOp(op, result);
     return success();
   }

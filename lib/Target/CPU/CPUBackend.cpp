@@ -28,6 +28,7 @@ void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
   vectorRegisters = cpu.vectorRegisters;
   l1CacheBytes = cpu.l1CacheBytes;
   l2CacheBytes = cpu.l2CacheBytes;
+  amx = cpu.amx;
 }
 
 void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
@@ -42,6 +43,7 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   matmuls.l1CacheBytes = options.l1CacheBytes;
   matmuls.l2CacheBytes = options.l2CacheBytes;
   matmuls.tiles = options.matmulTiles;
+  matmuls.amx = options.amx;
   pm.addPass(createTGCVectorizeMatmulsPass(matmuls));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -74,7 +76,9 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.amx = true; // amx tile ops (bf16 products)
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(tg::createTGCLowerArenaAllocsPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -119,6 +119,7 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
       d.vectorBits = 256, d.vectorRegisters = 16;
     else
       d.vectorBits = 128, d.vectorRegisters = 16;
+    d.amx = has("amx-tile") && has("amx-bf16");
   } else if (triple.isAArch64()) {
     d.vectorBits = 128, d.vectorRegisters = 32;
   }

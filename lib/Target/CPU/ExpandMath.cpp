@@ -2,7 +2,9 @@
 
 #include "tgc/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tgc::cpu {
@@ -13,6 +15,34 @@ namespace tgc::cpu {
 using namespace mlir;
 
 namespace {
+/// select on bf16 values as a select on their i16 bits: LLVM promotes a
+/// bf16 select (and its NaN constant) through f32 with __truncsfbf2 calls
+/// on a CPU without AVX512-BF16.
+struct SelectBF16AsBits : OpRewritePattern<arith::SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::SelectOp op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!getElementTypeOrSelf(type).isBF16())
+      return failure();
+    Type i16 = rewriter.getI16Type();
+    Type bits = type;
+    if (auto vector = llvm::dyn_cast<VectorType>(type))
+      bits = vector.clone(i16);
+    else
+      bits = i16;
+    Location loc = op.getLoc();
+    auto asBits = [&](Value v) {
+      return arith::BitcastOp::create(rewriter, loc, bits, v).getResult();
+    };
+    Value chosen = arith::SelectOp::create(rewriter, loc, op.getCondition(),
+                                           asBits(op.getTrueValue()),
+                                           asBits(op.getFalseValue()));
+    rewriter.replaceOpWithNewOp<arith::BitcastOp>(op, type, chosen);
+    return success();
+  }
+};
+
 struct TGCExpandMathPass
     : tgc::cpu::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
   void runOnOperation() override {
@@ -22,6 +52,11 @@ struct TGCExpandMathPass
                                  "math.log1p", "math.tanh", "math.erf"},
                                 name);
     });
+    // f32 <-> bf16 as integer arithmetic (round to nearest even): LLVM
+    // calls __truncsfbf2 for a CPU without AVX512-BF16, which Debian's
+    // libgcc does not have.
+    arith::populateExpandBFloat16Patterns(patterns);
+    patterns.add<SelectBF16AsBits>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

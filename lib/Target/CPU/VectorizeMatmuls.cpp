@@ -11,6 +11,8 @@
 
 #include "tgc/Target/CPU/Passes.h"
 
+#include "AMXProducts.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -474,6 +476,8 @@ struct TGCVectorizeMatmulsPass
           << " columns)";
       return signalPassFailure();
     }
+    if (amx)
+      tgc::cpu::emitAMXProducts(module);
     widenNarrowOperands(module);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {

@@ -120,3 +120,17 @@ func.func @mixed_batched(%q: tensor<2x4x8xbf16>, %k: tensor<2x6x8xbf16>) -> tens
   %s = tg.matmul %q, %k {transpose_rhs} : tensor<2x4x8xbf16>, tensor<2x6x8xbf16> -> tensor<2x4x6xf32>
   return %s : tensor<2x4x6xf32>
 }
+
+// -----
+
+// Arithmetic on bf16 values (a bf16 value's gradients summed) computes in
+// f32 and rounds once.
+// CHECK-LABEL: func.func @bf16_add
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.truncf %[[S]] : f32 to bf16
+func.func @bf16_add(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %s = tg.add %a, %b : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return %s : tensor<4x8xbf16>
+}

@@ -43,6 +43,8 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
       *this, "matmul-tiles",
       llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)"),
       llvm::cl::init("")};
+  Option<bool> amx{*this, "amx", llvm::cl::desc("AMX tiles for bf16 matmuls"),
+                   llvm::cl::init(false)};
 
   void setCPU(const CPUDescription &cpu);
 };

@@ -28,6 +28,7 @@ struct CPUDescription {
   unsigned vectorRegisters = 16;  // architectural vector registers
   int64_t l1CacheBytes = 32768;   // L1 data cache per core
   int64_t l2CacheBytes = 1 << 20; // L2 cache per core
+  bool amx = false;               // AMX bf16 tiles (tdpbf16ps)
 };
 
 /// Describes `cpu`: "native" reads this machine's features (cpuid) and

@@ -2,6 +2,7 @@
 #ifndef TGC_TARGET_CPU_PASSES_H
 #define TGC_TARGET_CPU_PASSES_H
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

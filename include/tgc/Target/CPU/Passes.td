@@ -45,7 +45,10 @@ def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
     `math.tanh` and `math.erf` into MLIR's polynomial approximations
     (plain arithmetic, a few ULP), so LLVM vectorises the loops around them
     (softmax, SiLU, cross-entropy, GELU) instead of calling scalar libm
-    functions once per element.
+    functions once per element. Also rewrites `arith.truncf`/`arith.extf`
+    between f32 and bf16 into integer arithmetic (round to nearest even):
+    for a CPU without AVX512-BF16, LLVM would call `__truncsfbf2`, which
+    Debian's libgcc does not provide, once per element.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect"];
@@ -95,8 +98,11 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "L2 cache per core in bytes">,
     Option<"tiles", "tiles", "std::string", "\"\"",
            "Override the model: MT,NT,KT,MR,NR for every matmul">,
+    Option<"amx", "amx", "bool", "false",
+           "The target has AMX bf16 tiles (tdpbf16ps)">,
   ];
   let dependentDialects = [
+    "::mlir::amx::AMXDialect",
     "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
     "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect"

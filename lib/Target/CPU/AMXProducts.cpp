@@ -53,8 +53,8 @@ void copyInto(OpBuilder &b, Location loc, Value src, Value dst, AffineMap map) {
 /// A zero-filled buffer of `type`.
 Value zeros(OpBuilder &b, Location loc, MemRefType type) {
   Value buffer = memref::AllocOp::create(b, loc, type);
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getZeroAttr(type.getElementType()));
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
   linalg::FillOp::create(b, loc, zero, buffer);
   return buffer;
 }
@@ -131,9 +131,14 @@ void emitProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
              bMap(getAffineConstantExpr(k - 1, ctx), d1));
   Value bp = memref::CollapseShapeOp::create(
       b, loc, bp3, SmallVector<ReassociationIndices>{{0}, {1, 2}});
-  // The accumulator: C in a padded f32 buffer.
+  // The accumulator: C itself where tiles fit it (whole tiles, rows of unit
+  // stride), else a padded f32 copy.
   Value cp = c;
-  if (mp != m || np != n) {
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  bool unitRows = succeeded(cType.getStridesAndOffset(strides, offset)) &&
+                  strides.back() == 1;
+  if (mp != m || np != n || !unitRows) {
     cp = zeros(b, loc, MemRefType::get({mp, np}, f32));
     copyInto(b, loc, c, view(b, loc, cp, {0, 0}, {m, n}),
              b.getMultiDimIdentityMap(2));
@@ -143,8 +148,7 @@ void emitProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
   auto cTile = amx::TileType::get({kRows, kCols}, f32);
   SmallVector<OpFoldResult> lbs{b.getIndexAttr(0), b.getIndexAttr(0)};
   SmallVector<OpFoldResult> ubs{b.getIndexAttr(mp), b.getIndexAttr(np)};
-  SmallVector<OpFoldResult> steps{b.getIndexAttr(kRows),
-                                  b.getIndexAttr(kCols)};
+  SmallVector<OpFoldResult> steps{b.getIndexAttr(kRows), b.getIndexAttr(kCols)};
   scf::ForallOp::create(
       b, loc, lbs, ubs, steps, ValueRange{}, std::nullopt,
       [&](OpBuilder &b, Location loc, ValueRange ivs) {
@@ -155,16 +159,16 @@ void emitProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
         // lower to LLVM), and the f32 tile stays in L1.
         scf::ForOp::create(
             b, loc, index(b, loc, 0), index(b, loc, kp), index(b, loc, kDepth),
-            ValueRange{}, [&](OpBuilder &b, Location loc, Value kk, ValueRange) {
+            ValueRange{},
+            [&](OpBuilder &b, Location loc, Value kk, ValueRange) {
               Value k2 = arith::DivUIOp::create(b, loc, kk, index(b, loc, 2));
-              Value acc = amx::TileLoadOp::create(b, loc, cTile, cp,
-                                                  ValueRange{i, j});
-              Value lhs = amx::TileLoadOp::create(b, loc, aTile, ap,
-                                                  ValueRange{i, kk});
+              Value acc =
+                  amx::TileLoadOp::create(b, loc, cTile, cp, ValueRange{i, j});
+              Value lhs =
+                  amx::TileLoadOp::create(b, loc, aTile, ap, ValueRange{i, kk});
               Value rhs = amx::TileLoadOp::create(b, loc, aTile, bp,
                                                   ValueRange{k2, jPairs});
-              Value sum =
-                  amx::TileMulFOp::create(b, loc, cTile, lhs, rhs, acc);
+              Value sum = amx::TileMulFOp::create(b, loc, cTile, lhs, rhs, acc);
               amx::TileStoreOp::create(b, loc, cp, ValueRange{i, j}, sum);
               scf::YieldOp::create(b, loc);
             });

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -959,7 +960,14 @@ extern "C" void omp_set_num_threads(int);
 static void requestTileState() {
 #if defined(__linux__) && defined(__x86_64__)
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0 &&
+      __builtin_cpu_supports("amx-tile"))
+    std::fprintf(stderr,
+                 "%s: warning: Linux refused the AMX tile state (%s): a step "
+                 "compiled for this CPU with --precision=bf16-mixed stops on "
+                 "its first tile instruction; compile it with "
+                 "--mcpu=x86-64-v4 instead\n",
+                 kProgram, std::strerror(errno));
 #endif
 }
 

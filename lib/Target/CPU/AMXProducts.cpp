@@ -50,13 +50,16 @@ void copyInto(OpBuilder &b, Location loc, Value src, Value dst, AffineMap map) {
       });
 }
 
-/// A zero-filled buffer of `type`.
-Value zeros(OpBuilder &b, Location loc, MemRefType type) {
-  Value buffer = memref::AllocOp::create(b, loc, type);
-  Value zero =
-      arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
-  linalg::FillOp::create(b, loc, zero, buffer);
-  return buffer;
+/// A new buffer of `type`, zero filled where the copied operand leaves
+/// padding (the tiles read it).
+Value tileBuffer(OpBuilder &b, Location loc, MemRefType type, bool padded) {
+  Value result = memref::AllocOp::create(b, loc, type);
+  if (padded) {
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+    linalg::FillOp::create(b, loc, zero, result);
+  }
+  return result;
 }
 
 /// How a matmul reads its operands: A as [M, K] or [K, M], B as [K, N] or
@@ -113,12 +116,14 @@ void emitProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
              d2 = getAffineDimExpr(2, ctx);
 
   // A: [Mp][Kp], zero padded.
-  Value ap = zeros(b, loc, MemRefType::get({mp, kp}, bf16));
+  Value ap =
+      tileBuffer(b, loc, MemRefType::get({mp, kp}, bf16), mp != m || kp != k);
   copyInto(b, loc, a, view(b, loc, ap, {0, 0}, {m, k}),
            layout.transposedA ? AffineMap::get(2, 0, {d1, d0}, ctx)
                               : b.getMultiDimIdentityMap(2));
   // B: [Kp/2][Np][2] with bp[k2, j, p] = B[2 k2 + p, j], viewed [Kp/2][2 Np].
-  Value bp3 = zeros(b, loc, MemRefType::get({kp / 2, np, 2}, bf16));
+  Value bp3 = tileBuffer(b, loc, MemRefType::get({kp / 2, np, 2}, bf16),
+                         kp != k || np != n);
   auto bMap = [&](AffineExpr row, AffineExpr col) {
     return layout.transposedB ? AffineMap::get(3, 0, {col, row}, ctx)
                               : AffineMap::get(3, 0, {row, col}, ctx);
@@ -139,7 +144,7 @@ void emitProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
   bool unitRows = succeeded(cType.getStridesAndOffset(strides, offset)) &&
                   strides.back() == 1;
   if (mp != m || np != n || !unitRows) {
-    cp = zeros(b, loc, MemRefType::get({mp, np}, f32));
+    cp = tileBuffer(b, loc, MemRefType::get({mp, np}, f32), mp != m || np != n);
     copyInto(b, loc, c, view(b, loc, cp, {0, 0}, {m, n}),
              b.getMultiDimIdentityMap(2));
   }

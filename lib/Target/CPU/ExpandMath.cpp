@@ -26,11 +26,8 @@ struct SelectBF16AsBits : OpRewritePattern<arith::SelectOp> {
     if (!getElementTypeOrSelf(type).isBF16())
       return failure();
     Type i16 = rewriter.getI16Type();
-    Type bits = type;
-    if (auto vector = llvm::dyn_cast<VectorType>(type))
-      bits = vector.clone(i16);
-    else
-      bits = i16;
+    auto vector = llvm::dyn_cast<VectorType>(type);
+    Type bits = vector ? Type(vector.clone(i16)) : i16;
     Location loc = op.getLoc();
     auto asBits = [&](Value v) {
       return arith::BitcastOp::create(rewriter, loc, bits, v).getResult();

@@ -3,6 +3,7 @@
 #include "tgc/Driver/Compile.h"
 
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Driver/Executable.h"
 #include "tgc/Driver/TrainingFlags.h"
 #include "tgc/Pipelines/Pipelines.h"
@@ -164,6 +165,9 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                                    llvm::toString(buffers.takeError()));
   ModelSummary summary = summarize(model, training, request.input);
   summary.updateInPlace = canUpdateInPlace(step);
+  if (auto processes =
+          step->getAttrOfType<IntegerAttr>(tg::TGDialect::kProcessesAttrName))
+    summary.zeroProcesses = processes.getInt();
   if (level == EmitLevel::Header)
     return print([&](llvm::raw_ostream &os) {
       os << generateHeader(*buffers, summary);

@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <map>
 
 using namespace tgc;
 using namespace mlir;
@@ -101,6 +102,7 @@ std::string cString(llvm::StringRef s) {
 llvm::Expected<std::vector<BufferDesc>>
 tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
   std::vector<BufferDesc> buffers;
+  std::map<size_t, std::string> shardOwners; // state buffer → its parameter
   auto add = [&](Type type, DictionaryAttr attrs, bool result) -> llvm::Error {
     auto tensor = llvm::dyn_cast<RankedTensorType>(type);
     if (!tensor || tensor.getRank() > 8)
@@ -120,6 +122,8 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
     } else if (auto n = get(tg::TGDialect::kStateAttrName)) {
       b.name = n.str();
       b.role = result ? TGC_NEW_STATE : TGC_STATE;
+      if (auto owner = get(tg::TGDialect::kShardOfAttrName))
+        shardOwners[buffers.size()] = owner.str();
     } else if (auto n = get(tg::TGDialect::kInputAttrName)) {
       b.name = n.str();
       b.role = TGC_INPUT;
@@ -145,6 +149,15 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
     if (llvm::Error err =
             add(step.getResultTypes()[i], step.getResultAttrDict(i), true))
       return std::move(err);
+  for (auto &[index, owner] : shardOwners) {
+    for (auto [p, b] : llvm::enumerate(buffers))
+      if (b.role == TGC_PARAM && b.name == owner)
+        buffers[index].shardOf = static_cast<int>(p);
+    if (buffers[index].shardOf < 0)
+      return llvm::createStringError(
+          "train_step: state '" + buffers[index].name +
+          "' is a shard of unknown parameter '" + owner + "'");
+  }
   return buffers;
 }
 
@@ -169,7 +182,7 @@ bool tgc::canUpdateInPlace(mlir::func::FuncOp step) {
   return !updates.empty() &&
          llvm::all_of(updates, [&](const tg::InPlaceUpdate &u) {
            Operation *update =
-               body.getTerminator()->getOperand(u.result).getDefiningOp();
+               tg::getUpdatingOp(body.getTerminator()->getOperand(u.result));
            return u.old && update && update->hasTrait<tg::ParameterUpdate>() &&
                   update->getBlock() == &body &&
                   !readAfter(body, u.old, update);
@@ -180,7 +193,8 @@ std::string tgc::findReadAfterUpdate(mlir::func::FuncOp step) {
   using namespace mlir;
   Block &body = step.getBody().front();
   for (const tg::InPlaceUpdate &u : tg::getInPlaceUpdates(step)) {
-    Operation *def = body.getTerminator()->getOperand(u.result).getDefiningOp();
+    Operation *def =
+        tg::getUpdatingOp(body.getTerminator()->getOperand(u.result));
     Operation *update = def ? body.findAncestorOpInBlock(*def) : nullptr;
     if (u.old && update && readAfter(body, u.old, update))
       return u.name.getValue().str();
@@ -242,7 +256,7 @@ std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
     llvm::interleaveComma(b.shape, os);
     if (b.shape.empty())
       os << "0";
-    os << "}},\n";
+    os << "}, " << b.shardOf << "},\n";
   }
   os << "};\n\nconst tgc_model_info tgc_model = {\n"
      << "  " << cString(s.modelType) << ", " << cString(s.optimizer) << ",\n"
@@ -250,6 +264,7 @@ std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
      << s.numFeatures << ", " << s.steps << ",\n"
      << "  " << llvm::formatv("{0:e16}", s.lr) << ", " << s.seed << "ull,\n"
      << "  " << buffers.size() << ", buffers,\n"
-     << "  " << s.arenaBytes << ", " << (s.updateInPlace ? 1 : 0) << ",\n};\n";
+     << "  " << s.arenaBytes << ", " << (s.updateInPlace ? 1 : 0) << ", "
+     << s.zeroProcesses << ",\n};\n";
   return out;
 }

@@ -133,11 +133,17 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
                       formatBytes(s.savedActivationBytes),
                       withCommas(s.savedActivationElements));
-  if (s.collectives)
+  if (s.collectives && !s.reduceScatters)
     os << llvm::formatv("  {0,-28}{1,16}   (summed over the processes per "
                         "step, in {2} all-reduces)\n",
                         "communication", formatBytes(s.collectiveBytes),
                         s.collectives);
+  else if (s.collectives)
+    os << llvm::formatv("  {0,-28}{1,16}   (gradients reduce-scattered and "
+                        "parameters all-gathered per step, ZeRO-1: {2} + {3} "
+                        "collectives)\n",
+                        "communication", formatBytes(s.collectiveBytes),
+                        s.reduceScatters, s.allGathers);
   os << llvm::formatv("  {0,-28}{1,16}   (remat {2}; most live at once {3})\n",
                       "planned peak", formatBytes(s.plannedPeakBytes), c.remat,
                       formatBytes(s.maxLiveBytes));
@@ -169,8 +175,11 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                           {"peak", s.plannedPeakBytes},
                           {"max_live", s.maxLiveBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
-      {"communication", llvm::json::Object{{"collectives", s.collectives},
-                                           {"bytes", s.collectiveBytes}}},
+      {"communication",
+       llvm::json::Object{{"collectives", s.collectives},
+                          {"reduce_scatters", s.reduceScatters},
+                          {"all_gathers", s.allGathers},
+                          {"bytes", s.collectiveBytes}}},
       {"remat", c.remat},
   };
   if (report.saved) {

@@ -85,6 +85,17 @@ cl::opt<bool> dataParallel(
              "gradient is summed over the processes inside the step "
              "(docs/distributed.md)"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+Flag<int64_t> zeroStage(
+    "zero",
+    "ZeRO stage: 1 shards the optimizer state over the processes of a "
+    "data-parallel job (implies --data-parallel; needs --processes), 0 "
+    "keeps it whole (default)",
+    "stage");
+Flag<int64_t> processes(
+    "processes",
+    "With --zero=1: the number of processes (mpirun -np) the optimizer state "
+    "is sharded over; the executable runs as exactly that many",
+    "n");
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -159,6 +170,13 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.gradAccum = gradAccum;
   if (dpBucketKiB.given())
     t.dpBucketKiB = dpBucketKiB;
+  if (zeroStage.given()) {
+    t.zeroStage = zeroStage;
+    if (zeroStage > 0)
+      t.dataParallel = true;
+  }
+  if (processes.given())
+    t.processes = processes;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -195,6 +213,27 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
     return llvm::createStringError(
         "--dp-bucket-kib must be non-negative, got " +
         std::to_string(int64_t(dpBucketKiB)));
+  if (zeroStage.given() && zeroStage != 0 && zeroStage != 1)
+    return llvm::createStringError(
+        "--zero: expected 0 or 1 (ZeRO-1 shards the optimizer state; stages "
+        "2 and 3 are not implemented), got " +
+        std::to_string(int64_t(zeroStage)));
+  if (processes.given() && processes < 1)
+    return llvm::createStringError("--processes must be positive, got " +
+                                   std::to_string(int64_t(processes)));
+  if (processes.given() && zeroStage != 1)
+    return llvm::createStringError(
+        "--processes is the process count of --zero=1; without ZeRO-1 the "
+        "executable runs as any number of processes");
+  if (zeroStage == 1 && !processes.given())
+    return llvm::createStringError(
+        "--zero=1 shards the optimizer state over a number of processes "
+        "fixed at compile time: give it with --processes=N (the -np of "
+        "mpirun)");
+  if (zeroStage == 1 && dataParallel.getNumOccurrences() && !dataParallel)
+    return llvm::createStringError(
+        "--zero=1 is data parallelism: it cannot be combined with "
+        "--data-parallel=false");
   for (Flag<double> *flag : {&weightDecay, &momentum, &gradClip})
     if (flag->given() && *flag < 0)
       return llvm::createStringError("--" + flag->ArgStr.str() +
@@ -223,5 +262,6 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.optimizerInBackward = t.optimizerInBackward;
   options.dataParallel = t.dataParallel;
   options.dpBucketBytes = t.dpBucketKiB * 1024;
+  options.zeroProcesses = t.zeroStage == 1 ? t.processes : 0;
   options.microBatches = t.gradAccum;
 }

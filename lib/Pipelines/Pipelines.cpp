@@ -47,6 +47,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     opt.gradClip = options.gradClip;
     opt.returnGradients = options.returnGradients;
     pm.addPass(mlir::tg::createTGOptimizerPass(opt));
+    if (options.dataParallel && options.zeroProcesses > 0) {
+      mlir::tg::TGShardOptimizerPassOptions zero;
+      zero.processes = options.zeroProcesses;
+      pm.addPass(mlir::tg::createTGShardOptimizerPass(zero));
+    }
   }
   // The optimizer inside the backward sweep: before remat, so that its
   // planner sees gradients die one by one, and again after it (below), past

@@ -766,7 +766,7 @@ private:
           }
           set(o.getRequest(), Tensor({}, 0.0));
         })
-        .Case([&](AllReduceWaitOp o) {
+        .Case([&](CollectiveWaitOp o) {
           for (auto [input, result] : llvm::zip(o.getInputs(), o.getResults()))
             set(result, in(input));
         })

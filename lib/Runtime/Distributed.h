@@ -12,6 +12,7 @@
 #define TGC_RUNTIME_DISTRIBUTED_H
 
 #include <cstdint>
+#include <cstring>
 
 extern "C" {
 /// Joins the job (MPI_Init_thread under mpirun); call before anything else.
@@ -39,10 +40,68 @@ void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count);
 /// tgc_allreduce_add puts the `count` floats at `address` into the next
 /// bucket; tgc_allreduce_start starts replacing every float x of the bucket
 /// by Σ_processes weight · x and returns a request; after
-/// tgc_allreduce_wait(request) the sums are in place.
+/// tgc_collective_wait(request) the sums are in place.
 void tgc_allreduce_add(int64_t address, int64_t count);
 int64_t tgc_allreduce_start(float weight);
-void tgc_allreduce_wait(int64_t request);
+/// Completes the collective `request` of any *_start (its results are in
+/// place afterwards).
+void tgc_collective_wait(int64_t request);
+/// Before a ZeRO-1 collective's wait, once per buffer it reads or writes:
+/// ends the job if `address` is none of the request's (a miscompiled step).
+void tgc_collective_holds(int64_t request, int64_t address);
+
+/// ZeRO-1 (tgc --zero=1). A tensor of `count` floats is cut into shards of
+/// `shard_count` = ceil(count / processes) floats; this process's is
+/// elements rank·shard_count ..., zero padded past the end.
+/// tgc_zero_add puts a (whole, shard) pair into the next bucket; then
+/// tgc_reduce_scatter_start(weight) starts summing weight · whole over the
+/// processes into each shard, and tgc_all_gather_start() starts writing
+/// every process's shard into each whole tensor.
+void tgc_zero_add(int64_t whole, int64_t count, int64_t shard,
+                  int64_t shard_count);
+int64_t tgc_reduce_scatter_start(float weight);
+int64_t tgc_all_gather_start(void);
+/// Copies this process's shard of `whole` into `shard` (zero padded).
+void tgc_shard_copy(int64_t whole, int64_t count, int64_t shard,
+                    int64_t shard_count);
+/// Sums `count` doubles at `address` over the processes, in place
+/// (blocking).
+void tgc_sum_over_processes(int64_t address, int64_t count);
+/// Assembles on rank 0 the whole tensor (`count` floats) from every
+/// process's shard (blocking; for checkpoints).
+void tgc_dist_gather_shards(const float *shard, int64_t shard_count,
+                            float *whole, int64_t count);
 }
+
+namespace tgc::runtime {
+/// Elements of shard `rank` of a `count`-float tensor cut in `shard_count`.
+inline int64_t shardElements(int64_t count, int64_t shardCount, int64_t rank) {
+  int64_t left = count - rank * shardCount;
+  return left <= 0 ? 0 : (left < shardCount ? left : shardCount);
+}
+
+/// A whole tensor and this process's shard of it (tgc_zero_add).
+struct ShardPair {
+  float *whole;
+  int64_t count;
+  float *shard;
+  int64_t shardCount;
+
+  int64_t elements(int rank) const {
+    return shardElements(count, shardCount, rank);
+  }
+  /// Shard `rank` of the whole tensor into `shard`, zero padded.
+  void cut(int rank) const {
+    int64_t n = elements(rank);
+    std::memcpy(shard, whole + rank * shardCount, sizeof(float) * n);
+    std::memset(shard + n, 0, sizeof(float) * (shardCount - n));
+  }
+  /// `shard` back into its place (rank's) in the whole tensor.
+  void place(int rank) const {
+    std::memcpy(whole + rank * shardCount, shard,
+                sizeof(float) * elements(rank));
+  }
+};
+} // namespace tgc::runtime
 
 #endif // TGC_RUNTIME_DISTRIBUTED_H

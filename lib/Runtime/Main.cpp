@@ -63,6 +63,9 @@ struct Options {
   int64_t saveEvery = 0; // also write --save every N steps
   int64_t threads = 0;   // 0: OpenMP's default (OMP_NUM_THREADS or every core)
   bool quiet = false;
+  /// This process writes checkpoints (rank 0; the others take part in
+  /// gathering ZeRO-1 state shards).
+  bool writes = true;
 };
 
 void usage() {
@@ -300,6 +303,23 @@ void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
     p[i] = static_cast<float>(t.get(i));
 }
 
+/// ZeRO-1 state: this process's shard of the whole state in `t`, which has
+/// the shape of its parameter `param` (checkpoints hold whole tensors, so
+/// they resume at any process count).
+void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
+                   const std::string &file) {
+  if (t.shape != shapeOf(*param.info))
+    die(file + ": tensor 'optimizer." + b.info->name + "' has shape " +
+        shapeText(t.shape) + " but the model needs " +
+        shapeText(shapeOf(*param.info)));
+  float *p = static_cast<float *>(b.data);
+  int64_t first = tgc_dist_rank() * b.numel;
+  int64_t n =
+      tgc::runtime::shardElements(param.numel, b.numel, tgc_dist_rank());
+  for (int64_t i = 0; i < b.numel; ++i)
+    p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
+}
+
 TensorData toTensor(const Buffer &b) {
   TensorData t;
   t.dtype = DType::F32;
@@ -485,7 +505,11 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
       if (it == st.tensors.end())
         die(file + ": missing optimizer state '" + key +
             "' (--resume needs a file --save wrote)");
-      copyFrom(s.buffers[i], it->second, file);
+      if (s.buffers[i].info->shard_of >= 0)
+        copyShardFrom(s.buffers[i], s.buffers[s.buffers[i].info->shard_of],
+                      it->second, file);
+      else
+        copyFrom(s.buffers[i], it->second, file);
       used[key] = true;
     }
     auto step = st.metadata.find("step");
@@ -613,7 +637,10 @@ void dumpGradients(const StepBuffers &s, const std::string &path) {
 /// Parameters, optimizer state (as optimizer.<name>) and the step reached;
 /// with a narrower `dtype`, the parameters alone, rounded (an export).
 void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
-                    const std::string &path, int64_t step, DType dtype) {
+                    const std::string &path, int64_t step, DType dtype,
+                    bool writes) {
+  if (!writes && dtype != DType::F32)
+    return;
   download(s, s.params);
   SafeTensorsFile out;
   out.metadata["model_type"] = m.model_type;
@@ -636,9 +663,23 @@ void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
   download(s, s.states);
   for (int i : s.params)
     out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
-  for (int i : s.states)
-    out.tensors[std::string("optimizer.") + s.buffers[i].info->name] =
-        toTensor(s.buffers[i]);
+  for (int i : s.states) {
+    const Buffer &b = s.buffers[i];
+    TensorData t = toTensor(b);
+    if (b.info->shard_of >= 0) {
+      // ZeRO-1: every process's shard, gathered whole on rank 0, under the
+      // names and shape of the unsharded state.
+      const Buffer &param = s.buffers[b.info->shard_of];
+      t.shape = shapeOf(*param.info);
+      t.bytes.assign(param.bytes, 0);
+      tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
+                             reinterpret_cast<float *>(t.bytes.data()),
+                             param.numel);
+    }
+    out.tensors[std::string("optimizer.") + b.info->name] = std::move(t);
+  }
+  if (!writes)
+    return;
   out.metadata["step"] = std::to_string(step);
   std::string error;
   if (!writeSafeTensors(path, out, error))
@@ -812,7 +853,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     // The last step's checkpoint is main's (after the summary's figures).
     if (opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
         step + 1 < firstStep + steps) {
-      saveCheckpoint(m, s, opt.save, step + 1, opt.saveDtype);
+      saveCheckpoint(m, s, opt.save, step + 1, opt.saveDtype, opt.writes);
       lastSavedStep = step + 1;
     }
     if (opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
@@ -940,10 +981,10 @@ void checkJob(Options &opt) {
         "(model, batch, data, --data-order, --init/--resume, --seed, --lr, "
         "--steps, --eval-every): start every rank with the same command");
   if (tgc_dist_rank() != 0) {
+    // --save stays: with ZeRO-1 every process sends its state shards.
     opt.quiet = true;
     opt.log.clear();
-    opt.save.clear();
-    opt.saveEvery = 0;
+    opt.writes = false;
     opt.dumpGrads.clear();
   }
 }
@@ -1005,6 +1046,13 @@ int main(int argc, char **argv) {
         " processes, but this executable was compiled without "
         "--data-parallel: its gradients would not be summed (compile it with "
         "tgc --data-parallel)");
+  if (m.zero_processes > 0 && processes != m.zero_processes)
+    die("this executable was compiled with --zero=1 --processes=" +
+        std::to_string(m.zero_processes) + " (its optimizer state is sharded " +
+        std::to_string(m.zero_processes) + " ways) but runs as " +
+        std::to_string(processes) + " process" + (processes == 1 ? "" : "es") +
+        ": start it with mpirun -np " + std::to_string(m.zero_processes) +
+        ", or compile it for " + std::to_string(processes));
   int64_t firstStep = loadWeights(buffers, opt, seed);
   upload(buffers, buffers.params);
   upload(buffers, buffers.states);
@@ -1012,7 +1060,8 @@ int main(int argc, char **argv) {
   Trainer trainer(m, buffers, data, opt, seed, lr);
   trainer.run(firstStep, steps);
   if (!opt.save.empty())
-    saveCheckpoint(m, buffers, opt.save, firstStep + steps, opt.saveDtype);
+    saveCheckpoint(m, buffers, opt.save, firstStep + steps, opt.saveDtype,
+                   opt.writes);
   trainer.printSummary();
   tgc_dist_finalize();
   return 0;

@@ -48,8 +48,8 @@ void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
 
-/// tg.all_reduce_start / tg.all_reduce_wait bufferize in place into calls of
-/// the runtime's collectives (tgc_allreduce_start / tgc_allreduce_wait).
+/// tg.all_reduce_start / tg.collective_wait bufferize in place into calls of
+/// the runtime's collectives (tgc_allreduce_start / tgc_collective_wait).
 void registerCollectiveBufferization(DialectRegistry &registry);
 
 } // namespace mlir::tg

@@ -19,6 +19,8 @@ struct BufferDesc {
   int role = 0, dtype = 0, init = 0;
   double initScale = 0;
   std::vector<int64_t> shape;
+  /// ZeRO-1 state: the index of the parameter it holds a shard of, or -1.
+  int shardOf = -1;
 };
 
 /// What the runtime needs to know about the model besides its buffers.
@@ -32,6 +34,8 @@ struct ModelSummary {
   int64_t arenaBytes = 0;
   /// New parameters and state may be written over the old ones.
   bool updateInPlace = false;
+  /// tgc --zero=1: the processes the step runs as (0: any number).
+  int64_t zeroProcesses = 0;
 };
 
 /// Whether the step may write each new parameter and optimizer state over

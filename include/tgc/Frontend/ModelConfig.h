@@ -71,6 +71,10 @@ struct TrainingConfig {
   bool dataParallel = false;
   /// Gradients smaller than this share collectives (KiB; 0: none do).
   int64_t dpBucketKiB = 1024;
+  /// ZeRO stage: 0, or 1 (tg-shard-optimizer: optimizer state sharded over
+  /// `processes` processes, a number fixed at compile time).
+  int64_t zeroStage = 0;
+  int64_t processes = 0;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
 };

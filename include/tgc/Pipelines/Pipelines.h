@@ -76,6 +76,11 @@ struct TrainingGraphOptions
       *this, "dp-bucket-bytes",
       llvm::cl::desc("Gradients smaller than this share collectives"),
       llvm::cl::init(1 << 20)};
+  Option<int64_t> zeroProcesses{
+      *this, "zero-processes",
+      llvm::cl::desc("ZeRO-1: shard the optimizer state over this many "
+                     "processes (tg-shard-optimizer; 0: off)"),
+      llvm::cl::init(0)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

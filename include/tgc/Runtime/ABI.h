@@ -20,8 +20,10 @@
  * The object also calls tgc_arena_alloc / tgc_arena_release (declared
  * below; libtgc_runtime.a provides them) for its planned intermediates, and
  * runs its matmuls on OpenMP threads: link with -lomp. A `--data-parallel`
- * step also calls tgc_allreduce_add / _start / _wait, which libtgc_runtime.a
- * defines for one process and libtgc_runtime_mpi.a over MPI.
+ * step also calls tgc_allreduce_add / _start, tgc_collective_wait (and with
+ * --zero=1 tgc_zero_add, tgc_reduce_scatter_start, tgc_all_gather_start,
+ * tgc_shard_copy, tgc_sum_over_processes), which libtgc_runtime.a defines
+ * for one process and libtgc_runtime_mpi.a over MPI.
  */
 #ifndef TGC_RUNTIME_ABI_H
 #define TGC_RUNTIME_ABI_H
@@ -69,6 +71,10 @@ typedef struct {
   double init_scale;
   int32_t rank;
   int64_t shape[8];
+  /* tgc --zero=1: optimizer state that is this process's shard of the state
+   * of parameter buffers[shard_of] (ceil(numel / zero_processes) elements,
+   * zero padded); -1 for every other buffer. */
+  int32_t shard_of;
 } tgc_buffer_info;
 
 typedef struct {
@@ -87,6 +93,9 @@ typedef struct {
   int64_t arena_bytes;
   int32_t update_in_place; /* 1: each new parameter/state may share its input's
                               buffer (the step reads nothing it has updated) */
+  int32_t zero_processes;  /* tgc --zero=1: the step runs as exactly this many
+                              processes (their optimizer state sharded); 0
+                              otherwise */
 } tgc_model_info;
 
 extern const tgc_model_info tgc_model;

@@ -70,7 +70,7 @@ struct TGCFuseElementwisePass
         if (it == inPlace.end())
           continue;
         Operation *writer =
-            body.getTerminator()->getOperand(it->second).getDefiningOp();
+            tg::getUpdatingOp(body.getTerminator()->getOperand(it->second));
         if (!writer || !at)
           return false;
         writer = body.findAncestorOpInBlock(*writer);

@@ -9,6 +9,8 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
@@ -68,9 +70,14 @@ std::optional<int64_t> lastUse(memref::AllocOp alloc, Block &block,
       if (!top || top->hasTrait<OpTrait::IsTerminator>())
         return std::nullopt;
       last = std::max(last, schedule.end.lookup(top));
-      // Views, casts and whatever a region yields alias the buffer.
-      for (Value result : top->getResults())
-        if (llvm::isa<BaseMemRefType>(result.getType()) &&
+      // Views, casts and whatever a region yields alias the buffer. Its
+      // address (taken for a runtime call, e.g. a collective that writes
+      // the buffer until its wait) is a use wherever it goes.
+      bool address = isa<memref::ExtractAlignedPointerAsIndexOp>(user) ||
+                     (!llvm::isa<BaseMemRefType>(value.getType()) &&
+                      isa<arith::ArithDialect>(user->getDialect()));
+      for (Value result : address ? user->getResults() : top->getResults())
+        if ((address || llvm::isa<BaseMemRefType>(result.getType())) &&
             seen.insert(result).second)
           worklist.push_back(result);
     }

@@ -1,14 +1,14 @@
 //===- Collectives.cpp - tg collectives bufferize into runtime calls ------===//
 //
-// tg.all_reduce_start and tg.all_reduce_wait are not lowered to linalg: they
+// tg's collectives (and ZeRO-1's tg.shard) are not lowered to linalg: they
 // stay on tensors until One-Shot Bufferize, whose analysis keeps every other
-// read and write of the gradient's buffer out from between them, and then
-// become calls of the runtime (lib/Runtime/Distributed.h):
+// read and write of their buffers out from between start and wait, and then
+// become calls of the runtime (lib/Runtime/Distributed.h), e.g.:
 //
 //   call @tgc_allreduce_add(%address, %count) : (i64, i64) -> ()  // each
 //   %request = call @tgc_allreduce_start(%weight) : (f32) -> i64
 //   ...
-//   call @tgc_allreduce_wait(%request) : (i64) -> ()
+//   call @tgc_collective_wait(%request) : (i64) -> ()
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,18 +46,20 @@ func::FuncOp declareRuntimeFunction(Operation *from, StringRef name,
 FailureOr<Value> addressOf(RewriterBase &rewriter, Location loc, Operation *op,
                            Value buffer) {
   auto type = llvm::cast<MemRefType>(buffer.getType());
-  if (!type.getElementType().isF32() || !type.hasStaticShape() ||
+  Type element = type.getElementType();
+  if (!(element.isF32() || element.isF64()) || !type.hasStaticShape() ||
       !type.areTrailingDimsContiguous(type.getRank()))
-    return op->emitError("tg.all_reduce_start: needs a contiguous f32 "
-                         "buffer of static shape, got ")
+    return op->emitError("needs a contiguous f32 or f64 buffer of static "
+                         "shape, got ")
            << type;
   auto metadata =
       memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(
       rewriter, loc, metadata.getBaseBuffer());
-  Value bytes =
-      arith::MulIOp::create(rewriter, loc, metadata.getOffset(),
-                            arith::ConstantIndexOp::create(rewriter, loc, 4));
+  Value bytes = arith::MulIOp::create(
+      rewriter, loc, metadata.getOffset(),
+      arith::ConstantIndexOp::create(rewriter, loc,
+                                     element.getIntOrFloatBitWidth() / 8));
   Value address = arith::AddIOp::create(rewriter, loc, base, bytes);
   return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
                                     address)
@@ -123,9 +125,9 @@ struct AllReduceStartModel
   }
 };
 
-struct AllReduceWaitModel
-    : BufferizableOpInterface::ExternalModel<AllReduceWaitModel,
-                                             AllReduceWaitOp> {
+struct CollectiveWaitModel
+    : BufferizableOpInterface::ExternalModel<CollectiveWaitModel,
+                                             CollectiveWaitOp> {
   // The wait completes a write the start began: it reads and writes the
   // buffer as far as the analysis is concerned.
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
@@ -147,7 +149,7 @@ struct AllReduceWaitModel
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto wait = llvm::cast<AllReduceWaitOp>(op);
+    auto wait = llvm::cast<CollectiveWaitOp>(op);
     SmallVector<Value> buffers;
     for (Value input : wait.getInputs()) {
       FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
@@ -155,11 +157,273 @@ struct AllReduceWaitModel
         return failure();
       buffers.push_back(*buffer);
     }
+    // ZeRO-1's collectives read buffers that nothing reads after them (the
+    // gradient a reduce-scatter sums, the shard an all-gather sends): the
+    // runtime checks each belongs to the request, which keeps it alive, for
+    // the buffer planner, until here.
+    if (!isa_and_nonnull<AllReduceStartOp>(wait.getRequest().getDefiningOp())) {
+      auto i64 = rewriter.getI64Type();
+      func::FuncOp holds = declareRuntimeFunction(
+          op, "tgc_collective_holds", rewriter.getFunctionType({i64, i64}, {}));
+      for (Value buffer : buffers) {
+        FailureOr<Value> address =
+            addressOf(rewriter, op->getLoc(), op, buffer);
+        if (failed(address))
+          return failure();
+        func::CallOp::create(rewriter, op->getLoc(), holds,
+                             ValueRange{wait.getRequest(), *address});
+      }
+    }
     func::FuncOp callee = declareRuntimeFunction(
-        op, "tgc_allreduce_wait",
+        op, "tgc_collective_wait",
         rewriter.getFunctionType({rewriter.getI64Type()}, {}));
     func::CallOp::create(rewriter, op->getLoc(), callee,
                          ValueRange{wait.getRequest()});
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
+    return success();
+  }
+};
+
+/// Element count of a statically shaped buffer, as an i64 constant.
+Value countOf(RewriterBase &rewriter, Location loc, Value buffer) {
+  return arith::ConstantIntOp::create(
+      rewriter, loc, rewriter.getI64Type(),
+      llvm::cast<MemRefType>(buffer.getType()).getNumElements());
+}
+
+/// A new buffer for the tensor result `result` (a shard).
+FailureOr<Value> allocateFor(RewriterBase &rewriter, Location loc, Value result,
+                             const BufferizationOptions &options) {
+  auto tensor = llvm::cast<RankedTensorType>(result.getType());
+  return options.createAlloc(
+      rewriter, loc,
+      MemRefType::get(tensor.getShape(), tensor.getElementType()), {});
+}
+
+/// Hands the runtime one (whole tensor, shard) pair of a ZeRO-1 collective:
+/// `tgc_zero_add(whole, count, shard, shard_count)`.
+LogicalResult addShardPair(RewriterBase &rewriter, Location loc, Operation *op,
+                           Value whole, Value shard) {
+  auto i64 = rewriter.getI64Type();
+  func::FuncOp add = declareRuntimeFunction(
+      op, "tgc_zero_add", rewriter.getFunctionType({i64, i64, i64, i64}, {}));
+  FailureOr<Value> wholeAddress = addressOf(rewriter, loc, op, whole);
+  FailureOr<Value> shardAddress = addressOf(rewriter, loc, op, shard);
+  if (failed(wholeAddress) || failed(shardAddress))
+    return failure();
+  func::CallOp::create(rewriter, loc, add,
+                       ValueRange{*wholeAddress, countOf(rewriter, loc, whole),
+                                  *shardAddress,
+                                  countOf(rewriter, loc, shard)});
+  return success();
+}
+
+struct ReduceScatterStartModel
+    : BufferizableOpInterface::ExternalModel<ReduceScatterStartModel,
+                                             ReduceScatterStartOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
+                               const AnalysisState &) const {
+    // The inputs are scaled by the weight in place.
+    return operand.getOperandNumber() <
+           llvm::cast<ReduceScatterStartOp>(op).getInputs().size();
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    auto start = llvm::cast<ReduceScatterStartOp>(op);
+    unsigned i = operand.getOperandNumber();
+    if (i >= start.getInputs().size())
+      return {};
+    return {{start.getResults()[i], BufferRelation::Equivalent}};
+  }
+  bool bufferizesToAllocation(Operation *op, Value value) const {
+    return llvm::is_contained(llvm::cast<ReduceScatterStartOp>(op).getShards(),
+                              value);
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto start = llvm::cast<ReduceScatterStartOp>(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> inputs, shards;
+    for (auto [input, shard] :
+         llvm::zip(start.getInputs(), start.getShards())) {
+      FailureOr<Value> buffer = getBuffer(rewriter, input, options, state);
+      if (failed(buffer))
+        return failure();
+      FailureOr<Value> shardBuffer = allocateFor(rewriter, loc, shard, options);
+      if (failed(shardBuffer) ||
+          failed(addShardPair(rewriter, loc, op, *buffer, *shardBuffer)))
+        return failure();
+      inputs.push_back(*buffer);
+      shards.push_back(*shardBuffer);
+    }
+    FailureOr<Value> weightBuffer =
+        getBuffer(rewriter, start.getWeight(), options, state);
+    if (failed(weightBuffer))
+      return failure();
+    Value weight = memref::LoadOp::create(rewriter, loc, *weightBuffer);
+    func::FuncOp begin = declareRuntimeFunction(
+        op, "tgc_reduce_scatter_start",
+        rewriter.getFunctionType({rewriter.getF32Type()},
+                                 {rewriter.getI64Type()}));
+    auto call = func::CallOp::create(rewriter, loc, begin, ValueRange{weight});
+    llvm::append_range(inputs, shards);
+    inputs.push_back(call.getResult(0));
+    replaceOpWithBufferizedValues(rewriter, op, inputs);
+    return success();
+  }
+};
+
+struct AllGatherStartModel
+    : BufferizableOpInterface::ExternalModel<AllGatherStartModel,
+                                             AllGatherStartOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
+                               const AnalysisState &) const {
+    // The whole tensors are written; the shards are only sent.
+    return operand.getOperandNumber() >=
+           llvm::cast<AllGatherStartOp>(op).getShards().size();
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    // Operand i (shards, then outputs) is result i (sent, then results).
+    return {{op->getResult(operand.getOperandNumber()),
+             BufferRelation::Equivalent}};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto start = llvm::cast<AllGatherStartOp>(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> shards, wholes;
+    for (auto [shard, output] :
+         llvm::zip(start.getShards(), start.getOutputs())) {
+      FailureOr<Value> shardBuffer = getBuffer(rewriter, shard, options, state);
+      FailureOr<Value> wholeBuffer =
+          getBuffer(rewriter, output, options, state);
+      if (failed(shardBuffer) || failed(wholeBuffer) ||
+          failed(addShardPair(rewriter, loc, op, *wholeBuffer, *shardBuffer)))
+        return failure();
+      shards.push_back(*shardBuffer);
+      wholes.push_back(*wholeBuffer);
+    }
+    func::FuncOp begin = declareRuntimeFunction(
+        op, "tgc_all_gather_start",
+        rewriter.getFunctionType({}, {rewriter.getI64Type()}));
+    auto call = func::CallOp::create(rewriter, loc, begin, ValueRange{});
+    llvm::append_range(shards, wholes);
+    shards.push_back(call.getResult(0));
+    replaceOpWithBufferizedValues(rewriter, op, shards);
+    return success();
+  }
+};
+
+struct ShardModel
+    : BufferizableOpInterface::ExternalModel<ShardModel, ShardOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto shard = llvm::cast<ShardOp>(op);
+    Location loc = op->getLoc();
+    FailureOr<Value> whole =
+        getBuffer(rewriter, shard.getInput(), options, state);
+    if (failed(whole))
+      return failure();
+    FailureOr<Value> part =
+        allocateFor(rewriter, loc, shard.getResult(), options);
+    if (failed(part))
+      return failure();
+    FailureOr<Value> wholeAddress = addressOf(rewriter, loc, op, *whole);
+    FailureOr<Value> partAddress = addressOf(rewriter, loc, op, *part);
+    if (failed(wholeAddress) || failed(partAddress))
+      return failure();
+    auto i64 = rewriter.getI64Type();
+    func::FuncOp copy = declareRuntimeFunction(
+        op, "tgc_shard_copy",
+        rewriter.getFunctionType({i64, i64, i64, i64}, {}));
+    func::CallOp::create(
+        rewriter, loc, copy,
+        ValueRange{*wholeAddress, countOf(rewriter, loc, *whole), *partAddress,
+                   countOf(rewriter, loc, *part)});
+    replaceOpWithBufferizedValues(rewriter, op, *part);
+    return success();
+  }
+};
+
+struct SumOverProcessesModel
+    : BufferizableOpInterface::ExternalModel<SumOverProcessesModel,
+                                             SumOverProcessesOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    return {{op->getResult(operand.getOperandNumber()),
+             BufferRelation::Equivalent}};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    // The scalars are packed into one buffer: one blocking all-reduce.
+    Location loc = op->getLoc();
+    int64_t n = op->getNumOperands();
+    auto f64 = rewriter.getF64Type();
+    FailureOr<Value> packed =
+        options.createAlloc(rewriter, loc, MemRefType::get({n}, f64), {});
+    if (failed(packed))
+      return failure();
+    SmallVector<Value> buffers;
+    for (OpOperand &operand : op->getOpOperands()) {
+      FailureOr<Value> buffer =
+          getBuffer(rewriter, operand.get(), options, state);
+      if (failed(buffer))
+        return failure();
+      Value i = arith::ConstantIndexOp::create(rewriter, loc,
+                                               operand.getOperandNumber());
+      memref::StoreOp::create(rewriter, loc,
+                              memref::LoadOp::create(rewriter, loc, *buffer),
+                              *packed, i);
+      buffers.push_back(*buffer);
+    }
+    FailureOr<Value> address = addressOf(rewriter, loc, op, *packed);
+    if (failed(address))
+      return failure();
+    auto i64 = rewriter.getI64Type();
+    func::FuncOp sum = declareRuntimeFunction(
+        op, "tgc_sum_over_processes", rewriter.getFunctionType({i64, i64}, {}));
+    func::CallOp::create(rewriter, loc, sum,
+                         ValueRange{*address, countOf(rewriter, loc, *packed)});
+    for (auto [i, buffer] : llvm::enumerate(buffers)) {
+      Value index = arith::ConstantIndexOp::create(rewriter, loc, i);
+      memref::StoreOp::create(
+          rewriter, loc, memref::LoadOp::create(rewriter, loc, *packed, index),
+          buffer);
+    }
     replaceOpWithBufferizedValues(rewriter, op, buffers);
     return success();
   }
@@ -170,7 +434,11 @@ struct AllReduceWaitModel
 void mlir::tg::registerCollectiveBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TGDialect *) {
     AllReduceStartOp::attachInterface<AllReduceStartModel>(*ctx);
-    AllReduceWaitOp::attachInterface<AllReduceWaitModel>(*ctx);
+    CollectiveWaitOp::attachInterface<CollectiveWaitModel>(*ctx);
+    ReduceScatterStartOp::attachInterface<ReduceScatterStartModel>(*ctx);
+    AllGatherStartOp::attachInterface<AllGatherStartModel>(*ctx);
+    ShardOp::attachInterface<ShardModel>(*ctx);
+    SumOverProcessesOp::attachInterface<SumOverProcessesModel>(*ctx);
     ctx->loadDialect<arith::ArithDialect, memref::MemRefDialect,
                      func::FuncDialect>();
   });

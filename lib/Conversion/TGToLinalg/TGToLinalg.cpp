@@ -23,9 +23,10 @@ struct ConvertTGToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TGDialect>();
-    // Collectives stay: they bufferize in place into runtime calls
-    // (Collectives.cpp).
-    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp>();
+    // Collectives (and ZeRO-1's shards, cut where only the runtime knows
+    // the rank) stay: they bufferize into runtime calls (Collectives.cpp).
+    target.addLegalOp<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp,
+                      SumOverProcessesOp, ShardOp, CollectiveWaitOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

@@ -29,7 +29,12 @@ bool active = false; // under mpirun, MPI initialised
 int rank = 0, size = 1;
 std::string description;
 
+using tgc::runtime::ShardPair;
+
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+
 struct InFlight {
+  Collective kind = Collective::AllReduce;
   MPI_Request request = MPI_REQUEST_NULL;
   double started = 0, finished = 0;
   bool done = true;   // MPI completed it (possibly in progress())
@@ -38,9 +43,16 @@ struct InFlight {
   // by the wait.
   std::vector<std::pair<float *, int64_t>> pieces;
   std::vector<float> packed;
+  // ZeRO-1: the (whole, shard) pairs; a bucket of several is sent packed
+  // (`packed` receives); per-process counts and offsets of a single one
+  // (MPI reads them until the collective completes).
+  std::vector<ShardPair> shardPieces;
+  std::vector<float> sent;
+  std::vector<int> counts, offsets;
 };
 std::vector<InFlight> requests;
 std::vector<std::pair<float *, int64_t>> bucket; // the next start's tensors
+std::vector<ShardPair> shardBucket;              // the next ZeRO-1 start's
 double waitingSeconds = 0, inFlightSeconds = 0;
 int64_t collectives = 0;
 
@@ -55,6 +67,41 @@ bool launchedByMpirun() {
     if (std::getenv(name))
       return true;
   return false;
+}
+
+void progress();
+
+/// A free slot for a collective being started (after letting those in
+/// flight progress).
+int64_t startRequest(Collective kind) {
+  progress();
+  int64_t id = 0;
+  while (id < static_cast<int64_t>(requests.size()) && !requests[id].waited)
+    ++id;
+  if (id == static_cast<int64_t>(requests.size()))
+    requests.emplace_back();
+  InFlight &r = requests[id];
+  r.kind = kind;
+  r.done = false;
+  r.waited = false;
+  r.started = now();
+  r.packed.clear();
+  r.pieces.clear();
+  r.shardPieces.clear();
+  r.sent.clear();
+  return id;
+}
+
+/// MPI counts are ints.
+int mpiCount(int64_t count) {
+  if (count > INT32_MAX) {
+    std::fprintf(stderr,
+                 "error: a ZeRO-1 shard of %lld floats is larger than "
+                 "one MPI message can be\n",
+                 (long long)count);
+    tgc_dist_abort(1);
+  }
+  return static_cast<int>(count);
 }
 
 /// Lets MPI advance the collectives in flight, noting those that finished.
@@ -149,18 +196,8 @@ int64_t tgc_allreduce_start(float weight) {
         x[i] *= weight;
   if (!active || size == 1)
     return -1;
-  progress();
-  int64_t id = 0;
-  while (id < static_cast<int64_t>(requests.size()) && !requests[id].waited)
-    ++id;
-  if (id == static_cast<int64_t>(requests.size()))
-    requests.emplace_back();
+  int64_t id = startRequest(Collective::AllReduce);
   InFlight &r = requests[id];
-  r.done = false;
-  r.waited = false;
-  r.started = now();
-  r.packed.clear();
-  r.pieces.clear();
   float *x = pieces.empty() ? nullptr : pieces.front().first;
   int64_t count = pieces.empty() ? 0 : pieces.front().second;
   if (pieces.size() > 1) {
@@ -186,7 +223,7 @@ int64_t tgc_allreduce_start(float weight) {
   return id;
 }
 
-void tgc_allreduce_wait(int64_t id) {
+void tgc_collective_wait(int64_t id) {
   if (id < 0)
     return;
   InFlight &r = requests[id];
@@ -203,7 +240,162 @@ void tgc_allreduce_wait(int64_t id) {
     std::memcpy(p, sums, sizeof(float) * n);
     sums += n;
   }
+  if (r.shardPieces.size() > 1) {
+    // Packed buckets: shards in piece order, and for the all-gather one
+    // such block per process.
+    int64_t block = 0;
+    for (const ShardPair &p : r.shardPieces)
+      block += p.shardCount;
+    int64_t offset = 0;
+    for (const ShardPair &p : r.shardPieces) {
+      if (r.kind == Collective::ReduceScatter)
+        std::memcpy(p.shard, r.packed.data() + offset,
+                    sizeof(float) * p.shardCount);
+      else
+        for (int q = 0; q < size; ++q)
+          std::memcpy(p.whole + q * p.shardCount,
+                      r.packed.data() + q * block + offset,
+                      sizeof(float) * p.elements(q));
+      offset += p.shardCount;
+    }
+  }
   r.pieces.clear();
+  r.shardPieces.clear();
   r.waited = true;
+}
+
+void tgc_zero_add(int64_t whole, int64_t count, int64_t shard,
+                  int64_t shardCount) {
+  shardBucket.push_back({reinterpret_cast<float *>(whole), count,
+                         reinterpret_cast<float *>(shard), shardCount});
+}
+
+int64_t tgc_reduce_scatter_start(float weight) {
+  std::vector<ShardPair> pieces;
+  pieces.swap(shardBucket);
+  if (weight != 1.0f)
+    for (const ShardPair &p : pieces)
+      for (int64_t i = 0; i < p.count; ++i)
+        p.whole[i] *= weight;
+  if (!active || size == 1) {
+    for (const ShardPair &p : pieces)
+      p.cut(0);
+    return -1;
+  }
+  int64_t id = startRequest(Collective::ReduceScatter);
+  InFlight &r = requests[id];
+  if (pieces.size() == 1) {
+    // In place from the gradient into the shard: process q receives its
+    // (possibly short, possibly empty) part; the padding stays zero.
+    const ShardPair &p = pieces.front();
+    r.counts.assign(size, 0);
+    for (int q = 0; q < size; ++q)
+      r.counts[q] = mpiCount(p.elements(q));
+    std::memset(p.shard + p.elements(rank), 0,
+                sizeof(float) * (p.shardCount - p.elements(rank)));
+    MPI_Ireduce_scatter(p.whole, p.shard, r.counts.data(), MPI_FLOAT, MPI_SUM,
+                        MPI_COMM_WORLD, &r.request);
+  } else {
+    // One block per process: its (zero padded) shard of every piece.
+    int64_t block = 0;
+    for (const ShardPair &p : pieces)
+      block += p.shardCount;
+    r.sent.assign(block * size, 0.0f);
+    int64_t offset = 0;
+    for (const ShardPair &p : pieces) {
+      for (int q = 0; q < size; ++q)
+        std::memcpy(r.sent.data() + q * block + offset,
+                    p.whole + q * p.shardCount, sizeof(float) * p.elements(q));
+      offset += p.shardCount;
+    }
+    r.packed.assign(block, 0.0f);
+    MPI_Ireduce_scatter_block(r.sent.data(), r.packed.data(), mpiCount(block),
+                              MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r.request);
+  }
+  r.shardPieces = std::move(pieces);
+  ++collectives;
+  return id;
+}
+
+int64_t tgc_all_gather_start(void) {
+  std::vector<ShardPair> pieces;
+  pieces.swap(shardBucket);
+  if (!active || size == 1) {
+    for (const ShardPair &p : pieces)
+      p.place(0);
+    return -1;
+  }
+  int64_t id = startRequest(Collective::AllGather);
+  InFlight &r = requests[id];
+  if (pieces.size() == 1) {
+    // Straight into the parameter: process q's part at q · shard_count.
+    const ShardPair &p = pieces.front();
+    r.counts.assign(size, 0);
+    r.offsets.assign(size, 0);
+    for (int q = 0; q < size; ++q) {
+      r.counts[q] = mpiCount(p.elements(q));
+      r.offsets[q] = mpiCount(q * p.shardCount);
+    }
+    MPI_Iallgatherv(p.shard, r.counts[rank], MPI_FLOAT, p.whole,
+                    r.counts.data(), r.offsets.data(), MPI_FLOAT,
+                    MPI_COMM_WORLD, &r.request);
+  } else {
+    int64_t block = 0;
+    for (const ShardPair &p : pieces)
+      block += p.shardCount;
+    r.sent.resize(block);
+    int64_t offset = 0;
+    for (const ShardPair &p : pieces) {
+      std::memcpy(r.sent.data() + offset, p.shard,
+                  sizeof(float) * p.shardCount);
+      offset += p.shardCount;
+    }
+    r.packed.assign(block * size, 0.0f);
+    MPI_Iallgather(r.sent.data(), mpiCount(block), MPI_FLOAT, r.packed.data(),
+                   mpiCount(block), MPI_FLOAT, MPI_COMM_WORLD, &r.request);
+  }
+  r.shardPieces = std::move(pieces);
+  ++collectives;
+  return id;
+}
+
+void tgc_collective_holds(int64_t id, int64_t address) {
+  if (id < 0)
+    return;
+  float *p = reinterpret_cast<float *>(address);
+  for (const ShardPair &piece : requests[id].shardPieces)
+    if (piece.whole == p || piece.shard == p)
+      return;
+  std::fprintf(stderr,
+               "error (rank %d): internal error: the step waits for a "
+               "collective with a buffer it did not start with\n",
+               rank);
+  tgc_dist_abort(1);
+}
+
+void tgc_shard_copy(int64_t whole, int64_t count, int64_t shard,
+                    int64_t shardCount) {
+  ShardPair{reinterpret_cast<float *>(whole), count,
+            reinterpret_cast<float *>(shard), shardCount}
+      .cut(rank);
+}
+
+void tgc_sum_over_processes(int64_t address, int64_t count) {
+  tgc_dist_sum(reinterpret_cast<double *>(address), static_cast<int>(count));
+}
+
+void tgc_dist_gather_shards(const float *shard, int64_t shardCount,
+                            float *whole, int64_t count) {
+  if (!active || size == 1) {
+    ShardPair{whole, count, const_cast<float *>(shard), shardCount}.place(0);
+    return;
+  }
+  std::vector<int> counts(size), offsets(size);
+  for (int q = 0; q < size; ++q) {
+    counts[q] = mpiCount(tgc::runtime::shardElements(count, shardCount, q));
+    offsets[q] = mpiCount(q * shardCount);
+  }
+  MPI_Gatherv(shard, counts[rank], MPI_FLOAT, whole, counts.data(),
+              offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 }

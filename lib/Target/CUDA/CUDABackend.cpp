@@ -142,7 +142,7 @@ public:
 
   llvm::Error checkTrainStep(func::FuncOp step) const override {
     bool collectives = false;
-    step.walk([&](tg::AllReduceStartOp) { collectives = true; });
+    step.walk([&](tg::CollectiveWaitOp) { collectives = true; });
     if (collectives)
       return llvm::createStringError(
           "--data-parallel: the CUDA target has no collectives yet (NCCL is "

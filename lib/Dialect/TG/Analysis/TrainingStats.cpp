@@ -91,6 +91,18 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
     for (Value input : op.getInputs())
       stats.collectiveBytes += getValueBytes(input);
   });
+  step.walk([&](ReduceScatterStartOp op) {
+    ++stats.collectives;
+    ++stats.reduceScatters;
+    for (Value input : op.getInputs())
+      stats.collectiveBytes += getValueBytes(input);
+  });
+  step.walk([&](AllGatherStartOp op) {
+    ++stats.collectives;
+    ++stats.allGathers;
+    for (Value output : op.getOutputs())
+      stats.collectiveBytes += getValueBytes(output);
+  });
 
   // Gradients: what each tg.sum_squares reads (one per parameter).
   llvm::DenseSet<Value> gradients;

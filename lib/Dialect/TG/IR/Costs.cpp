@@ -48,7 +48,11 @@ OpCost ClipFactorOp::getCost() { return {}; }
 // Communication moves bytes between processes; its arithmetic is the
 // runtime's (MPI's reduction), not the step's.
 OpCost AllReduceStartOp::getCost() { return {}; }
-OpCost AllReduceWaitOp::getCost() { return {}; }
+OpCost CollectiveWaitOp::getCost() { return {}; }
+OpCost ReduceScatterStartOp::getCost() { return {}; }
+OpCost AllGatherStartOp::getCost() { return {}; }
+OpCost SumOverProcessesOp::getCost() { return {}; }
+OpCost ShardOp::getCost() { return {}; }
 
 //===----------------------------------------------------------------------===//
 // Matrix products

@@ -104,11 +104,24 @@ LogicalResult verifyUniqueArgumentName(Operation *op, unsigned argIndex,
 /// `tg.param`, `tg.input` and `tg.state` name function arguments; once
 /// results become out-parameters (bufferization), result names move to
 /// arguments too.
+/// `tg.shard_of` names the parameter whose optimizer state a ZeRO-1 state
+/// argument or result holds a shard of.
+static LogicalResult verifyShardOf(Operation *op, NamedAttribute attribute) {
+  auto name = llvm::dyn_cast<StringAttr>(attribute.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << attribute.getName().strref()
+                           << "' must name a parameter, got "
+                           << attribute.getValue();
+  return success();
+}
+
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
+  if (name == kShardOfAttrName)
+    return verifyShardOf(op, attribute);
   if (name != kParamAttrName && name != kInputAttrName &&
       name != kStateAttrName && name != kOutputAttrName &&
       name != kGradAttrName)
@@ -128,6 +141,8 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned resultIndex,
                                                      NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
+  if (name == kShardOfAttrName)
+    return verifyShardOf(op, attribute);
   if (name != kOutputAttrName && name != kGradAttrName &&
       name != kParamAttrName && name != kStateAttrName)
     return op->emitError() << "unknown tg result attribute '" << name << "'";
@@ -165,6 +180,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   if (name == kRecomputedAttrName) {
     if (!llvm::isa<UnitAttr>(value))
       return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == kProcessesAttrName) {
+    auto processes = llvm::dyn_cast<IntegerAttr>(value);
+    if (!processes || processes.getValue().getSExtValue() < 1)
+      return op->emitError()
+             << "'" << name << "' must be a positive integer, got " << value;
     return success();
   }
   return op->emitError() << "unknown tg op attribute '" << name << "'";

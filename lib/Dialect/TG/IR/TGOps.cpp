@@ -597,18 +597,107 @@ LogicalResult AllReduceStartOp::verify() {
 }
 
 LogicalResult
-AllReduceWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                  Adaptor adaptor,
-                                  SmallVectorImpl<Type> &inferred) {
+CollectiveWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   llvm::append_range(inferred, adaptor.getInputs().getTypes());
   return success();
 }
 
-LogicalResult AllReduceWaitOp::verify() {
+/// The tensors a collective's start hands to its wait: every result but the
+/// request (the last), or nothing if `op` starts no collective.
+static std::optional<ResultRange> inFlightTensors(Operation *op) {
+  if (!op || !isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp>(op))
+    return std::nullopt;
+  return op->getResults().drop_back();
+}
+
+LogicalResult CollectiveWaitOp::verify() {
   // A wait completes one start: its request and all that start's tensors.
-  auto start = getRequest().getDefiningOp<AllReduceStartOp>();
-  if (!start || !llvm::equal(start.getResults(), getInputs()))
+  Operation *start = getRequest().getDefiningOp();
+  std::optional<ResultRange> tensors = inFlightTensors(start);
+  if (!tensors || !llvm::equal(*tensors, getInputs()))
     return emitOpError("expects the request and the tensors of one "
-                       "tg.all_reduce_start");
+                       "tg.all_reduce_start, tg.reduce_scatter_start or "
+                       "tg.all_gather_start");
+  return success();
+}
+
+RankedTensorType ShardOp::getShardType(RankedTensorType full,
+                                       int64_t processes) {
+  int64_t numel = full.getNumElements();
+  return RankedTensorType::get({(numel + processes - 1) / processes},
+                               full.getElementType());
+}
+
+LogicalResult ShardOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = llvm::dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type || adaptor.getProcesses() <= 0)
+    return failure();
+  inferred.push_back(ShardOp::getShardType(type, adaptor.getProcesses()));
+  return success();
+}
+
+LogicalResult
+ReduceScatterStartOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location>, Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  // The inputs (scaled in place), this process's shards, the request.
+  if (adaptor.getProcesses() <= 0)
+    return failure();
+  llvm::append_range(inferred, adaptor.getInputs().getTypes());
+  for (Type type : adaptor.getInputs().getTypes()) {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return failure();
+    inferred.push_back(ShardOp::getShardType(tensor, adaptor.getProcesses()));
+  }
+  inferred.push_back(IntegerType::get(ctx, 64));
+  return success();
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("expects at least one tensor");
+  for (Value input : getInputs())
+    if (!llvm::cast<RankedTensorType>(input.getType()).getElementType().isF32())
+      return emitOpError("reduces f32 tensors, got ") << input.getType();
+  return success();
+}
+
+LogicalResult
+AllGatherStartOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  // The shards (read until the wait), the outputs (written in place).
+  llvm::append_range(inferred, adaptor.getShards().getTypes());
+  llvm::append_range(inferred, adaptor.getOutputs().getTypes());
+  inferred.push_back(IntegerType::get(ctx, 64));
+  return success();
+}
+
+LogicalResult AllGatherStartOp::verify() {
+  if (getShards().empty())
+    return emitOpError("expects at least one tensor");
+  for (auto [shard, output] : llvm::zip(getShards(), getOutputs())) {
+    auto full = llvm::cast<RankedTensorType>(output.getType());
+    RankedTensorType expected = ShardOp::getShardType(full, getProcesses());
+    if (shard.getType() != expected)
+      return emitOpError("the shard of ")
+             << full << " over " << getProcesses() << " processes is "
+             << expected << ", got " << shard.getType();
+    if (!full.getElementType().isF32())
+      return emitOpError("gathers f32 tensors, got ") << full;
+  }
+  return success();
+}
+
+LogicalResult
+SumOverProcessesOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, adaptor.getInputs().getTypes());
   return success();
 }

@@ -2,6 +2,7 @@
 
 #include "tgc/Dialect/TG/IR/TrainStep.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -21,4 +22,11 @@ SmallVector<InPlaceUpdate> mlir::tg::getInPlaceUpdates(func::FuncOp step) {
       updates.push_back(update);
     }
   return updates;
+}
+
+Operation *mlir::tg::getUpdatingOp(Value result) {
+  Operation *def = result.getDefiningOp();
+  if (auto wait = llvm::dyn_cast_or_null<CollectiveWaitOp>(def))
+    return wait.getRequest().getDefiningOp();
+  return def;
 }

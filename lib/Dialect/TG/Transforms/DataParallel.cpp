@@ -117,8 +117,8 @@ struct TGDataParallelPass
         b.setInsertionPointToStart(&body);
       auto start = AllReduceStartOp::create(b, step.getLoc(), grads, weight);
       b.setInsertionPoint(ret);
-      auto wait = AllReduceWaitOp::create(b, step.getLoc(), start.getRequest(),
-                                          start.getResults());
+      auto wait = CollectiveWaitOp::create(b, step.getLoc(), start.getRequest(),
+                                           start.getResults());
       for (auto [r, sum] : llvm::zip(bucket, wait.getResults()))
         ret.setOperand(r, sum);
     }

@@ -37,6 +37,10 @@ Operation *lastPrerequisite(func::FuncOp func, Block &body, Operation *op) {
       last = other;
   };
   for (Value operand : op->getOperands()) {
+    // A parameter's shard (ZeRO-1) is copied right before its update.
+    if (auto shard = operand.getDefiningOp<ShardOp>();
+        shard && op->hasTrait<ParameterUpdate>())
+      continue;
     if (Operation *def = operand.getDefiningOp()) {
       after(body.findAncestorOpInBlock(*def));
       continue;
@@ -69,12 +73,14 @@ struct TGScheduleUpdatesPass
       return signalPassFailure();
     }
     Block &body = step.getBody().front();
-    SmallVector<Operation *> starts, waits, moving;
+    SmallVector<Operation *> starts, waits, gatherWaits, moving;
     for (Operation &op : body.without_terminator()) {
-      if (isa<AllReduceStartOp>(op))
+      if (isa<AllReduceStartOp, ReduceScatterStartOp>(op))
         starts.push_back(&op);
-      else if (isa<AllReduceWaitOp>(op))
-        waits.push_back(&op);
+      else if (isa<CollectiveWaitOp>(op))
+        (op.getOperand(0).getDefiningOp<AllGatherStartOp>() ? gatherWaits
+                                                            : waits)
+            .push_back(&op);
       else if (isa<SumSquaresOp>(op) || op.hasTrait<ParameterUpdate>())
         moving.push_back(&op);
     }
@@ -85,27 +91,43 @@ struct TGScheduleUpdatesPass
     // Each wait trails its start by one collective: the next gradient's
     // backward ops overlap the communication, and at most two gradients
     // are in flight.
-    llvm::sort(starts, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
-    for (Operation *op : waits) {
-      auto start = op->getOperand(0).getDefiningOp<AllReduceStartOp>();
-      Operation *last = lastPrerequisite(step, body, op);
-      auto it = llvm::find(starts, start.getOperation());
-      if (it != starts.end() && std::next(it) != starts.end() &&
-          last->isBeforeInBlock(*std::next(it)))
-        last = *std::next(it);
-      op->moveAfter(last);
-    }
+    auto trailNextStart = [&](ArrayRef<Operation *> waitOps,
+                              SmallVector<Operation *> sortedStarts) {
+      llvm::sort(sortedStarts, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *op : waitOps) {
+        Operation *start = op->getOperand(0).getDefiningOp();
+        Operation *last = lastPrerequisite(step, body, op);
+        auto it = llvm::find(sortedStarts, start);
+        if (it != sortedStarts.end() && std::next(it) != sortedStarts.end() &&
+            last->isBeforeInBlock(*std::next(it)))
+          last = *std::next(it);
+        op->moveAfter(last);
+      }
+    };
+    trailNextStart(waits, starts);
     // The optimizer's ops in program order, so that an op that reads another
-    // moved op's result finds it already in place.
+    // moved op's result finds it already in place; a parameter's shard is
+    // copied right before its update.
     for (Operation *op : moving) {
       Operation *last = lastPrerequisite(step, body, op);
       if (!last)
         op->moveBefore(&body.front());
       else if (last != op->getPrevNode())
         op->moveAfter(last);
+      for (Value operand : op->getOperands())
+        if (auto shard = operand.getDefiningOp<ShardOp>())
+          shard->moveBefore(op);
     }
+    // ZeRO-1's all-gathers (moved with the updates) are waited for like the
+    // other collectives.
+    SmallVector<Operation *> allStarts(starts);
+    for (Operation *op : moving)
+      if (isa<AllGatherStartOp>(op))
+        allStarts.push_back(op);
+    trailNextStart(gatherWaits, allStarts);
+    llvm::append_range(waits, gatherWaits);
     // Moving later (after readers tg-remat added) must not pass a user.
     llvm::append_range(moving, starts);
     llvm::append_range(moving, waits);

@@ -484,16 +484,16 @@ func.func @fused_loss_bias_grad(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %b: te
 
 func.func @wait_other_tensor(%g: tensor<4xf32>, %h: tensor<4xf32>, %w: tensor<f32>) -> tensor<4xf32> {
   %sent, %request = tg.all_reduce_start(%g) weight %w : tensor<4xf32>
-  // expected-error@+1 {{'tg.all_reduce_wait' op expects the request and the tensors of one tg.all_reduce_start}}
-  %sum = tg.all_reduce_wait %request(%h) : tensor<4xf32>
+  // expected-error@+1 {{'tg.collective_wait' op expects the request and the tensors of one tg.all_reduce_start}}
+  %sum = tg.collective_wait %request(%h) : tensor<4xf32>
   return %sum : tensor<4xf32>
 }
 
 // -----
 
 func.func @wait_without_start(%r: i64, %g: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{'tg.all_reduce_wait' op expects the request and the tensors of one tg.all_reduce_start}}
-  %sum = tg.all_reduce_wait %r(%g) : tensor<4xf32>
+  // expected-error@+1 {{'tg.collective_wait' op expects the request and the tensors of one tg.all_reduce_start}}
+  %sum = tg.collective_wait %r(%g) : tensor<4xf32>
   return %sum : tensor<4xf32>
 }
 

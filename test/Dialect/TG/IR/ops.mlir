@@ -91,8 +91,8 @@ func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
 func.func @optimizer_and_communication(%w: tensor<4x8xf32>, %b: tensor<4xf32>, %dp: tensor<f32>, %lr: tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>) {
   // CHECK: %[[S:.*]]:2, %[[R:.*]] = tg.all_reduce_start(%{{.*}}, %{{.*}}) weight %{{.*}} : tensor<4x8xf32>, tensor<4xf32>
   %s:2, %r = tg.all_reduce_start(%w, %b) weight %dp : tensor<4x8xf32>, tensor<4xf32>
-  // CHECK: %[[G:.*]]:2 = tg.all_reduce_wait %[[R]](%[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>
-  %g:2 = tg.all_reduce_wait %r(%s#0, %s#1) : tensor<4x8xf32>, tensor<4xf32>
+  // CHECK: %[[G:.*]]:2 = tg.collective_wait %[[R]](%[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>
+  %g:2 = tg.collective_wait %r(%s#0, %s#1) : tensor<4x8xf32>, tensor<4xf32>
   // CHECK: tg.sum_squares %{{.*}} : tensor<4x8xf32>
   %sw = tg.sum_squares %g#0 : tensor<4x8xf32>
   %sb = tg.sum_squares %g#1 : tensor<4xf32>

@@ -21,8 +21,8 @@
 // CHECK-NEXT: %[[SW:.*]], %[[RW:.*]] = tg.all_reduce_start(%[[GW]]) weight %[[WEIGHT]] : tensor<4x8xf32>
 // CHECK: %[[GB:.*]] = tg.reduce_sum
 // CHECK-NEXT: %[[SB:.*]], %[[RB:.*]] = tg.all_reduce_start(%[[GB]]) weight %[[WEIGHT]] : tensor<4xf32>
-// CHECK: %[[W1:.*]] = tg.all_reduce_wait %[[RW]](%[[SW]]) : tensor<4x8xf32>
-// CHECK-NEXT: %[[B1:.*]] = tg.all_reduce_wait %[[RB]](%[[SB]]) : tensor<4xf32>
+// CHECK: %[[W1:.*]] = tg.collective_wait %[[RW]](%[[SW]]) : tensor<4x8xf32>
+// CHECK-NEXT: %[[B1:.*]] = tg.collective_wait %[[RB]](%[[SB]]) : tensor<4xf32>
 // CHECK-NEXT: return %{{.*}}, %[[W1]], %[[B1]]
 
 // With the optimizer in the backward sweep, the first collective is waited
@@ -30,17 +30,17 @@
 // STEP-LABEL: func.func @train_step
 // STEP: tg.all_reduce_start
 // STEP: tg.all_reduce_start
-// STEP-NEXT: tg.all_reduce_wait
+// STEP-NEXT: tg.collective_wait
 // STEP-NEXT: tg.sum_squares
 // STEP-NEXT: tg.sgd_update
-// STEP: tg.all_reduce_wait
+// STEP: tg.collective_wait
 // STEP-NEXT: tg.sum_squares
 // STEP-NEXT: tg.sgd_update
 // STEP: tg.global_norm
 // Without it, every wait comes before the optimizer at the end.
 // END-LABEL: func.func @train_step
-// END: tg.all_reduce_wait
-// END-NEXT: tg.all_reduce_wait
+// END: tg.collective_wait
+// END-NEXT: tg.collective_wait
 // END-NEXT: tg.sum_squares
 
 // Both gradients (128 and 16 bytes) fit one bucket of the default 1 MiB:
@@ -49,7 +49,7 @@
 // BUCKET: %[[GW:.*]] = tg.matmul {{.*}}transpose_lhs
 // BUCKET: %[[GB:.*]] = tg.reduce_sum
 // BUCKET-NEXT: %[[S:.*]]:2, %[[R:.*]] = tg.all_reduce_start(%[[GW]], %[[GB]]) weight %{{.*}} : tensor<4x8xf32>, tensor<4xf32>
-// BUCKET: %[[W:.*]]:2 = tg.all_reduce_wait %[[R]](%[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>
+// BUCKET: %[[W:.*]]:2 = tg.collective_wait %[[R]](%[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>
 // BUCKET-NEXT: return %{{.*}}, %[[W]]#0, %[[W]]#1
 
 // RUN: not tgc-opt %S/Inputs/step-declaration.mlir --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=NOBODY

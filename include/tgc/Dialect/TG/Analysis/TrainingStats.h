@@ -44,9 +44,13 @@ struct TrainingStats {
   /// optimizer runs after the backward pass, far fewer when it runs inside
   /// it (tg-schedule-updates).
   int64_t gradientPeakBytes = 0;
-  /// tg-data-parallel: all-reduces per step and the bytes they sum.
+  /// tg-data-parallel: collectives per step and the bytes of the whole
+  /// tensors they sum or gather; with ZeRO-1 (tg-shard-optimizer) how many
+  /// of them are reduce-scatters and all-gathers.
   int64_t collectives = 0;
   int64_t collectiveBytes = 0;
+  int64_t reduceScatters = 0;
+  int64_t allGathers = 0;
 };
 
 /// One value the reverse graph keeps from the forward pass, and who reads it.

@@ -59,6 +59,11 @@ def TG_Dialect : Dialect {
     /// Op attribute: index of the transformer (or MLP) layer the op belongs
     /// to, set by the front end; `tg-remat --remat=layers` checkpoints there.
     static constexpr ::llvm::StringLiteral kLayerAttrName = "tg.layer";
+    /// Argument/result attribute (tg-shard-optimizer): this state is the
+    /// process's shard of the state of the named parameter.
+    static constexpr ::llvm::StringLiteral kShardOfAttrName = "tg.shard_of";
+    /// Attribute of a ZeRO-1 @train_step: the processes it runs as.
+    static constexpr ::llvm::StringLiteral kProcessesAttrName = "tg.processes";
     /// Op attribute set by users: "save" or "recompute"; wins over every
     /// rematerialisation policy.
     static constexpr ::llvm::StringLiteral kRematAttrName = "tg.remat";

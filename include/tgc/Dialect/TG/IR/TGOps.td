@@ -933,7 +933,7 @@ def TG_AllReduceStartOp : TG_CommOp<"all_reduce_start", [InferTypeOpAdaptor]> {
     Starts `Σ_ranks weight_rank · input_rank` for every input (one
     non-blocking all-reduce, `MPI_Iallreduce`, of the bucket they form) in
     the inputs' own buffers and returns at once; the sums are complete, and
-    `results` may be read, only after `tg.all_reduce_wait` on `request`.
+    `results` may be read, only after `tg.collective_wait` on `request`.
     Nothing may read or write the buffers in between. `weight` is the
     process's share of the global mean (its count of loss tokens over the
     global count); in a single process each result is `weight · input`.
@@ -949,16 +949,121 @@ def TG_AllReduceStartOp : TG_CommOp<"all_reduce_start", [InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def TG_AllReduceWaitOp : TG_CommOp<"all_reduce_wait", [InferTypeOpAdaptor]> {
-  let summary = "Completes an all-reduce started by tg.all_reduce_start";
+def TG_ReduceScatterStartOp : TG_CommOp<"reduce_scatter_start",
+    [InferTypeOpAdaptor, SameVariadicResultSize]> {
+  let summary = "Starts a weighted sum over all processes, each keeping a shard";
   let description = [{
-    Waits for the all-reduce `request` (`MPI_Wait`); `results` are the
-    summed tensors, in the same buffers as `inputs` (the start op's
-    results, all of them, in order).
+    ZeRO-1's gradient collective: starts `Σ_ranks weight_rank · input_rank`
+    for every input (one non-blocking reduce-scatter of the bucket they
+    form), of which this process receives only its shard: the elements
+    `rank·S … rank·S + S − 1` of the flattened sum, `S = ⌈numel /
+    processes⌉`, zero padded past the end (`shards`, 1-d tensors of `S`
+    elements). `results` are the inputs (scaled by `weight` in place and read
+    by the collective until it completes); nothing may use `results` or
+    `shards` before `tg.collective_wait` on `request`, which takes them all.
 
     Example:
     ```mlir
-    %w2, %b2 = tg.all_reduce_wait %request(%w1, %b1) : tensor<64x64xf32>, tensor<64xf32>
+    %g1, %s, %request = tg.reduce_scatter_start(%g) weight %weight over 2 : tensor<5x3xf32>
+    // %s : tensor<8xf32>, this process's 8 of the 15 sums
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs, TG_F32Scalar:$weight,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$processes);
+  let results = (outs Variadic<TG_FloatTensor>:$results,
+                      Variadic<TG_FloatTensor>:$shards, I64:$request);
+  let assemblyFormat = [{
+    `(` $inputs `)` `weight` $weight `over` $processes attr-dict `:`
+    type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AllGatherStartOp : TG_CommOp<"all_gather_start",
+    [InferTypeOpAdaptor, SameVariadicOperandSize, SameVariadicResultSize,
+     TG_ParameterUpdate]> {
+  let summary = "Starts assembling whole tensors from every process's shard";
+  let description = [{
+    ZeRO-1's parameter collective: each process contributes its shard of
+    every tensor (`shards`, as `tg.shard` cuts them: `S = ⌈numel /
+    processes⌉` elements, the padding ignored) and the whole tensors are
+    written in place into `outputs` (one non-blocking all-gather of the
+    bucket). `sent` are the shards (read by the collective until it
+    completes) and `results` the outputs; `tg.collective_wait` on `request`
+    takes them all. Writing `outputs` in place makes this the update of
+    those parameters: every other reader of an output runs before it.
+
+    Example:
+    ```mlir
+    %sent, %p1, %request = tg.all_gather_start(%s) into (%p) over 2 : tensor<8xf32> into tensor<5x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$shards,
+                       Variadic<TG_FloatTensor>:$outputs,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$processes);
+  let results = (outs Variadic<TG_FloatTensor>:$sent,
+                      Variadic<TG_FloatTensor>:$results, I64:$request);
+  let assemblyFormat = [{
+    `(` $shards `)` `into` `(` $outputs `)` `over` $processes attr-dict `:`
+    type($shards) `into` type($outputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_SumOverProcessesOp : TG_CommOp<"sum_over_processes", [InferTypeOpAdaptor]> {
+  let summary = "Sums f64 scalars over all processes (blocking)";
+  let description = [{
+    Each result is the sum of its input over the processes (one blocking
+    all-reduce of them all). ZeRO-1 uses it for the global gradient norm:
+    each process's sums of squares cover only its shards of the gradients.
+
+    Example:
+    ```mlir
+    %t0, %t1 = tg.sum_over_processes(%s0, %s1) : tensor<f64>, tensor<f64>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_F64Scalar>:$inputs);
+  let results = (outs Variadic<TG_F64Scalar>:$results);
+  let assemblyFormat = "`(` $inputs `)` attr-dict `:` type($inputs)";
+}
+
+def TG_ShardOp : TG_Op<"shard", [InferTypeOpAdaptor]> {
+  let summary = "This process's shard of a tensor (ZeRO-1)";
+  let description = [{
+    The elements `rank·S … rank·S + S − 1` of the flattened input, `S =
+    ⌈numel / processes⌉`, zero past its end, as a 1-d tensor of `S`
+    elements: the part of a parameter whose optimizer state this process
+    keeps and whose update it computes. `rank` is the process's (the
+    runtime's), so the op is a copy that only a process knows the offset of.
+
+    Example:
+    ```mlir
+    %s = tg.shard %p over 2 : tensor<5x3xf32>   // tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$processes);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $processes attr-dict `:` type($input)";
+  let extraClassDeclaration = [{
+    /// The 1-d shard type of `full` over `processes`.
+    static ::mlir::RankedTensorType getShardType(::mlir::RankedTensorType full,
+                                                 int64_t processes);
+  }];
+}
+
+def TG_CollectiveWaitOp : TG_CommOp<"collective_wait", [InferTypeOpAdaptor]> {
+  let summary = "Completes a collective started by a tg.*_start op";
+  let description = [{
+    Waits for the collective `request` (`MPI_Wait`) of
+    `tg.all_reduce_start`, `tg.reduce_scatter_start` or
+    `tg.all_gather_start`; `inputs` are that start's tensors, all of them in
+    order (what the collective reads or writes until now), and `results`
+    are the same buffers, complete.
+
+    Example:
+    ```mlir
+    %w2, %b2 = tg.collective_wait %request(%w1, %b1) : tensor<64x64xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins I64:$request, Variadic<TG_FloatTensor>:$inputs);

@@ -18,6 +18,11 @@ struct InPlaceUpdate {
 /// Every such result of `step`, in result order.
 SmallVector<InPlaceUpdate> getInPlaceUpdates(func::FuncOp step);
 
+/// The op that writes the new value `result` of an in-place update: its
+/// defining op, or for the result of a tg.collective_wait the collective's
+/// start (ZeRO-1's all-gather writes the parameter). Null for an argument.
+Operation *getUpdatingOp(Value result);
+
 } // namespace mlir::tg
 
 #endif // TGC_DIALECT_TG_IR_TRAINSTEP_H

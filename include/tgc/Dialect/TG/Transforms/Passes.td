@@ -130,7 +130,7 @@ def TGDataParallelPass : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
     runtime computes for each batch. Each gradient gets a
     `tg.all_reduce_start` right after the op that completes it, so
     communication for late layers overlaps the backward pass of early ones,
-    and a `tg.all_reduce_wait` before it is returned; tg-schedule-updates
+    and a `tg.collective_wait` before it is returned; tg-schedule-updates
     then lets each wait trail its start by one gradient, so that the
     optimizer update of each parameter waits for its own collective only.
 
@@ -198,6 +198,40 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGShardOptimizerPass : Pass<"tg-shard-optimizer", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-1: each process keeps and updates a shard of the "
+                "optimizer state";
+  let description = [{
+    Run right after tg-optimizer on a data-parallel step (tg-data-parallel
+    before it). For `processes` = N, each parameter's optimizer state
+    becomes this process's shard, a 1-d tensor of `S = ⌈numel / N⌉` f32
+    elements (the arguments and results marked `tg.state` change type and
+    gain `tg.shard_of = "<parameter>"`), and each bucket's collectives
+    become:
+
+    * `tg.reduce_scatter_start` instead of `tg.all_reduce_start`: the
+      process receives only its shard of each summed gradient (half the
+      traffic of an all-reduce);
+    * the update (`tg.adamw_update`, ...) runs on the shards: the gradient
+      shard, `tg.shard` of the parameter and the state shard;
+    * `tg.all_gather_start` writes every process's updated shard into the
+      whole parameter, in place, after the bucket's last update.
+
+    The global norm sums each process's sums of squares of its gradient
+    shards over the processes (`tg.sum_over_processes`). Elementwise, the
+    update computes what the all-reduced step computes; the optimizer state
+    per process falls by N. `@train_step` gets `tg.processes = N`: the
+    executable runs only as N processes.
+  }];
+  let options = [
+    Option<"processes", "processes", "int64_t", "2",
+           "Processes the optimizer state is sharded over (mpirun -np)">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: matrix products on bf16/f16 operands, "
                 "accumulated in f32";
@@ -256,7 +290,7 @@ def TGScheduleUpdatesPass : Pass<"tg-schedule-updates", "::mlir::ModuleOp"> {
 
     With data parallelism (tg-data-parallel) each gradient's
     `tg.all_reduce_start` moves right after the op that completes it and its
-    `tg.all_reduce_wait` right after the next gradient's start, so that
+    `tg.collective_wait` right after the next gradient's start, so that
     communication overlaps the backward pass while at most two collectives
     are in flight; the update follows its own wait.
 

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Data parallelism on one machine: 2 processes x 1 thread against 1 process
-x 2 threads, the same global batch, side by side.
+"""Data parallelism on one machine: 2 processes x 1 thread (with and without
+ZeRO-1) against 1 process x 2 threads, the same global batch, side by side.
 
-Compiles MODEL twice (global batch G: --batch-size=G for one process,
---batch-size=G/2 --data-parallel for two), runs each RUNS times for STEPS
-steps and prints median ms/step, tokens/s, the ratio, and, for two
-processes, the collectives' time in flight and the part of it hidden behind
-the backward pass (1 - time waited / time in flight), medians per step.
+Compiles MODEL three times (global batch G: --batch-size=G for one process,
+--batch-size=G/2 --data-parallel, and --batch-size=G/2 --zero=1
+--processes=2 for two), runs each RUNS times for STEPS steps and prints
+median ms/step, tokens/s, peak RSS (of the largest process), the ratio,
+and, for two processes, the collectives' time in flight and the part of it
+hidden behind the backward pass (1 - time waited / time in flight), medians
+per step; then the planned optimizer state and peak per process
+(`tgc stats`).
 
   /usr/bin/python3 bench/data_parallel.py [--model M] [--batch G] [--seq S]
 
 Quote `lscpu`'s model name with the figures; not a test (times vary).
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -21,6 +25,7 @@ import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DONE = re.compile(r"median ([0-9.]+)\), ([0-9]+) tok/s")
+PEAK = re.compile(r"peak RSS ([0-9.]+) MiB")
 DIST = re.compile(r"collectives in flight ([0-9.]+) ms/step of which ([0-9.]+) waited")
 
 
@@ -48,40 +53,56 @@ def main():
           f"{args.batch} x seq {args.seq}, {args.steps} steps, median of {args.runs} runs")
     with tempfile.TemporaryDirectory() as tmp:
         one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
+        zero = os.path.join(tmp, "zero")
         common = [args.model, f"--seq-len={args.seq}"]
+        half = common + [f"--batch-size={args.batch // 2}"]
         subprocess.run([args.tgc] + common + [f"--batch-size={args.batch}", "-o", one], check=True)
-        subprocess.run([args.tgc] + common + [f"--batch-size={args.batch // 2}",
-                                              "--data-parallel", "-o", two], check=True)
+        subprocess.run([args.tgc] + half + ["--data-parallel", "-o", two], check=True)
+        subprocess.run([args.tgc] + half + ["--zero=1", "--processes=2", "-o", zero],
+                       check=True)
         env = dict(os.environ)
         steps = ["--steps", str(args.steps)]
+        mpirun = ["mpirun", "--allow-run-as-root", "-np", "2", "--bind-to", "core",
+                  "-x", "OMP_NUM_THREADS=1"]
         configs = {
             "1 process x 2 threads": [one] + steps + ["--threads", "2"],
-            "2 processes x 1 thread": ["mpirun", "--allow-run-as-root", "-np", "2",
-                                       "--bind-to", "core", "-x", "OMP_NUM_THREADS=1",
-                                       two] + steps + ["--threads", "1"],
+            "2 processes x 1 thread": mpirun + [two] + steps + ["--threads", "1"],
+            "2 x 1, ZeRO-1": mpirun + [zero] + steps + ["--threads", "1"],
         }
         results = {}
         for label, cmd in configs.items():
-            ms, tok, flight, waited = [], [], [], []
+            ms, tok, flight, waited, peak = [], [], [], [], []
             for _ in range(args.runs):
                 err = run(cmd, env)
                 m = DONE.search(err)
                 ms.append(float(m.group(1)))
                 tok.append(float(m.group(2)))
+                peak.append(float(PEAK.search(err).group(1)))
                 d = DIST.search(err)
                 if d:
                     flight.append(float(d.group(1)))
                     waited.append(float(d.group(2)))
             results[label] = statistics.median(ms)
             line = (f"{label:24s} {statistics.median(ms):9.2f} ms/step "
-                    f"{statistics.median(tok):9.0f} tok/s")
+                    f"{statistics.median(tok):9.0f} tok/s "
+                    f"{statistics.median(peak):8.1f} MiB peak RSS")
             if flight:
                 f, w = statistics.median(flight), statistics.median(waited)
                 line += (f"   collectives {f:.2f} ms/step in flight, {w:.2f} waited"
                          f" ({100 * (1 - w / f) if f else 0:.0f}% hidden)")
             print(line)
-        a, b = results.values()
-        print(f"ratio (2 processes / 1 process, ms/step): {b / a:.2f}")
+        a, b, z = results.values()
+        print(f"ratio (2 processes / 1 process, ms/step): {b / a:.2f}; "
+              f"ZeRO-1 / plain 2 processes: {z / b:.2f}")
+        for label, flags in [("plain", ["--data-parallel"]),
+                             ("ZeRO-1", ["--zero=1", "--processes=2"])]:
+            out = subprocess.run([args.tgc, "stats", "--json"] + half + flags,
+                                 capture_output=True, text=True, check=True).stdout
+            memory = json.loads(out)["memory"]
+            print(f"planned per process ({label}): optimizer state "
+                  f"{memory['optimizer_state'] / 2**20:.2f} MiB, parameters "
+                  f"{memory['parameters'] / 2**20:.2f} MiB, peak of intermediates "
+                  f"{memory['peak'] / 2**20:.2f} MiB")
 
 
 if __name__ == "__main__":

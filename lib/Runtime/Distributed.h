@@ -46,7 +46,7 @@ int64_t tgc_allreduce_start(float weight);
 /// Completes the collective `request` of any *_start (its results are in
 /// place afterwards).
 void tgc_collective_wait(int64_t request);
-/// Before a ZeRO-1 collective's wait, once per buffer it reads or writes:
+/// Before a collective's wait, once per buffer it reads or writes:
 /// ends the job if `address` is none of the request's (a miscompiled step).
 void tgc_collective_holds(int64_t request, int64_t address);
 

@@ -74,6 +74,10 @@ int main(int argc, char **argv) {
   if (llvm::Error err = applyTrainingFlags(*config))
     return fail(llvm::toString(std::move(err)));
 
+  if (config->training.zeroStage != 0)
+    return fail("--zero: the reference interpreter runs one process; "
+                "ZeRO-1's shards exist only in executables under mpirun");
+
   MLIRContext context;
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);
   PassManager pm(&context);

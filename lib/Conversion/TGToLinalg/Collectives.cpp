@@ -157,22 +157,19 @@ struct CollectiveWaitModel
         return failure();
       buffers.push_back(*buffer);
     }
-    // ZeRO-1's collectives read buffers that nothing reads after them (the
-    // gradient a reduce-scatter sums, the shard an all-gather sends): the
-    // runtime checks each belongs to the request, which keeps it alive, for
-    // the buffer planner, until here.
-    if (!isa_and_nonnull<AllReduceStartOp>(wait.getRequest().getDefiningOp())) {
-      auto i64 = rewriter.getI64Type();
-      func::FuncOp holds = declareRuntimeFunction(
-          op, "tgc_collective_holds", rewriter.getFunctionType({i64, i64}, {}));
-      for (Value buffer : buffers) {
-        FailureOr<Value> address =
-            addressOf(rewriter, op->getLoc(), op, buffer);
-        if (failed(address))
-          return failure();
-        func::CallOp::create(rewriter, op->getLoc(), holds,
-                             ValueRange{wait.getRequest(), *address});
-      }
+    // A collective may read buffers that nothing reads after it (ZeRO-1's
+    // summed gradient, the shard an all-gather sends): the runtime checks
+    // each belongs to the request, which keeps it alive, for the buffer
+    // planner, until here.
+    auto i64 = rewriter.getI64Type();
+    func::FuncOp holds = declareRuntimeFunction(
+        op, "tgc_collective_holds", rewriter.getFunctionType({i64, i64}, {}));
+    for (Value buffer : buffers) {
+      FailureOr<Value> address = addressOf(rewriter, op->getLoc(), op, buffer);
+      if (failed(address))
+        return failure();
+      func::CallOp::create(rewriter, op->getLoc(), holds,
+                           ValueRange{wait.getRequest(), *address});
     }
     func::FuncOp callee = declareRuntimeFunction(
         op, "tgc_collective_wait",

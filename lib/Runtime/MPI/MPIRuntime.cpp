@@ -49,6 +49,8 @@ struct InFlight {
   std::vector<ShardPair> shardPieces;
   std::vector<float> sent;
   std::vector<int> counts, offsets;
+  // Every buffer of the step the collective reads or writes.
+  std::vector<const float *> held;
 };
 std::vector<InFlight> requests;
 std::vector<std::pair<float *, int64_t>> bucket; // the next start's tensors
@@ -89,7 +91,15 @@ int64_t startRequest(Collective kind) {
   r.pieces.clear();
   r.shardPieces.clear();
   r.sent.clear();
+  r.held.clear();
   return id;
+}
+
+bool isHeld(const std::vector<const float *> &held, const float *p) {
+  for (const float *q : held)
+    if (q == p)
+      return true;
+  return false;
 }
 
 /// MPI counts are ints.
@@ -198,6 +208,8 @@ int64_t tgc_allreduce_start(float weight) {
     return -1;
   int64_t id = startRequest(Collective::AllReduce);
   InFlight &r = requests[id];
+  for (auto [p, n] : pieces)
+    r.held.push_back(p);
   float *x = pieces.empty() ? nullptr : pieces.front().first;
   int64_t count = pieces.empty() ? 0 : pieces.front().second;
   if (pieces.size() > 1) {
@@ -312,6 +324,10 @@ int64_t tgc_reduce_scatter_start(float weight) {
     MPI_Ireduce_scatter_block(r.sent.data(), r.packed.data(), mpiCount(block),
                               MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r.request);
   }
+  for (const ShardPair &p : pieces) {
+    r.held.push_back(p.whole);
+    r.held.push_back(p.shard);
+  }
   r.shardPieces = std::move(pieces);
   ++collectives;
   return id;
@@ -354,6 +370,10 @@ int64_t tgc_all_gather_start(void) {
     MPI_Iallgather(r.sent.data(), mpiCount(block), MPI_FLOAT, r.packed.data(),
                    mpiCount(block), MPI_FLOAT, MPI_COMM_WORLD, &r.request);
   }
+  for (const ShardPair &p : pieces) {
+    r.held.push_back(p.whole);
+    r.held.push_back(p.shard);
+  }
   r.shardPieces = std::move(pieces);
   ++collectives;
   return id;
@@ -362,10 +382,8 @@ int64_t tgc_all_gather_start(void) {
 void tgc_collective_holds(int64_t id, int64_t address) {
   if (id < 0)
     return;
-  float *p = reinterpret_cast<float *>(address);
-  for (const ShardPair &piece : requests[id].shardPieces)
-    if (piece.whole == p || piece.shard == p)
-      return;
+  if (isHeld(requests[id].held, reinterpret_cast<const float *>(address)))
+    return;
   std::fprintf(stderr,
                "error (rank %d): internal error: the step waits for a "
                "collective with a buffer it did not start with\n",

@@ -105,10 +105,7 @@ struct TGShardOptimizerPass
           }
           if (auto mul = llvm::dyn_cast<MulOp>(user);
               mul && mul.getResult().hasOneUse() &&
-              mul.getResult()
-                  .getUsers()
-                  .begin()
-                  ->hasTrait<ParameterUpdate>()) {
+              mul.getResult().getUsers().begin()->hasTrait<ParameterUpdate>()) {
             b.setInsertionPoint(mul);
             Value other = mul.getLhs() == sum ? mul.getRhs() : mul.getLhs();
             updateGrad = MulOp::create(b, mul.getLoc(), gradShard, other);
@@ -123,8 +120,8 @@ struct TGShardOptimizerPass
         }
         if (!update)
           return fail(wait, "a summed gradient has no optimizer update");
-        FailureOr<Value> shardedParam = shardUpdate(b, step, update, updateGrad,
-                                                     newResult, shardType);
+        FailureOr<Value> shardedParam =
+            shardUpdate(b, step, update, updateGrad, newResult, shardType);
         if (failed(shardedParam))
           return failure();
         params.push_back(update->getOperand(0));
@@ -142,8 +139,8 @@ struct TGShardOptimizerPass
       llvm::append_range(gathered, gather.getResults());
       auto gatherWait = CollectiveWaitOp::create(b, start.getLoc(),
                                                  gather.getRequest(), gathered);
-      for (auto [param, whole] : llvm::zip(
-               params, gatherWait.getResults().drop_front(params.size())))
+      for (auto [param, whole] :
+           llvm::zip(params, gatherWait.getResults().drop_front(params.size())))
         newResult[param] = whole;
     }
 
@@ -162,8 +159,7 @@ struct TGShardOptimizerPass
     body.walk([&](GlobalNormOp op) { norms.push_back(op); });
     for (GlobalNormOp norm : norms) {
       b.setInsertionPoint(norm);
-      auto total =
-          SumOverProcessesOp::create(b, norm.getLoc(), norm.getSums());
+      auto total = SumOverProcessesOp::create(b, norm.getLoc(), norm.getSums());
       norm.getSumsMutable().assign(total.getResults());
     }
 
@@ -188,9 +184,8 @@ struct TGShardOptimizerPass
       op->dropAllUses();
     for (Operation *op : dead)
       op->erase();
-    step.setFunctionType(FunctionType::get(step.getContext(),
-                                           body.getArgumentTypes(),
-                                           ret.getOperandTypes()));
+    step.setFunctionType(FunctionType::get(
+        step.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
     step->setAttr(TGDialect::kProcessesAttrName, over);
     return success();
   }

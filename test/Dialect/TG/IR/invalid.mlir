@@ -540,3 +540,35 @@ func.func @linear_failure_mixed_operands(%x: tensor<4x8xbf16>, %w: tensor<6x8xf3
   %0 = tg.linear %x, %w : tensor<4x8xbf16>, tensor<6x8xf32> -> tensor<4x6xf32>
   return
 }
+
+// -----
+
+func.func @gather_wrong_shard(%s: tensor<10xf32>, %w: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'tg.all_gather_start' op the shard of 'tensor<4x8xf32>' over 3 processes is 'tensor<11xf32>', got 'tensor<10xf32>'}}
+  %sent, %whole, %r = tg.all_gather_start(%s) into (%w) over 3 : tensor<10xf32> into tensor<4x8xf32>
+  return %w : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scatter_no_processes(%g: tensor<4xf32>, %dp: tensor<f32>) {
+  // expected-error@+1 {{'tg.reduce_scatter_start' op attribute 'processes' failed to satisfy constraint}}
+  %r:3 = "tg.reduce_scatter_start"(%g, %dp) {processes = 0 : i64} : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, i64)
+  return
+}
+
+// -----
+
+func.func @wait_half_of_scatter(%g: tensor<4xf32>, %dp: tensor<f32>) -> tensor<2xf32> {
+  %sum, %shard, %r = tg.reduce_scatter_start(%g) weight %dp over 2 : tensor<4xf32>
+  // expected-error@+1 {{'tg.collective_wait' op expects the request and the tensors of one tg.all_reduce_start, tg.reduce_scatter_start or tg.all_gather_start}}
+  %s = tg.collective_wait %r(%shard) : tensor<2xf32>
+  return %s : tensor<2xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tg.processes' must be a positive integer, got 0 : i64}}
+func.func @zero_processes() attributes {tg.processes = 0 : i64} {
+  return
+}

@@ -102,6 +102,28 @@ func.func @optimizer_and_communication(%w: tensor<4x8xf32>, %b: tensor<4xf32>, %
   return %n, %p : tensor<f32>, tensor<4x8xf32>
 }
 
+// ZeRO-1: gradients reduce-scattered into shards of ceil(numel / 3)
+// elements, the parameter's shard updated and all-gathered back.
+// CHECK-LABEL: func.func @zero_shards
+// CHECK: %[[G:.*]]:2, %[[S:.*]]:2, %[[R:.*]] = tg.reduce_scatter_start(%{{.*}}, %{{.*}}) weight %{{.*}} over 3 : tensor<4x8xf32>, tensor<4xf32>
+// CHECK: %[[D:.*]]:4 = tg.collective_wait %[[R]](%[[G]]#0, %[[G]]#1, %[[S]]#0, %[[S]]#1) : tensor<4x8xf32>, tensor<4xf32>, tensor<11xf32>, tensor<2xf32>
+// CHECK: %[[T:.*]]:2 = tg.sum_over_processes(%{{.*}}, %{{.*}}) : tensor<f64>, tensor<f64>
+// CHECK: %[[P:.*]] = tg.shard %{{.*}} over 3 : tensor<4x8xf32>
+// CHECK: tg.all_gather_start(%{{.*}}) into(%{{.*}}) over 3 : tensor<11xf32> into tensor<4x8xf32>
+func.func @zero_shards(%w: tensor<4x8xf32>, %b: tensor<4xf32>, %dp: tensor<f32>, %lr: tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %g:2, %s:2, %r = tg.reduce_scatter_start(%w, %b) weight %dp over 3 : tensor<4x8xf32>, tensor<4xf32>
+  %d:4 = tg.collective_wait %r(%g#0, %g#1, %s#0, %s#1) : tensor<4x8xf32>, tensor<4xf32>, tensor<11xf32>, tensor<2xf32>
+  %sw = tg.sum_squares %d#2 : tensor<11xf32>
+  %sb = tg.sum_squares %d#3 : tensor<2xf32>
+  %t:2 = tg.sum_over_processes(%sw, %sb) : tensor<f64>, tensor<f64>
+  %n = tg.global_norm %t#0, %t#1 : tensor<f64>, tensor<f64>
+  %p = tg.shard %w over 3 : tensor<4x8xf32>
+  %p1 = tg.sgd_update %p, %d#2, %lr : tensor<11xf32>
+  %sent, %whole, %r2 = tg.all_gather_start(%p1) into (%w) over 3 : tensor<11xf32> into tensor<4x8xf32>
+  %e:2 = tg.collective_wait %r2(%sent, %whole) : tensor<11xf32>, tensor<4x8xf32>
+  return %n, %e#1 : tensor<f32>, tensor<4x8xf32>
+}
+
 // Mixed precision: casts, and products of bf16/f16 operands with f32 results.
 // CHECK-LABEL: func.func @mixed_precision
 // CHECK: tg.cast %{{.*}} : tensor<4x8xf32> -> tensor<4x8xbf16>

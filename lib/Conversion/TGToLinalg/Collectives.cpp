@@ -278,21 +278,32 @@ struct ReduceScatterStartModel
 struct AllGatherStartModel
     : BufferizableOpInterface::ExternalModel<AllGatherStartModel,
                                              AllGatherStartOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+  // The shards are sent (read until the wait). The whole tensors are new
+  // buffers the gather fills completely: returned, they become the step's
+  // output buffers (the runtime's parameters when it updates in place),
+  // so the old parameters are neither read nor written here.
+  bool isShard(Operation *op, OpOperand &operand) const {
+    return operand.getOperandNumber() <
+           llvm::cast<AllGatherStartOp>(op).getShards().size();
+  }
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return true;
+    return isShard(op, operand);
   }
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
                                const AnalysisState &) const {
-    // The whole tensors are written; the shards are only sent.
-    return operand.getOperandNumber() >=
-           llvm::cast<AllGatherStartOp>(op).getShards().size();
+    return false;
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
-    // Operand i (shards, then outputs) is result i (sent, then results).
+    if (!isShard(op, operand))
+      return {};
     return {{op->getResult(operand.getOperandNumber()),
              BufferRelation::Equivalent}};
+  }
+  bool bufferizesToAllocation(Operation *op, Value value) const {
+    return llvm::is_contained(llvm::cast<AllGatherStartOp>(op).getResults(),
+                              value);
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -300,12 +311,14 @@ struct AllGatherStartModel
     auto start = llvm::cast<AllGatherStartOp>(op);
     Location loc = op->getLoc();
     SmallVector<Value> shards, wholes;
-    for (auto [shard, output] :
-         llvm::zip(start.getShards(), start.getOutputs())) {
+    for (auto [shard, result] :
+         llvm::zip(start.getShards(), start.getResults())) {
       FailureOr<Value> shardBuffer = getBuffer(rewriter, shard, options, state);
+      if (failed(shardBuffer))
+        return failure();
       FailureOr<Value> wholeBuffer =
-          getBuffer(rewriter, output, options, state);
-      if (failed(shardBuffer) || failed(wholeBuffer) ||
+          allocateFor(rewriter, loc, result, options);
+      if (failed(wholeBuffer) ||
           failed(addShardPair(rewriter, loc, op, *wholeBuffer, *shardBuffer)))
         return failure();
       shards.push_back(*shardBuffer);

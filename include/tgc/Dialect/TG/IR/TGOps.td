@@ -986,12 +986,12 @@ def TG_AllGatherStartOp : TG_CommOp<"all_gather_start",
   let description = [{
     ZeRO-1's parameter collective: each process contributes its shard of
     every tensor (`shards`, as `tg.shard` cuts them: `S = ⌈numel /
-    processes⌉` elements, the padding ignored) and the whole tensors are
-    written in place into `outputs` (one non-blocking all-gather of the
-    bucket). `sent` are the shards (read by the collective until it
-    completes) and `results` the outputs; `tg.collective_wait` on `request`
-    takes them all. Writing `outputs` in place makes this the update of
-    those parameters: every other reader of an output runs before it.
+    processes⌉` elements, the padding ignored) and `results` are the whole
+    new tensors (one non-blocking all-gather of the bucket), replacing
+    `outputs`, the parameters: this is their update, so every other reader
+    of an output runs before it (the gather itself never reads them).
+    `sent` are the shards (read by the collective until it completes);
+    `tg.collective_wait` on `request` takes `sent` and `results`.
 
     Example:
     ```mlir

@@ -42,6 +42,8 @@ struct TGShardOptimizerPass
           << processes;
       return signalPassFailure();
     }
+    stateOwner.clear();
+    dead.clear();
     if (failed(shard(step)))
       signalPassFailure();
   }
@@ -68,7 +70,9 @@ struct TGShardOptimizerPass
       return ShardOp::getShardType(llvm::cast<RankedTensorType>(v.getType()),
                                    processes);
     };
-    // New values of results (parameters and state) and their new types.
+    // What the step returns instead: for a parameter (keyed by its
+    // argument) its gathered value, for an old update's state result the
+    // sharded update's.
     DenseMap<Value, Value> newResult;
 
     for (AllReduceStartOp start : starts) {

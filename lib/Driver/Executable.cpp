@@ -122,6 +122,10 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
     } else if (auto n = get(tg::TGDialect::kStateAttrName)) {
       b.name = n.str();
       b.role = result ? TGC_NEW_STATE : TGC_STATE;
+      if (b.name == "loss_scale" && !result) {
+        b.init = TGC_INIT_CONSTANT;
+        b.initScale = config ? config->training.initialLossScale() : 65536.0;
+      }
       if (auto owner = get(tg::TGDialect::kShardOfAttrName))
         shardOwners[buffers.size()] = owner.str();
     } else if (auto n = get(tg::TGDialect::kInputAttrName)) {

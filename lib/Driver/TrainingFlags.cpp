@@ -96,6 +96,19 @@ Flag<int64_t> processes(
     "With --zero=1: the number of processes (mpirun -np) the optimizer state "
     "is sharded over; the executable runs as exactly that many",
     "n");
+Flag<std::string> lossScale(
+    "loss-scale",
+    "Loss scaling: dynamic (the default with --precision=fp16-mixed), none "
+    "(the default otherwise), or a fixed scale such as 1024; steps whose "
+    "scaled gradients overflow are skipped",
+    "dynamic|none|x");
+Flag<double> lossScaleInit("loss-scale-init",
+                           "First scale of dynamic loss scaling (default "
+                           "65536)",
+                           "x");
+Flag<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    "Clean steps after which a dynamic loss scale doubles (default 2000)", "n");
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -177,6 +190,12 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (processes.given())
     t.processes = processes;
+  if (lossScale.given())
+    t.lossScale = lossScale;
+  if (lossScaleInit.given())
+    t.lossScaleInit = lossScaleInit;
+  if (lossScaleGrowthInterval.given())
+    t.lossScaleGrowthInterval = lossScaleGrowthInterval;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -263,5 +282,7 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.dataParallel = t.dataParallel;
   options.dpBucketBytes = t.dpBucketKiB * 1024;
   options.zeroProcesses = t.zeroStage == 1 ? t.processes : 0;
+  options.lossScaling = t.lossScaling();
+  options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
   options.microBatches = t.gradAccum;
 }

@@ -369,7 +369,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
       t.precision = *p;
     else
       r.error("precision",
-              "expected \"fp32\" or \"bf16-mixed\", got \"" + *name + "\"");
+              "expected \"fp32\", \"bf16-mixed\" or \"fp16-mixed\", got \"" +
+                  *name + "\"");
   }
   if (auto name = r.string("fusion", false)) {
     if (std::optional<FusionMode> mode = mlir::tg::parseFusionMode(*name))
@@ -380,6 +381,10 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
   }
   if (auto v = r.integer("grad_accum", false, 1))
     t.gradAccum = *v;
+  if (auto v = r.string("loss_scale", false))
+    t.lossScale = *v;
+  if (auto v = r.integer("loss_scale_growth_interval", false, 1))
+    t.lossScaleGrowthInterval = *v;
   if (auto v = r.boolean("optimizer_in_backward"))
     t.optimizerInBackward = *v;
   if (auto v = r.integer("seed", false, 0))
@@ -403,6 +408,28 @@ std::string formatParseError(llvm::StringRef path, llvm::Error error) {
 
 } // namespace
 
+llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
+  const std::string &v = t.lossScale;
+  if (!v.empty() && v != "none" && v != "dynamic") {
+    double value = 0;
+    if (llvm::StringRef(v).getAsDouble(value) || !(value > 0) ||
+        !std::isfinite(value))
+      return llvm::createStringError(llvm::formatv(
+          "{0}: loss scale: expected dynamic, none or a positive number, got "
+          "'{1}'",
+          path, v));
+  }
+  if (!(t.lossScaleInit > 0) || !std::isfinite(t.lossScaleInit))
+    return llvm::createStringError(
+        llvm::formatv("{0}: loss scale init must be a positive number, got {1}",
+                      path, t.lossScaleInit));
+  if (t.lossScaleGrowthInterval < 1)
+    return llvm::createStringError(llvm::formatv(
+        "{0}: loss scale growth interval must be at least 1, got {1}", path,
+        t.lossScaleGrowthInterval));
+  return llvm::Error::success();
+}
+
 llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
   if (c.family != ModelFamily::MLP && c.training.seqLen > c.maxPositions)
     return llvm::createStringError(llvm::formatv(
@@ -416,6 +443,8 @@ llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
         "and needs dtype f32, not {2}",
         c.path, mlir::tg::stringifyPrecision(c.training.precision),
         stringifyDType(c.training.dtype)));
+  if (llvm::Error err = checkLossScale(c.training, c.path))
+    return err;
   return llvm::Error::success();
 }
 

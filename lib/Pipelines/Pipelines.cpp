@@ -16,12 +16,16 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());
   // On the forward graph, so the products' gradient rules see the casts.
-  if (options.precision == mlir::tg::Precision::BF16Mixed) {
+  if (options.precision != mlir::tg::Precision::FP32) {
     mlir::tg::TGMixedPrecisionPassOptions mixed;
-    mixed.elementType = "bf16";
+    mixed.elementType =
+        options.precision == mlir::tg::Precision::FP16Mixed ? "f16" : "bf16";
     pm.addPass(mlir::tg::createTGMixedPrecisionPass(mixed));
   }
-  pm.addPass(mlir::tg::createTGAutodiffPass());
+  bool lossScaling = options.withOptimizer && options.lossScaling != "none";
+  mlir::tg::TGAutodiffPassOptions autodiff;
+  autodiff.lossScale = lossScaling;
+  pm.addPass(mlir::tg::createTGAutodiffPass(autodiff));
   // Folding the seed and the reverse graph's reshapes, and sharing common
   // subexpressions, before the optimizer reads the gradients.
   pm.addPass(mlir::createCanonicalizerPass());
@@ -46,6 +50,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     opt.momentum = options.momentum;
     opt.gradClip = options.gradClip;
     opt.returnGradients = options.returnGradients;
+    opt.lossScaling = options.lossScaling;
+    opt.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
     pm.addPass(mlir::tg::createTGOptimizerPass(opt));
     if (options.dataParallel && options.zeroProcesses > 0) {
       mlir::tg::TGShardOptimizerPassOptions zero;

@@ -774,13 +774,35 @@ private:
           double n = in(o.getNorm())[0], c = o.getMaxNorm().convertToDouble();
           set(o, Tensor({}, std::min(1.0, c / (n + 1e-6))));
         })
+        .Case([&](LossScaleUpdateOp o) {
+          double scale = in(o.getScale())[0],
+                 tracker = in(o.getGrowthTracker())[0],
+                 norm = in(o.getScaledNorm())[0];
+          int64_t interval = o.getGrowthInterval();
+          bool overflow = !std::isfinite(norm);
+          double next = tracker + 1;
+          if (interval > 0 && next >= interval) {
+            next = 0;
+            scale *= 2;
+          }
+          if (overflow) {
+            next = 0;
+            scale =
+                interval > 0 ? in(o.getScale())[0] * 0.5 : in(o.getScale())[0];
+          }
+          set(o.getInverseScale(), Tensor({}, 1.0 / in(o.getScale())[0]));
+          set(o.getSkip(), Tensor({}, overflow ? 1.0 : 0.0));
+          set(o.getNewScale(), Tensor({}, scale));
+          set(o.getNewGrowthTracker(), Tensor({}, next));
+        })
         .Case([&](SGDUpdateOp o) {
           const Tensor &p = in(o.getParam()), &g = in(o.getGrad());
           double lr = in(o.getLr())[0],
                  wd = o.getWeightDecay().convertToDouble();
           Tensor out = p;
-          for (int64_t i = 0; i < p.numElements(); ++i)
-            out[i] = p[i] - lr * (g[i] + wd * p[i]);
+          if (!skipped(o.getSkip()))
+            for (int64_t i = 0; i < p.numElements(); ++i)
+              out[i] = p[i] - lr * (g[i] + wd * p[i]);
           set(o, std::move(out));
         })
         .Case([&](SGDMomentumUpdateOp o) {
@@ -790,7 +812,8 @@ private:
           double mu = o.getMomentum().convertToDouble(),
                  wd = o.getWeightDecay().convertToDouble();
           Tensor np = p, nb = buf;
-          for (int64_t i = 0; i < p.numElements(); ++i) {
+          for (int64_t i = 0; !skipped(o.getSkip()) && i < p.numElements();
+               ++i) {
             double d = g[i] + wd * p[i];
             nb[i] = t <= 1.0 ? d : mu * buf[i] + d;
             np[i] = p[i] - lr * nb[i];
@@ -808,7 +831,8 @@ private:
                  wd = o.getWeightDecay().convertToDouble();
           double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
           Tensor np = p, nm = m, nv = v;
-          for (int64_t i = 0; i < p.numElements(); ++i) {
+          for (int64_t i = 0; !skipped(o.getSkip()) && i < p.numElements();
+               ++i) {
             nm[i] = b1 * m[i] + (1 - b1) * g[i];
             nv[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
             double decayed = p[i] * (1 - lr * wd);
@@ -824,6 +848,9 @@ private:
       return error(op, "the reference interpreter does not know this op");
     return llvm::Error::success();
   }
+
+  /// Whether an update's optional skip flag is set.
+  bool skipped(Value skip) { return skip && in(skip)[0] != 0.0; }
 
   llvm::DenseMap<Value, Tensor> values;
 };

@@ -283,6 +283,9 @@ void initialise(Buffer &b, uint64_t seed) {
     case TGC_INIT_UNIFORM:
       p[i] = static_cast<float>((2 * rng.uniform() - 1) * b.info->init_scale);
       break;
+    case TGC_INIT_CONSTANT:
+      p[i] = static_cast<float>(b.info->init_scale);
+      break;
     default:
       p[i] = 0.0f;
     }
@@ -352,6 +355,11 @@ struct StepBuffers {
       loss = -1, norm = -1;
   /// tgc --data-parallel: this process's share of the global mean.
   int dpWeight = -1;
+  /// Loss scaling: the state holding the scale (-1 without).
+  int lossScale = -1;
+  /// Optimizer updates applied so far (AdamW's step count: a step whose
+  /// scaled gradients overflowed is skipped and does not count).
+  int64_t updatesApplied = 0;
   /// New parameters and state share their inputs' storage.
   bool inPlace = false;
 
@@ -413,6 +421,8 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
       break;
     case TGC_STATE:
       s.states.push_back(i);
+      if (name == "loss_scale")
+        s.lossScale = i;
       break;
     case TGC_NEW_PARAM:
       s.newParams.push_back(i);
@@ -472,6 +482,10 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
 /// Weights from --resume (with optimizer state; returns the step to go on
 /// from), --init, or the model family's initialisation (returns 0).
 int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
+  // State that does not start at zero (the loss scale), unless resumed.
+  for (int i : s.states)
+    if (s.buffers[i].info->init != TGC_INIT_NONE)
+      initialise(s.buffers[i], seed);
   if (opt.resume.empty() && opt.init.empty()) {
     for (int i : s.params)
       initialise(s.buffers[i], seed);
@@ -502,6 +516,9 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
     for (int i : s.states) {
       std::string key = std::string("optimizer.") + s.buffers[i].info->name;
       auto it = st.tensors.find(key);
+      // A checkpoint without loss scaling: the scale starts afresh.
+      if (it == st.tensors.end() && s.buffers[i].info->init != TGC_INIT_NONE)
+        continue;
       if (it == st.tensors.end())
         die(file + ": missing optimizer state '" + key +
             "' (--resume needs a file --save wrote)");
@@ -517,6 +534,11 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed) {
       die(file +
           ": no 'step' in its metadata (--resume needs a file --save wrote)");
     firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
+    auto updates = st.metadata.find("optimizer_step");
+    s.updatesApplied = updates == st.metadata.end()
+                           ? firstStep
+                           : parseInt(file + ": metadata 'optimizer_step'",
+                                      updates->second.c_str(), 0);
   }
   for (auto &[name, t] : st.tensors)
     if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
@@ -681,9 +703,17 @@ void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
   if (!writes)
     return;
   out.metadata["step"] = std::to_string(step);
+  out.metadata["optimizer_step"] = std::to_string(s.updatesApplied);
   std::string error;
   if (!writeSafeTensors(path, out, error))
     die(error);
+}
+
+/// A loss scale for the log (JSON has no infinities; scales are finite).
+std::string formatScale(float scale) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", scale);
+  return text;
 }
 
 /// The training loop's state and its progress output.
@@ -725,6 +755,15 @@ private:
     }
   }
   double evaluate();
+  /// The loss scale the step computed for the next one.
+  float newLossScale() const {
+    for (size_t k = 0; k < s.states.size(); ++k)
+      if (s.states[k] == s.lossScale) {
+        download(s.buffers[s.newStates[k]]);
+        return s.scalar(s.newStates[k]);
+      }
+    return 1.0f;
+  }
   /// The updated parameters and state become the next step's inputs.
   void swapUpdates();
 
@@ -817,8 +856,13 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
   int64_t every = std::max<int64_t>(1, steps / 20);
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
     fillBatch(m, d, s, opt, seed, step, /*eval=*/false);
+    // The scale this step's loss is multiplied by (its state is updated in
+    // the step).
+    if (s.lossScale >= 0)
+      download(s.buffers[s.lossScale]);
+    float scale = s.lossScale >= 0 ? s.scalar(s.lossScale) : 1.0f;
     auto t0 = std::chrono::steady_clock::now();
-    runStep(step, s.pointers.data());
+    runStep(s.updatesApplied, s.pointers.data());
     auto t1 = std::chrono::steady_clock::now();
     double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times.push_back(ms);
@@ -830,14 +874,32 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     float loss = s.scalar(s.loss);
     float norm = s.scalar(s.norm);
     lastLoss = loss;
-    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+    // With loss scaling, gradients that overflow (a finite loss, a norm
+    // that is not) are expected now and then: the step skipped its update
+    // and halved the scale. Below a scale of 1 it is not the scaling.
+    bool skipped = s.lossScale >= 0 && std::isfinite(loss) &&
+                   !std::isfinite(norm) && scale >= 1.0f;
+    if (skipped && !opt.quiet)
+      std::fprintf(stderr,
+                   "%sstep %lld: gradients overflowed at loss scale %g: update "
+                   "skipped, scale now %g\n",
+                   isatty(STDERR_FILENO) ? "\n" : "", (long long)(step + 1),
+                   scale, newLossScale());
+    if (!skipped && (!std::isfinite(loss) || !std::isfinite(norm))) {
       std::string kept = lastSavedStep ? "; " + opt.save + " holds step " +
                                              std::to_string(lastSavedStep)
                                        : "";
       die(std::string(std::isfinite(loss) ? "the gradient norm" : "the loss") +
           " became " + std::to_string(std::isfinite(loss) ? norm : loss) +
-          " at step " + std::to_string(step + 1) + " (lower --lr?)" + kept);
+          " at step " + std::to_string(step + 1) +
+          (s.lossScale >= 0
+               ? " with the loss scale down to " + std::to_string(scale) +
+                     " (not an overflow of the loss scaling)"
+               : std::string()) +
+          " (lower --lr?)" + kept);
     }
+    if (!skipped)
+      ++s.updatesApplied;
     if (step == firstStep && !opt.dumpGrads.empty())
       dumpGradients(s, opt.dumpGrads);
     swapUpdates();
@@ -848,8 +910,12 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       std::fprintf(
           log,
           "{\"step\": %lld, \"loss\": %.6f, \"grad_norm\": %.6f, \"ms\": %.3f, "
-          "\"tokens_per_s\": %.1f}\n",
-          (long long)(step + 1), loss, norm, ms, tokPerS);
+          "\"tokens_per_s\": %.1f%s}\n",
+          (long long)(step + 1), loss, norm, ms, tokPerS,
+          s.lossScale < 0 ? ""
+                          : (", \"loss_scale\": " + formatScale(scale) +
+                             (skipped ? ", \"skipped\": true" : ""))
+                                .c_str());
     // The last step's checkpoint is main's (after the summary's figures).
     if (opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
         step + 1 < firstStep + steps) {

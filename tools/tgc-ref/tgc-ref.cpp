@@ -112,8 +112,11 @@ int main(int argc, char **argv) {
                     "' has the wrong shape");
       args.push_back(toTensor(it->second));
       paramNames.push_back(p.str());
-    } else if (step.getArgAttr(i, tg::TGDialect::kStateAttrName)) {
-      args.push_back(ref::Tensor(shape));
+    } else if (auto state = step.getArgAttrOfType<StringAttr>(
+                   i, tg::TGDialect::kStateAttrName)) {
+      args.push_back(state.getValue() == "loss_scale"
+                         ? ref::Tensor({}, t.initialLossScale())
+                         : ref::Tensor(shape));
     } else {
       auto name =
           step.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kInputAttrName);

@@ -77,6 +77,23 @@ struct TrainingConfig {
   int64_t processes = 0;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
+  /// Loss scaling: "" (dynamic for fp16-mixed, none otherwise), "none",
+  /// "dynamic", or a fixed scale ("1024"). A dynamic scale starts at
+  /// lossScaleInit and doubles after lossScaleGrowthInterval clean steps.
+  std::string lossScale;
+  double lossScaleInit = 65536.0;
+  int64_t lossScaleGrowthInterval = 2000;
+
+  /// none, static or dynamic.
+  std::string lossScaling() const {
+    if (lossScale.empty())
+      return precision == Precision::FP16Mixed ? "dynamic" : "none";
+    return lossScale == "none" || lossScale == "dynamic" ? lossScale : "static";
+  }
+  /// The scale of the first step (a static scale's value).
+  double initialLossScale() const {
+    return lossScaling() == "static" ? std::stod(lossScale) : lossScaleInit;
+  }
 };
 
 struct ModelConfig {
@@ -134,6 +151,10 @@ llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
 /// Re-validates `config` after command-line overrides (e.g. a sequence
 /// length beyond the model's positions).
 llvm::Error validateModelConfig(const ModelConfig &config);
+
+/// Checks the loss-scaling settings of `training` (from `path`).
+llvm::Error checkLossScale(const TrainingConfig &training,
+                           llvm::StringRef path);
 
 } // namespace tgc
 

@@ -54,13 +54,14 @@ enum tgc_dtype {
 };
 
 /* How the runtime initialises a parameter (as the model family's reference
- * implementation does). */
+ * implementation does) or optimizer state (zeros unless it says). */
 enum tgc_init {
   TGC_INIT_NONE = 0,
   TGC_INIT_NORMAL = 1, /* normal(0, init_scale) */
   TGC_INIT_ONES = 2,
   TGC_INIT_ZEROS = 3,
-  TGC_INIT_UNIFORM = 4 /* uniform(-init_scale, init_scale) */
+  TGC_INIT_UNIFORM = 4, /* uniform(-init_scale, init_scale) */
+  TGC_INIT_CONSTANT = 5 /* init_scale everywhere (the first loss scale) */
 };
 
 typedef struct {

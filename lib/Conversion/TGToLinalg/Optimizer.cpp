@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tg;
 using namespace mlir::tg::lowering;
@@ -105,6 +107,99 @@ struct ClipFactorLowering : OpConversionPattern<ClipFactorOp> {
   }
 };
 
+/// With a skip flag (the gradients overflowed), `updated` keeps `old`:
+/// both are scalars of the elementwise body, `skip` a 0-d operand's.
+Value unlessSkipped(OpBuilder &b, Location l, Value skip, Value old,
+                    Value updated) {
+  if (!skip)
+    return updated;
+  Value skipped =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, skip,
+                            constantFloat(b, l, skip.getType(), 0.0));
+  return arith::SelectOp::create(b, l, skipped, old, updated);
+}
+
+/// `operands` and, when there is one, the skip flag last.
+SmallVector<Value> withSkip(SmallVector<Value> operands, Value skip) {
+  if (skip)
+    operands.push_back(skip);
+  return operands;
+}
+
+struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LossScaleUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = llvm::cast<RankedTensorType>(op.getScale().getType());
+    int64_t interval = op.getGrowthInterval();
+    SmallVector<Value, 3> in{adaptor.getScale(), adaptor.getGrowthTracker(),
+                             adaptor.getScaledNorm()};
+    // An overflow: the norm is inf or nan (|n| < inf fails for both).
+    auto overflow = [](OpBuilder &b, Location l, Value norm) -> Value {
+      Value magnitude = math::AbsFOp::create(b, l, norm);
+      Value finite = arith::CmpFOp::create(
+          b, l, arith::CmpFPredicate::OLT, magnitude,
+          constantFloat(b, l, norm.getType(),
+                        std::numeric_limits<double>::infinity()));
+      return arith::XOrIOp::create(
+          b, l, finite, arith::ConstantIntOp::create(b, l, b.getI1Type(), 1));
+    };
+    auto one = [](OpBuilder &b, Location l, Type t) {
+      return constantFloat(b, l, t, 1.0);
+    };
+    Value inverse =
+        elementwise(rewriter, loc, type, adaptor.getScale(),
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return divF(b, l, one(b, l, a[0].getType()), a[0]);
+                    });
+    Value skip =
+        elementwise(rewriter, loc, type, adaptor.getScaledNorm(),
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      Type t = a[0].getType();
+                      return arith::SelectOp::create(b, l, overflow(b, l, a[0]),
+                                                     one(b, l, t),
+                                                     constantFloat(b, l, t, 0));
+                    });
+    Value scale = elementwise(
+        rewriter, loc, type, in,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          if (interval == 0)
+            return a[0];
+          Type t = a[0].getType();
+          Value grown = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE,
+                                              addF(b, l, a[1], one(b, l, t)),
+                                              constantFloat(b, l, t, interval));
+          Value kept = arith::SelectOp::create(
+              b, l, grown, mulF(b, l, a[0], constantFloat(b, l, t, 2.0)), a[0]);
+          return arith::SelectOp::create(
+              b, l, overflow(b, l, a[2]),
+              mulF(b, l, a[0], constantFloat(b, l, t, 0.5)), kept);
+        });
+    // The tracker counts clean steps since the last change of scale. (The
+    // scale's op comes first: in place, nothing may read the old tracker
+    // after the new one is written.)
+    auto tracked = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      Type t = a[0].getType();
+      Value next = addF(b, l, a[0], one(b, l, t));
+      if (interval > 0)
+        next = arith::SelectOp::create(
+            b, l,
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, next,
+                                  constantFloat(b, l, t, interval)),
+            constantFloat(b, l, t, 0), next);
+      return arith::SelectOp::create(b, l, overflow(b, l, a[1]),
+                                     constantFloat(b, l, t, 0), next);
+    };
+    Value tracker = elementwise(
+        rewriter, loc, type,
+        {adaptor.getGrowthTracker(), adaptor.getScaledNorm()}, tracked);
+    rewriter.replaceOp(op, {inverse, skip, scale, tracker});
+    return success();
+  }
+};
+
 struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -114,16 +209,18 @@ struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
     RankedTensorType type = tensorType(op.getNewParam());
     rewriter.replaceOp(
         op,
-        elementwise(rewriter, op.getLoc(), type,
-                    {adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
-                    [&](OpBuilder &b, Location l, ValueRange a) {
-                      Type t = a[0].getType();
-                      Value lr = castFloat(b, l, a[2], t);
-                      Value d =
-                          addF(b, l, a[1],
-                               mulF(b, l, constantFloat(b, l, t, wd), a[0]));
-                      return subF(b, l, a[0], mulF(b, l, lr, d));
-                    }));
+        elementwise(
+            rewriter, op.getLoc(), type,
+            withSkip({adaptor.getParam(), adaptor.getGrad(), adaptor.getLr()},
+                     adaptor.getSkip()),
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Type t = a[0].getType();
+              Value lr = castFloat(b, l, a[2], t);
+              Value d = addF(b, l, a[1],
+                             mulF(b, l, constantFloat(b, l, t, wd), a[0]));
+              return unlessSkipped(b, l, a.size() > 3 ? a[3] : Value(), a[0],
+                                   subF(b, l, a[0], mulF(b, l, lr, d)));
+            }));
     return success();
   }
 };
@@ -144,18 +241,23 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
           arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
                                 constantFloat(b, l, a[3].getType(), 1.0));
       Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), a[2]), d);
-      return arith::SelectOp::create(b, l, firstStep, d, next);
+      return unlessSkipped(b, l, a.size() > 4 ? a[4] : Value(), a[2],
+                           arith::SelectOp::create(b, l, firstStep, d, next));
     };
     Value newBuffer =
         elementwise(rewriter, loc, type,
-                    {adaptor.getParam(), adaptor.getGrad(),
-                     adaptor.getMomentumBuffer(), adaptor.getStep()},
+                    withSkip({adaptor.getParam(), adaptor.getGrad(),
+                              adaptor.getMomentumBuffer(), adaptor.getStep()},
+                             adaptor.getSkip()),
                     buffer);
     Value newParam = elementwise(
-        rewriter, loc, type, {adaptor.getParam(), newBuffer, adaptor.getLr()},
+        rewriter, loc, type,
+        withSkip({adaptor.getParam(), newBuffer, adaptor.getLr()},
+                 adaptor.getSkip()),
         [&](OpBuilder &b, Location l, ValueRange a) {
           Value lr = castFloat(b, l, a[2], a[0].getType());
-          return subF(b, l, a[0], mulF(b, l, lr, a[1]));
+          return unlessSkipped(b, l, a.size() > 3 ? a[3] : Value(), a[0],
+                               subF(b, l, a[0], mulF(b, l, lr, a[1])));
         });
     rewriter.replaceOp(op, {newParam, newBuffer});
     return success();
@@ -178,23 +280,33 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
     auto c = [&](OpBuilder &b, Location l, double v) {
       return constantFloat(b, l, f32, v);
     };
-    Value m = elementwise(rewriter, loc, momentType,
-                          {adaptor.getGrad(), adaptor.getExpAvg()},
-                          [&](OpBuilder &b, Location l, ValueRange a) {
-                            Value g = castFloat(b, l, a[0], f32);
-                            return addF(b, l, mulF(b, l, c(b, l, b1), a[1]),
-                                        mulF(b, l, c(b, l, 1 - b1), g));
-                          });
-    Value v = elementwise(
-        rewriter, loc, momentType, {adaptor.getGrad(), adaptor.getExpAvgSq()},
+    Value skip = adaptor.getSkip();
+    auto skipOf = [&](ValueRange a, size_t n) {
+      return a.size() > n ? a[n] : Value();
+    };
+    Value m = elementwise(
+        rewriter, loc, momentType,
+        withSkip({adaptor.getGrad(), adaptor.getExpAvg()}, skip),
         [&](OpBuilder &b, Location l, ValueRange a) {
           Value g = castFloat(b, l, a[0], f32);
-          return addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
-                      mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g)));
+          return unlessSkipped(b, l, skipOf(a, 2), a[1],
+                               addF(b, l, mulF(b, l, c(b, l, b1), a[1]),
+                                    mulF(b, l, c(b, l, 1 - b1), g)));
         });
+    Value v =
+        elementwise(rewriter, loc, momentType,
+                    withSkip({adaptor.getGrad(), adaptor.getExpAvgSq()}, skip),
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      Value g = castFloat(b, l, a[0], f32);
+                      return unlessSkipped(
+                          b, l, skipOf(a, 2), a[1],
+                          addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
+                               mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g))));
+                    });
     Value p = elementwise(
         rewriter, loc, paramType,
-        {adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
+        withSkip({adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
+                 skip),
         [&](OpBuilder &b, Location l, ValueRange a) {
           Value param = castFloat(b, l, a[0], f32), lr = a[3], t = a[4];
           // Bias corrections 1 − β^t.
@@ -212,6 +324,7 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
           Value stepSize = divF(b, l, lr, bc1);
           Value next = subF(b, l, decayed,
                             mulF(b, l, stepSize, divF(b, l, a[1], denom)));
+          next = unlessSkipped(b, l, skipOf(a, 5), param, next);
           return castFloat(b, l, next, paramType.getElementType());
         });
     rewriter.replaceOp(op, {p, m, v});
@@ -223,8 +336,8 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
 
 void mlir::tg::populateTGOptimizerToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns
-      .add<SumSquaresLowering, GlobalNormLowering, ClipFactorLowering,
-           SGDUpdateLowering, SGDMomentumUpdateLowering, AdamWUpdateLowering>(
-          patterns.getContext());
+  patterns.add<SumSquaresLowering, GlobalNormLowering, ClipFactorLowering,
+               LossScaleUpdateLowering, SGDUpdateLowering,
+               SGDMomentumUpdateLowering, AdamWUpdateLowering>(
+      patterns.getContext());
 }

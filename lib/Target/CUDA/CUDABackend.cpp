@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -147,12 +148,19 @@ public:
       return llvm::createStringError(
           "--data-parallel: the CUDA target has no collectives yet (NCCL is "
           "the next step, docs/distributed.md); use the CPU target");
-    bool lowPrecision = false;
-    step.walk([&](tg::CastOp) { lowPrecision = true; });
+    Type lowPrecision;
+    step.walk([&](tg::CastOp cast) {
+      Type element = getElementTypeOrSelf(cast.getResult().getType());
+      if (element.isF16() || element.isBF16())
+        lowPrecision = element;
+    });
     if (lowPrecision)
       return llvm::createStringError(
-          "--precision=bf16-mixed: the CUDA target has no bf16 products yet "
-          "(docs/mixed-precision.md); use the CPU target");
+          lowPrecision.isF16()
+              ? "--precision=fp16-mixed: the CUDA target has no f16 "
+                "products yet (docs/mixed-precision.md); use the CPU target"
+              : "--precision=bf16-mixed: the CUDA target has no bf16 "
+                "products yet (docs/mixed-precision.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
   }
 

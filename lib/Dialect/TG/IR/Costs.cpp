@@ -45,6 +45,7 @@ OpCost SliceOp::getCost() { return {}; }
 OpCost PadOp::getCost() { return {}; }
 OpCost EmbeddingOp::getCost() { return {}; }
 OpCost ClipFactorOp::getCost() { return {}; }
+OpCost LossScaleUpdateOp::getCost() { return {}; }
 // Communication moves bytes between processes; its arithmetic is the
 // runtime's (MPI's reduction), not the step's.
 OpCost AllReduceStartOp::getCost() { return {}; }

@@ -106,11 +106,24 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
     llvm::DenseSet<Value> active = computeActiveValues(step);
     llvm::DenseMap<Value, Value> adjoints;
     b.setInsertionPoint(ret);
-    if (active.contains(loss))
+    if (lossScale) {
+      // Loss scaling: d(loss) is the input `loss_scale`, so every gradient
+      // comes out multiplied by it.
+      unsigned index = step.getNumArguments();
+      if (failed(step.insertArgument(
+              index, lossType,
+              b.getDictionaryAttr(b.getNamedAttr(
+                  TGDialect::kInputAttrName, b.getStringAttr("loss_scale"))),
+              step.getLoc())))
+        return failure();
+      if (active.contains(loss))
+        adjoints[loss] = step.getArgument(index);
+    } else if (active.contains(loss)) {
       adjoints[loss] = ConstantOp::create(
           b, ret.getLoc(),
           DenseElementsAttr::get(
               lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    }
 
     // Reverse sweep over the forward ops (a snapshot: rules append ops).
     SmallVector<Operation *> forwardOps;

@@ -102,6 +102,37 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     Value lr = step.getArgument(numArgs),
           stepCount = step.getArgument(numArgs + 1);
 
+    // Loss scaling: the `loss_scale` input (tg-autodiff) becomes state,
+    // with a growth tracker beside it.
+    Value lossScale, growthTracker;
+    if (lossScaling != "none") {
+      if (lossScaling != "static" && lossScaling != "dynamic")
+        return step.emitError("tg-optimizer: loss-scaling must be none, "
+                              "static or dynamic, got '")
+               << lossScaling << "'";
+      for (BlockArgument arg : step.getArguments())
+        if (auto name = step.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TGDialect::kInputAttrName);
+            name && name.getValue() == "loss_scale")
+          lossScale = arg;
+      if (!lossScale)
+        return step.emitError("tg-optimizer: loss scaling needs the "
+                              "`loss_scale` input of tg-autodiff "
+                              "loss-scale=true");
+      unsigned index = llvm::cast<BlockArgument>(lossScale).getArgNumber();
+      step.setArgAttrs(index, b.getDictionaryAttr(b.getNamedAttr(
+                                  TGDialect::kStateAttrName,
+                                  b.getStringAttr("loss_scale"))));
+      if (failed(step.insertArgument(
+              index + 1, f32Scalar,
+              b.getDictionaryAttr(
+                  b.getNamedAttr(TGDialect::kStateAttrName,
+                                 b.getStringAttr("loss_scale_growth_tracker"))),
+              loc)))
+        return failure();
+      growthTracker = step.getArgument(index + 1);
+    }
+
     // Global norm (always reported) and clipping.
     b.setInsertionPoint(ret);
     SmallVector<Value> grads;
@@ -117,17 +148,35 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     for (Value g : grads)
       sums.push_back(SumSquaresOp::create(b, g.getLoc(), g));
     Value norm = GlobalNormOp::create(b, loc, sums);
+    // With loss scaling the norm is of scaled gradients: unscaled, and a
+    // step whose norm is not finite (an overflow) is skipped.
+    Value skip, newLossScale, newGrowthTracker, unscale;
+    if (lossScale) {
+      auto update = LossScaleUpdateOp::create(
+          b, loc, lossScale, growthTracker, norm,
+          b.getI64IntegerAttr(lossScaling == "dynamic" ? lossScaleGrowthInterval
+                                                       : 0));
+      unscale = update.getInverseScale();
+      skip = update.getSkip();
+      newLossScale = update.getNewScale();
+      newGrowthTracker = update.getNewGrowthTracker();
+      norm = MulOp::create(b, loc, norm, unscale);
+    }
+    Value multiplier = unscale;
     if (gradClip > 0.0) {
       Value factor =
           ClipFactorOp::create(b, loc, norm, b.getF64FloatAttr(gradClip));
+      multiplier =
+          unscale ? MulOp::create(b, loc, factor, unscale).getResult() : factor;
+    }
+    if (multiplier)
       for (Value &g : grads) {
         if (!llvm::cast<RankedTensorType>(g.getType()).getElementType().isF32())
-          return step.emitError("tg-optimizer: gradient clipping needs f32 "
-                                "gradients, got ")
+          return step.emitError("tg-optimizer: gradient clipping and loss "
+                                "scaling need f32 gradients, got ")
                  << g.getType();
-        g = MulOp::create(b, loc, g, factor);
+        g = MulOp::create(b, loc, g, multiplier);
       }
-    }
 
     // One update per parameter.
     SmallVector<Value> newParams, newStates[2];
@@ -137,7 +186,7 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       Location l = grad.getLoc();
       if (adamw) {
         auto update = AdamWUpdateOp::create(
-            b, l, param, grad, states[0][i], states[1][i], lr, stepCount,
+            b, l, param, grad, states[0][i], states[1][i], lr, stepCount, skip,
             b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
             b.getF64FloatAttr(eps), b.getF64FloatAttr(weightDecay));
         newParams.push_back(update.getNewParam());
@@ -145,13 +194,13 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
         newStates[1].push_back(update.getNewExpAvgSq());
       } else if (withMomentum) {
         auto update = SGDMomentumUpdateOp::create(
-            b, l, param, grad, states[0][i], lr, stepCount,
+            b, l, param, grad, states[0][i], lr, stepCount, skip,
             b.getF64FloatAttr(momentum), b.getF64FloatAttr(weightDecay));
         newParams.push_back(update.getNewParam());
         newStates[0].push_back(update.getNewMomentumBuffer());
       } else {
         newParams.push_back(SGDUpdateOp::create(
-            b, l, param, grad, lr, b.getF64FloatAttr(weightDecay)));
+            b, l, param, grad, lr, skip, b.getF64FloatAttr(weightDecay)));
       }
       paramAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(TGDialect::kParamAttrName,
@@ -176,8 +225,19 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       llvm::append_range(results, newStates[k]);
       llvm::append_range(resultAttrs, stateAttrs[k]);
     }
+    if (lossScale) {
+      for (auto [value, name] :
+           {std::pair(newLossScale, "loss_scale"),
+            std::pair(newGrowthTracker, "loss_scale_growth_tracker")}) {
+        results.push_back(value);
+        resultAttrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TGDialect::kStateAttrName, b.getStringAttr(name))));
+      }
+    }
     if (returnGradients) {
       for (auto [p, g] : llvm::zip(paramArgs, rawGrads)) {
+        if (unscale)
+          g = MulOp::create(b, loc, g, unscale);
         results.push_back(g);
         resultAttrs.push_back(b.getDictionaryAttr(
             b.getNamedAttr(TGDialect::kGradAttrName,

@@ -572,3 +572,11 @@ func.func @wait_half_of_scatter(%g: tensor<4xf32>, %dp: tensor<f32>) -> tensor<2
 func.func @zero_processes() attributes {tg.processes = 0 : i64} {
   return
 }
+
+// -----
+
+func.func @negative_growth_interval(%s: tensor<f32>) {
+  // expected-error@+1 {{'tg.loss_scale_update' op attribute 'growth_interval' failed to satisfy constraint}}
+  %r:4 = tg.loss_scale_update %s, %s, %s {growth_interval = -1 : i64} : tensor<f32>
+  return
+}

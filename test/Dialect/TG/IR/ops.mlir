@@ -102,6 +102,16 @@ func.func @optimizer_and_communication(%w: tensor<4x8xf32>, %b: tensor<4xf32>, %
   return %n, %p : tensor<f32>, tensor<4x8xf32>
 }
 
+// Loss scaling: the overflow check and the next scale; updates skip.
+// CHECK-LABEL: func.func @loss_scaling
+// CHECK: %{{.*}}, %[[SKIP:.*]], %{{.*}}, %{{.*}} = tg.loss_scale_update %{{.*}}, %{{.*}}, %{{.*}} {growth_interval = 2000 : i64} : tensor<f32>
+// CHECK: tg.sgd_update %{{.*}}, %{{.*}}, %{{.*}} skip %[[SKIP]] : tensor<4xf32>
+func.func @loss_scaling(%s: tensor<f32>, %t: tensor<f32>, %n: tensor<f32>, %p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<f32>) {
+  %inv, %skip, %s1, %t1 = tg.loss_scale_update %s, %t, %n {growth_interval = 2000 : i64} : tensor<f32>
+  %p1 = tg.sgd_update %p, %g, %lr skip %skip : tensor<4xf32>
+  return %p1, %s1, %t1 : tensor<4xf32>, tensor<f32>, tensor<f32>
+}
+
 // ZeRO-1: gradients reduce-scattered into shards of ceil(numel / 3)
 // elements, the parameter's shard updated and all-gathered back.
 // CHECK-LABEL: func.func @zero_shards

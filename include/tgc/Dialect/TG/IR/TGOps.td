@@ -838,13 +838,47 @@ def TG_ClipFactorOp : TG_Op<"clip_factor", [TG_OptimizerStep, SameOperandsAndRes
   let assemblyFormat = "$norm attr-dict `:` type($result)";
 }
 
+def TG_LossScaleUpdateOp : TG_Op<"loss_scale_update", [TG_OptimizerStep,
+    TG_ParameterUpdate, AllTypesMatch<["scale", "growth_tracker",
+    "scaled_norm", "inverse_scale", "skip", "new_scale",
+    "new_growth_tracker"]>]> {
+  let summary = "Dynamic loss scaling: overflow check and the next scale";
+  let description = [{
+    The gradients of a step whose loss was multiplied by `scale` are
+    `scale` times too large; `scaled_norm` is their global norm. Results:
+    `inverse_scale = 1 / scale` (what unscales them), `skip` = 1 when
+    `scaled_norm` is not finite (an overflow: the updates keep the old
+    values), else 0, and the next scale and growth tracker, as
+    `torch.cuda.amp.GradScaler`: on overflow the scale halves and the
+    tracker restarts; otherwise the tracker counts clean steps and after
+    `growth_interval` of them the scale doubles. `growth_interval = 0` keeps
+    the scale fixed (static loss scaling; overflowed steps are still
+    skipped).
+
+    Example:
+    ```mlir
+    %inv, %skip, %s1, %t1 = tg.loss_scale_update %s, %t, %n {growth_interval = 2000 : i64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$scale, TG_F32Scalar:$growth_tracker,
+                       TG_F32Scalar:$scaled_norm,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$growth_interval);
+  let results = (outs TG_F32Scalar:$inverse_scale, TG_F32Scalar:$skip,
+                      TG_F32Scalar:$new_scale,
+                      TG_F32Scalar:$new_growth_tracker);
+  let assemblyFormat = [{
+    $scale `,` $growth_tracker `,` $scaled_norm attr-dict `:` type($scale)
+  }];
+}
+
 def TG_SGDUpdateOp : TG_Op<"sgd_update", [TG_OptimizerStep, TG_ParameterUpdate,
     AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "One SGD step of one parameter";
   let description = [{
     `param' = param − lr · (grad + weight_decay · param)`, as
     `torch.optim.SGD` without momentum. `lr` is a 0-d f32 tensor so the
-    runtime can change it between steps.
+    runtime can change it between steps. With `skip` (a 0-d f32, nonzero
+    when the gradients overflowed: `tg.loss_scale_update`) `param' = param`.
 
     Example:
     ```mlir
@@ -852,10 +886,12 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update", [TG_OptimizerStep, TG_ParameterUpdate,
     ```
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
-                       TG_F32Scalar:$lr,
+                       TG_F32Scalar:$lr, Optional<TG_F32Scalar>:$skip,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
   let results = (outs TG_FloatTensor:$new_param);
-  let assemblyFormat = "$param `,` $grad `,` $lr attr-dict `:` type($param)";
+  let assemblyFormat = [{
+    $param `,` $grad `,` $lr (`skip` $skip^)? attr-dict `:` type($param)
+  }];
 }
 
 def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [TG_OptimizerStep, TG_ParameterUpdate,
@@ -865,7 +901,8 @@ def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [TG_OptimizerStep, TG_
   let description = [{
     `d = grad + weight_decay · param`, `buf' = momentum · buf + d` (`buf' = d`
     on the first step, `step == 1`), `param' = param − lr · buf'`, as
-    `torch.optim.SGD` (no dampening, no Nesterov).
+    `torch.optim.SGD` (no dampening, no Nesterov). With a nonzero `skip`
+    both stay as they were.
 
     Example:
     ```mlir
@@ -874,13 +911,14 @@ def TG_SGDMomentumUpdateOp : TG_Op<"sgd_momentum_update", [TG_OptimizerStep, TG_
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_FloatTensor:$momentum_buffer, TG_F32Scalar:$lr,
-                       TG_F32Scalar:$step, F64Attr:$momentum,
+                       TG_F32Scalar:$step, Optional<TG_F32Scalar>:$skip,
+                       F64Attr:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
   let results = (outs TG_FloatTensor:$new_param,
                       TG_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step attr-dict `:`
-    type($param) `,` type($momentum_buffer)
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step (`skip` $skip^)?
+    attr-dict `:` type($param) `,` type($momentum_buffer)
   }];
 }
 
@@ -893,7 +931,8 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_OptimizerStep, TG_ParameterUpda
     `param ← param · (1 − lr·weight_decay)`,
     `m' = β1·m + (1−β1)·g`, `v' = β2·v + (1−β2)·g²`,
     `param' = param − lr · (m'/(1−β1ᵗ)) / (sqrt(v'/(1−β2ᵗ)) + eps)`.
-    Moments are f32.
+    Moments are f32. With a nonzero `skip` (the gradients overflowed) the
+    parameter and both moments stay as they were.
 
     Example:
     ```mlir
@@ -903,13 +942,14 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_OptimizerStep, TG_ParameterUpda
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
                        TG_F32Scalar:$lr, TG_F32Scalar:$step,
+                       Optional<TG_F32Scalar>:$skip,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
   let results = (outs TG_FloatTensor:$new_param, TG_FloatTensor:$new_exp_avg,
                       TG_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
-    `:` type($param) `,` type($exp_avg)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`skip` $skip^)? attr-dict `:` type($param) `,` type($exp_avg)
   }];
   let hasVerifier = 1;
 }

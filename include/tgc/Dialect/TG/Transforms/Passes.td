@@ -41,6 +41,9 @@ def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
            "Name of the forward function to differentiate">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the generated function">,
+    Option<"lossScale", "loss-scale", "bool", "false",
+           "Seed the reverse sweep with a 0-d input `loss_scale` instead of "
+           "1: every gradient comes out scaled by it (loss scaling)">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
@@ -174,6 +177,16 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
       `"exp_avg_sq.<name>"`), as `torch.optim.AdamW`.
 
     With `return-gradients` the unclipped gradients follow (`tg.grad`).
+
+    With `loss-scaling` (static or dynamic) the gradients arrive multiplied
+    by the `loss_scale` input, which becomes the state `loss_scale` (with a
+    second one, `loss_scale_growth_tracker`); `tg.loss_scale_update` gives
+    `1 / loss_scale`, the skip flag (the scaled norm is not finite) and the
+    next scale. Every update takes the skip flag (an overflowed step leaves
+    parameters and state as they were), its gradient is multiplied by
+    `1 / loss_scale` (times the clip factor), and `grad_norm` is the
+    unscaled norm. Every update then waits for the global norm, as with
+    clipping.
     New parameters and state are returned in argument order, so the runtime
     (and, once bufferized, the compiled code) updates them in place.
   }];
@@ -194,6 +207,14 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     Option<"returnGradients", "return-gradients", "bool", "false",
            "Also return the (unclipped) gradients, after the new state, "
            "for inspection (e.g. the runtime's --dump-grads)">,
+    Option<"lossScaling", "loss-scaling", "std::string", "\"none\"",
+           "none; static or dynamic: the gradients were scaled by the "
+           "`loss_scale` input (tg-autodiff loss-scale=true), which becomes "
+           "optimizer state; they are unscaled, and a step whose gradients "
+           "overflowed is skipped (dynamic: the scale halves, and doubles "
+           "after growth-interval clean steps)">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           "2000", "Clean steps before a dynamic loss scale doubles">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }

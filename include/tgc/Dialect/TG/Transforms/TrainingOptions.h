@@ -27,19 +27,29 @@ enum class RematPolicy { None, Layers, Selective, Budget };
 enum class FusionMode { None, Default };
 
 /// Arithmetic precision of the step (docs/mixed-precision.md): fp32, or
-/// bf16-mixed (tg-mixed-precision: products on bf16 operands accumulated in
-/// f32, everything else and the parameters in f32).
-enum class Precision { FP32, BF16Mixed };
+/// bf16-mixed / fp16-mixed (tg-mixed-precision: products on bf16 or f16
+/// operands accumulated in f32, everything else and the parameters in f32;
+/// fp16-mixed scales the loss dynamically against gradient underflow).
+enum class Precision { FP32, BF16Mixed, FP16Mixed };
 
 inline std::optional<Precision> parsePrecision(llvm::StringRef text) {
   return llvm::StringSwitch<std::optional<Precision>>(text)
       .Case("fp32", Precision::FP32)
       .Case("bf16-mixed", Precision::BF16Mixed)
+      .Case("fp16-mixed", Precision::FP16Mixed)
       .Default(std::nullopt);
 }
 
 inline llvm::StringRef stringifyPrecision(Precision precision) {
-  return precision == Precision::FP32 ? "fp32" : "bf16-mixed";
+  switch (precision) {
+  case Precision::FP32:
+    return "fp32";
+  case Precision::BF16Mixed:
+    return "bf16-mixed";
+  case Precision::FP16Mixed:
+    return "fp16-mixed";
+  }
+  return "fp32";
 }
 
 inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
@@ -124,6 +134,9 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
       clEnumValN(::mlir::tg::Precision::FP32, "fp32", "f32 everywhere"),       \
       clEnumValN(::mlir::tg::Precision::BF16Mixed, "bf16-mixed",               \
                  "matrix products on bf16 operands, accumulated in f32; "      \
-                 "f32 parameters, norms, softmax, loss and optimizer"))
+                 "f32 parameters, norms, softmax, loss and optimizer"),        \
+      clEnumValN(::mlir::tg::Precision::FP16Mixed, "fp16-mixed",               \
+                 "as bf16-mixed with f16 operands, and dynamic loss "          \
+                 "scaling"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

@@ -3,7 +3,7 @@
 initialisation, drawn as one SVG (no plotting library needed).
 
   /usr/bin/python3 bench/precision_curves.py [--model examples/tiny-llama.json]
-      [--steps 200] [--precision fp32,bf16-mixed] [--svg docs/precision-curves.svg]
+      [--steps 200] [--precision fp32,bf16-mixed,fp16-mixed] [--svg docs/precision-curves.svg]
 
 Prints, for each precision against the first: the final losses, their
 relative difference and the mean absolute difference over the curve.
@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--tgc", default=os.path.join(ROOT, "build", "bin", "tgc"))
     ap.add_argument("--model", default=os.path.join(ROOT, "examples", "tiny-llama.json"))
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--precision", default="fp32,bf16-mixed")
+    ap.add_argument("--precision", default="fp32,bf16-mixed,fp16-mixed")
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "precision-curves.svg"))
     ap.add_argument("flags", nargs="*", help="more tgc flags (e.g. --batch-size=4)")
     args = ap.parse_args()

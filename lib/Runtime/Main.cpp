@@ -874,29 +874,36 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     float loss = s.scalar(s.loss);
     float norm = s.scalar(s.norm);
     lastLoss = loss;
-    // With loss scaling, gradients that overflow (a finite loss, a norm
-    // that is not) are expected now and then: the step skipped its update
-    // and halved the scale. Below a scale of 1 it is not the scaling.
-    bool skipped = s.lossScale >= 0 && std::isfinite(loss) &&
-                   !std::isfinite(norm) && scale >= 1.0f;
+    // With dynamic loss scaling, gradients that overflow (a finite loss, a
+    // norm that is not) are expected now and then: the step skipped its
+    // update and halved the scale. A static scale (it did not change) or
+    // one below 1 does not explain them: stop, with the weights of the
+    // step before (the skip flag guarded the in-place update).
+    bool guarded = s.lossScale >= 0;
+    float nextScale = guarded ? newLossScale() : 1.0f;
+    bool skipped = guarded && std::isfinite(loss) && !std::isfinite(norm) &&
+                   scale >= 1.0f && nextScale < scale;
     if (skipped && !opt.quiet)
       std::fprintf(stderr,
                    "%sstep %lld: gradients overflowed at loss scale %g: update "
                    "skipped, scale now %g\n",
                    isatty(STDERR_FILENO) ? "\n" : "", (long long)(step + 1),
-                   scale, newLossScale());
+                   scale, nextScale);
     if (!skipped && (!std::isfinite(loss) || !std::isfinite(norm))) {
       std::string kept = lastSavedStep ? "; " + opt.save + " holds step " +
                                              std::to_string(lastSavedStep)
                                        : "";
+      std::string guard =
+          guarded && std::isfinite(loss)
+              ? " at loss scale " + formatScale(scale) +
+                    " (not an overflow of dynamic loss scaling; the step "
+                    "skipped its update: the weights are those of step " +
+                    std::to_string(step) + ")"
+              : "";
       die(std::string(std::isfinite(loss) ? "the gradient norm" : "the loss") +
           " became " + std::to_string(std::isfinite(loss) ? norm : loss) +
-          " at step " + std::to_string(step + 1) +
-          (s.lossScale >= 0
-               ? " with the loss scale down to " + std::to_string(scale) +
-                     " (not an overflow of the loss scaling)"
-               : std::string()) +
-          " (lower --lr?)" + kept);
+          " at step " + std::to_string(step + 1) + guard + " (lower --lr?)" +
+          kept);
     }
     if (!skipped)
       ++s.updatesApplied;

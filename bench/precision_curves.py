@@ -103,8 +103,12 @@ def main():
         c = curves[p]
         rel = abs(c[-1] - base[-1]) / abs(base[-1])
         mad = sum(abs(a - b) for a, b in zip(c, base)) / len(c)
+        # One batch's loss is noisy: also the mean of the last 10 steps.
+        tail, base_tail = sum(c[-10:]) / 10, sum(base[-10:]) / 10
         print(f"{p:<12} final loss {c[-1]:.4f}  vs {precisions[0]}: final relative "
-              f"difference {rel:.2%}, mean absolute difference {mad:.4f}")
+              f"difference {rel:.2%}, mean absolute difference {mad:.4f}; "
+              f"last 10 steps {tail:.4f} vs {base_tail:.4f} "
+              f"({abs(tail - base_tail) / abs(base_tail):.2%})")
     svg(curves, f"{os.path.basename(args.model)}: {args.steps} steps, "
         f"{', '.join(precisions)}", args.svg)
     print(f"wrote {args.svg}")

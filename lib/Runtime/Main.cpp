@@ -355,8 +355,10 @@ struct StepBuffers {
       loss = -1, norm = -1;
   /// tgc --data-parallel: this process's share of the global mean.
   int dpWeight = -1;
-  /// Loss scaling: the state holding the scale (-1 without).
+  /// Loss scaling: the state holding the scale (-1 without), and each
+  /// gradient's sum of squares (outputs grad_sumsq.<parameter>).
   int lossScale = -1;
+  std::vector<int> gradSumSquares;
   /// Optimizer updates applied so far (AdamW's step count: a step whose
   /// scaled gradients overflowed is skipped and does not count).
   int64_t updatesApplied = 0;
@@ -454,6 +456,8 @@ void bindBuffers(const tgc_model_info &m, StepBuffers &s) {
         s.loss = i;
       else if (name == "grad_norm")
         s.norm = i;
+      else if (name.rfind("grad_sumsq.", 0) == 0)
+        s.gradSumSquares.push_back(i);
       break;
     }
   }
@@ -755,6 +759,27 @@ private:
     }
   }
   double evaluate();
+  /// "; not finite: the gradients of a, b (and N more)" from the step's
+  /// per-gradient sums of squares, when it returns them.
+  std::string nonFiniteGradients() const {
+    std::vector<std::string> names;
+    for (int i : s.gradSumSquares) {
+      download(s.buffers[i]);
+      if (!std::isfinite(*static_cast<const double *>(s.buffers[i].data)))
+        names.push_back(std::string(s.buffers[i].info->name)
+                            .substr(std::strlen("grad_sumsq.")));
+    }
+    if (names.empty())
+      return "";
+    std::string text = "; not finite: the gradients of ";
+    const size_t shown = 5;
+    for (size_t k = 0; k < names.size() && k < shown; ++k)
+      text += (k ? ", " : "") + names[k];
+    if (names.size() > shown)
+      text += " (and " + std::to_string(names.size() - shown) + " more of " +
+              std::to_string(s.gradSumSquares.size()) + ")";
+    return text;
+  }
   /// The loss scale the step computed for the next one.
   float newLossScale() const {
     for (size_t k = 0; k < s.states.size(); ++k)
@@ -903,7 +928,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       die(std::string(std::isfinite(loss) ? "the gradient norm" : "the loss") +
           " became " + std::to_string(std::isfinite(loss) ? norm : loss) +
           " at step " + std::to_string(step + 1) + guard + " (lower --lr?)" +
-          kept);
+          kept + nonFiniteGradients());
     }
     if (!skipped)
       ++s.updatesApplied;

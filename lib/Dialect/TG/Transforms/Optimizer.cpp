@@ -219,6 +219,17 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     SmallVector<Value> results{ret.getOperand(0), norm};
     SmallVector<DictionaryAttr> resultAttrs{output("loss"),
                                             output("grad_norm")};
+    // With the overflow guard, each gradient's (scaled) sum of squares, so
+    // that the runtime can name the tensors that are not finite.
+    if (lossScale)
+      for (auto [p, sum] : llvm::zip(paramArgs, sums)) {
+        results.push_back(sum);
+        resultAttrs.push_back(output(
+            ("grad_sumsq." +
+             step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName)
+                 .getValue())
+                .str()));
+      }
     llvm::append_range(results, newParams);
     llvm::append_range(resultAttrs, paramAttrs);
     for (unsigned k = 0; k < statesPerParam; ++k) {

@@ -170,8 +170,9 @@ struct TGShardOptimizerPass
     // The step returns the gathered parameters and the new state shards.
     for (unsigned r = 0, e = ret.getNumOperands(); r < e; ++r) {
       Value value = ret.getOperand(r);
+      // Only the updates rebuilt on shards (not, e.g., the loss scale's).
       Operation *def = value.getDefiningOp();
-      if (!def || !def->hasTrait<ParameterUpdate>())
+      if (!def || !dead.contains(def))
         continue;
       Value now = llvm::cast<OpResult>(value).getResultNumber() == 0
                       ? newResult.lookup(def->getOperand(0))

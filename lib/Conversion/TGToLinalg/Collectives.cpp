@@ -66,27 +66,32 @@ FailureOr<Value> addressOf(RewriterBase &rewriter, Location loc, Operation *op,
       .getResult();
 }
 
-struct AllReduceStartModel
-    : BufferizableOpInterface::ExternalModel<AllReduceStartModel,
-                                             AllReduceStartOp> {
+/// A start whose inputs the collective reads and rewrites in place (the
+/// weight scales them): input i is result i; other operands are only read.
+template <typename Model, typename StartOp>
+struct InputsInPlaceModel
+    : BufferizableOpInterface::ExternalModel<Model, StartOp> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
   }
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
                                const AnalysisState &) const {
-    // The sums replace the inputs; the weight is only read.
     return operand.getOperandNumber() <
-           llvm::cast<AllReduceStartOp>(op).getInputs().size();
+           llvm::cast<StartOp>(op).getInputs().size();
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
-    auto start = llvm::cast<AllReduceStartOp>(op);
+    auto start = llvm::cast<StartOp>(op);
     unsigned i = operand.getOperandNumber();
     if (i >= start.getInputs().size())
       return {};
     return {{start.getResults()[i], BufferRelation::Equivalent}};
   }
+};
+
+struct AllReduceStartModel
+    : InputsInPlaceModel<AllReduceStartModel, AllReduceStartOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -216,26 +221,8 @@ LogicalResult addShardPair(RewriterBase &rewriter, Location loc, Operation *op,
 }
 
 struct ReduceScatterStartModel
-    : BufferizableOpInterface::ExternalModel<ReduceScatterStartModel,
-                                             ReduceScatterStartOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
-                               const AnalysisState &) const {
-    // The inputs are scaled by the weight in place.
-    return operand.getOperandNumber() <
-           llvm::cast<ReduceScatterStartOp>(op).getInputs().size();
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
-    auto start = llvm::cast<ReduceScatterStartOp>(op);
-    unsigned i = operand.getOperandNumber();
-    if (i >= start.getInputs().size())
-      return {};
-    return {{start.getResults()[i], BufferRelation::Equivalent}};
-  }
+    : InputsInPlaceModel<ReduceScatterStartModel, ReduceScatterStartOp> {
+  // The shards are new buffers the collective fills.
   bool bufferizesToAllocation(Operation *op, Value value) const {
     return llvm::is_contained(llvm::cast<ReduceScatterStartOp>(op).getShards(),
                               value);

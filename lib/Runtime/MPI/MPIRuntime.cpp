@@ -95,6 +95,26 @@ int64_t startRequest(Collective kind) {
   return id;
 }
 
+/// Floats of one process's shards of a packed ZeRO-1 bucket.
+int64_t blockOf(const std::vector<ShardPair> &pieces) {
+  int64_t block = 0;
+  for (const ShardPair &p : pieces)
+    block += p.shardCount;
+  return block;
+}
+
+/// Records the pieces of the ZeRO-1 collective `id` just started.
+int64_t started(int64_t id, std::vector<ShardPair> pieces) {
+  InFlight &r = requests[id];
+  for (const ShardPair &p : pieces) {
+    r.held.push_back(p.whole);
+    r.held.push_back(p.shard);
+  }
+  r.shardPieces = std::move(pieces);
+  ++collectives;
+  return id;
+}
+
 bool isHeld(const std::vector<const float *> &held, const float *p) {
   for (const float *q : held)
     if (q == p)
@@ -255,9 +275,7 @@ void tgc_collective_wait(int64_t id) {
   if (r.shardPieces.size() > 1) {
     // Packed buckets: shards in piece order, and for the all-gather one
     // such block per process.
-    int64_t block = 0;
-    for (const ShardPair &p : r.shardPieces)
-      block += p.shardCount;
+    int64_t block = blockOf(r.shardPieces);
     int64_t offset = 0;
     for (const ShardPair &p : r.shardPieces) {
       if (r.kind == Collective::ReduceScatter)
@@ -309,9 +327,7 @@ int64_t tgc_reduce_scatter_start(float weight) {
                         MPI_COMM_WORLD, &r.request);
   } else {
     // One block per process: its (zero padded) shard of every piece.
-    int64_t block = 0;
-    for (const ShardPair &p : pieces)
-      block += p.shardCount;
+    int64_t block = blockOf(pieces);
     r.sent.assign(block * size, 0.0f);
     int64_t offset = 0;
     for (const ShardPair &p : pieces) {
@@ -324,13 +340,7 @@ int64_t tgc_reduce_scatter_start(float weight) {
     MPI_Ireduce_scatter_block(r.sent.data(), r.packed.data(), mpiCount(block),
                               MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r.request);
   }
-  for (const ShardPair &p : pieces) {
-    r.held.push_back(p.whole);
-    r.held.push_back(p.shard);
-  }
-  r.shardPieces = std::move(pieces);
-  ++collectives;
-  return id;
+  return started(id, std::move(pieces));
 }
 
 int64_t tgc_all_gather_start(void) {
@@ -356,9 +366,7 @@ int64_t tgc_all_gather_start(void) {
                     r.counts.data(), r.offsets.data(), MPI_FLOAT,
                     MPI_COMM_WORLD, &r.request);
   } else {
-    int64_t block = 0;
-    for (const ShardPair &p : pieces)
-      block += p.shardCount;
+    int64_t block = blockOf(pieces);
     r.sent.resize(block);
     int64_t offset = 0;
     for (const ShardPair &p : pieces) {
@@ -370,13 +378,7 @@ int64_t tgc_all_gather_start(void) {
     MPI_Iallgather(r.sent.data(), mpiCount(block), MPI_FLOAT, r.packed.data(),
                    mpiCount(block), MPI_FLOAT, MPI_COMM_WORLD, &r.request);
   }
-  for (const ShardPair &p : pieces) {
-    r.held.push_back(p.whole);
-    r.held.push_back(p.shard);
-  }
-  r.shardPieces = std::move(pieces);
-  ++collectives;
-  return id;
+  return started(id, std::move(pieces));
 }
 
 void tgc_collective_holds(int64_t id, int64_t address) {

@@ -193,7 +193,8 @@ Value countOf(RewriterBase &rewriter, Location loc, Value buffer) {
       llvm::cast<MemRefType>(buffer.getType()).getNumElements());
 }
 
-/// A new buffer for the tensor result `result` (a shard).
+/// A new buffer for the tensor result `result` (a shard, or a whole tensor
+/// an all-gather fills).
 FailureOr<Value> allocateFor(RewriterBase &rewriter, Location loc, Value result,
                              const BufferizationOptions &options) {
   auto tensor = llvm::cast<RankedTensorType>(result.getType());

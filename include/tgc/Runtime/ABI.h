@@ -8,12 +8,14 @@
  * where buffers[i] points to the i-th buffer described by
  * tgc_model.buffers[i]: a dense row-major array of `shape` in `dtype`
  * (64-byte alignment recommended). Roles, in order: parameters, optimizer
- * state, inputs (data; with `tgc --data-parallel` the 0-d f32 `dp_weight`,
- * this process's share of the global token count; then the 0-d f32 `lr` and
- * 1-based `step`), then the
- * outputs the step writes: `loss`, `grad_norm`, the new parameters, the new
- * optimizer state and, when compiled with `tgc --return-gradients`, the
- * gradients. Output buffers must not alias inputs,
+ * state, inputs (data; with loss scaling the state `loss_scale` and
+ * `loss_scale_growth_tracker`; with `tgc --data-parallel` the 0-d f32
+ * `dp_weight`, this process's share of the global token count; then the 0-d
+ * f32 `lr` and 1-based `step`, the count of applied updates), then the
+ * outputs the step writes: `loss`, `grad_norm` (with loss scaling then each
+ * gradient's f64 sum of squares, `grad_sumsq.<parameter>`), the new
+ * parameters, the new optimizer state and, when compiled with
+ * `tgc --return-gradients`, the gradients. Output buffers must not alias inputs,
  * except that when tgc_model.update_in_place is 1 each new parameter and new
  * state may be the very buffer of its input (updated in place).
  *

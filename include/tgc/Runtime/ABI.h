@@ -15,9 +15,9 @@
  * outputs the step writes: `loss`, `grad_norm` (with loss scaling then each
  * gradient's f64 sum of squares, `grad_sumsq.<parameter>`), the new
  * parameters, the new optimizer state and, when compiled with
- * `tgc --return-gradients`, the gradients. Output buffers must not alias inputs,
- * except that when tgc_model.update_in_place is 1 each new parameter and new
- * state may be the very buffer of its input (updated in place).
+ * `tgc --return-gradients`, the gradients. Output buffers must not alias
+ * inputs, except that when tgc_model.update_in_place is 1 each new parameter
+ * and new state may be the very buffer of its input (updated in place).
  *
  * The object also calls tgc_arena_alloc / tgc_arena_release (declared
  * below; libtgc_runtime.a provides them) for its planned intermediates, and

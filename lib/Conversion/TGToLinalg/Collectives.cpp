@@ -203,18 +203,20 @@ FailureOr<Value> allocateFor(RewriterBase &rewriter, Location loc, Value result,
       MemRefType::get(tensor.getShape(), tensor.getElementType()), {});
 }
 
-/// Hands the runtime one (whole tensor, shard) pair of a ZeRO-1 collective:
-/// `tgc_zero_add(whole, count, shard, shard_count)`.
-LogicalResult addShardPair(RewriterBase &rewriter, Location loc, Operation *op,
-                           Value whole, Value shard) {
+/// Calls the runtime function `name(whole, count, shard, shard_count)` on a
+/// (whole tensor, shard) pair: `tgc_zero_add` hands it to the next ZeRO-1
+/// collective, `tgc_shard_copy` cuts this process's shard.
+LogicalResult callWithShardPair(RewriterBase &rewriter, Location loc,
+                                Operation *op, StringRef name, Value whole,
+                                Value shard) {
   auto i64 = rewriter.getI64Type();
-  func::FuncOp add = declareRuntimeFunction(
-      op, "tgc_zero_add", rewriter.getFunctionType({i64, i64, i64, i64}, {}));
+  func::FuncOp callee = declareRuntimeFunction(
+      op, name, rewriter.getFunctionType({i64, i64, i64, i64}, {}));
   FailureOr<Value> wholeAddress = addressOf(rewriter, loc, op, whole);
   FailureOr<Value> shardAddress = addressOf(rewriter, loc, op, shard);
   if (failed(wholeAddress) || failed(shardAddress))
     return failure();
-  func::CallOp::create(rewriter, loc, add,
+  func::CallOp::create(rewriter, loc, callee,
                        ValueRange{*wholeAddress, countOf(rewriter, loc, whole),
                                   *shardAddress,
                                   countOf(rewriter, loc, shard)});
@@ -241,7 +243,8 @@ struct ReduceScatterStartModel
         return failure();
       FailureOr<Value> shardBuffer = allocateFor(rewriter, loc, shard, options);
       if (failed(shardBuffer) ||
-          failed(addShardPair(rewriter, loc, op, *buffer, *shardBuffer)))
+          failed(callWithShardPair(rewriter, loc, op, "tgc_zero_add", *buffer,
+                                   *shardBuffer)))
         return failure();
       inputs.push_back(*buffer);
       shards.push_back(*shardBuffer);
@@ -307,7 +310,8 @@ struct AllGatherStartModel
       FailureOr<Value> wholeBuffer =
           allocateFor(rewriter, loc, result, options);
       if (failed(wholeBuffer) ||
-          failed(addShardPair(rewriter, loc, op, *wholeBuffer, *shardBuffer)))
+          failed(callWithShardPair(rewriter, loc, op, "tgc_zero_add",
+                                   *wholeBuffer, *shardBuffer)))
         return failure();
       shards.push_back(*shardBuffer);
       wholes.push_back(*wholeBuffer);
@@ -351,18 +355,9 @@ struct ShardModel
         allocateFor(rewriter, loc, shard.getResult(), options);
     if (failed(part))
       return failure();
-    FailureOr<Value> wholeAddress = addressOf(rewriter, loc, op, *whole);
-    FailureOr<Value> partAddress = addressOf(rewriter, loc, op, *part);
-    if (failed(wholeAddress) || failed(partAddress))
+    if (failed(callWithShardPair(rewriter, loc, op, "tgc_shard_copy", *whole,
+                                 *part)))
       return failure();
-    auto i64 = rewriter.getI64Type();
-    func::FuncOp copy = declareRuntimeFunction(
-        op, "tgc_shard_copy",
-        rewriter.getFunctionType({i64, i64, i64, i64}, {}));
-    func::CallOp::create(
-        rewriter, loc, copy,
-        ValueRange{*wholeAddress, countOf(rewriter, loc, *whole), *partAddress,
-                   countOf(rewriter, loc, *part)});
     replaceOpWithBufferizedValues(rewriter, op, *part);
     return success();
   }

@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -115,13 +116,6 @@ int64_t started(int64_t id, std::vector<ShardPair> pieces) {
   return id;
 }
 
-bool isHeld(const std::vector<const float *> &held, const float *p) {
-  for (const float *q : held)
-    if (q == p)
-      return true;
-  return false;
-}
-
 /// MPI counts are ints.
 int mpiCount(int64_t count) {
   if (count > INT32_MAX) {
@@ -132,6 +126,19 @@ int mpiCount(int64_t count) {
     tgc_dist_abort(1);
   }
   return static_cast<int>(count);
+}
+
+/// Each process's element count and offset in a `count`-float tensor cut
+/// into shards of `shardCount` (the counts and displacements of MPI's
+/// v-collectives).
+void shardLayout(int64_t count, int64_t shardCount, std::vector<int> &counts,
+                 std::vector<int> &offsets) {
+  counts.assign(size, 0);
+  offsets.assign(size, 0);
+  for (int q = 0; q < size; ++q) {
+    counts[q] = mpiCount(tgc::runtime::shardElements(count, shardCount, q));
+    offsets[q] = mpiCount(q * shardCount);
+  }
 }
 
 /// Lets MPI advance the collectives in flight, noting those that finished.
@@ -318,9 +325,7 @@ int64_t tgc_reduce_scatter_start(float weight) {
     // In place from the gradient into the shard: process q receives its
     // (possibly short, possibly empty) part; the padding stays zero.
     const ShardPair &p = pieces.front();
-    r.counts.assign(size, 0);
-    for (int q = 0; q < size; ++q)
-      r.counts[q] = mpiCount(p.elements(q));
+    shardLayout(p.count, p.shardCount, r.counts, r.offsets);
     std::memset(p.shard + p.elements(rank), 0,
                 sizeof(float) * (p.shardCount - p.elements(rank)));
     MPI_Ireduce_scatter(p.whole, p.shard, r.counts.data(), MPI_FLOAT, MPI_SUM,
@@ -356,12 +361,7 @@ int64_t tgc_all_gather_start(void) {
   if (pieces.size() == 1) {
     // Straight into the parameter: process q's part at q · shard_count.
     const ShardPair &p = pieces.front();
-    r.counts.assign(size, 0);
-    r.offsets.assign(size, 0);
-    for (int q = 0; q < size; ++q) {
-      r.counts[q] = mpiCount(p.elements(q));
-      r.offsets[q] = mpiCount(q * p.shardCount);
-    }
+    shardLayout(p.count, p.shardCount, r.counts, r.offsets);
     MPI_Iallgatherv(p.shard, r.counts[rank], MPI_FLOAT, p.whole,
                     r.counts.data(), r.offsets.data(), MPI_FLOAT,
                     MPI_COMM_WORLD, &r.request);
@@ -384,7 +384,9 @@ int64_t tgc_all_gather_start(void) {
 void tgc_collective_holds(int64_t id, int64_t address) {
   if (id < 0)
     return;
-  if (isHeld(requests[id].held, reinterpret_cast<const float *>(address)))
+  const std::vector<const float *> &held = requests[id].held;
+  if (std::find(held.begin(), held.end(),
+                reinterpret_cast<const float *>(address)) != held.end())
     return;
   std::fprintf(stderr,
                "error (rank %d): internal error: the step waits for a "
@@ -410,11 +412,8 @@ void tgc_dist_gather_shards(const float *shard, int64_t shardCount,
     ShardPair{whole, count, const_cast<float *>(shard), shardCount}.place(0);
     return;
   }
-  std::vector<int> counts(size), offsets(size);
-  for (int q = 0; q < size; ++q) {
-    counts[q] = mpiCount(tgc::runtime::shardElements(count, shardCount, q));
-    offsets[q] = mpiCount(q * shardCount);
-  }
+  std::vector<int> counts, offsets;
+  shardLayout(count, shardCount, counts, offsets);
   MPI_Gatherv(shard, counts[rank], MPI_FLOAT, whole, counts.data(),
               offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
 }

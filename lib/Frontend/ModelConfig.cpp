@@ -14,6 +14,7 @@
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace tgc;
 using llvm::json::Object;
@@ -381,8 +382,17 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
   }
   if (auto v = r.integer("grad_accum", false, 1))
     t.gradAccum = *v;
-  if (auto v = r.string("loss_scale", false))
-    t.lossScale = *v;
+  // "dynamic", "none", or a fixed scale as a number (or its text).
+  if (const llvm::json::Value *v = r.value("loss_scale", false)) {
+    if (std::optional<double> d = v->getAsNumber()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", *d);
+      t.lossScale = text;
+    } else if (auto s = r.string("loss_scale", false))
+      t.lossScale = *s;
+  }
+  if (auto v = r.number("loss_scale_init", false))
+    t.lossScaleInit = *v;
   if (auto v = r.integer("loss_scale_growth_interval", false, 1))
     t.lossScaleGrowthInterval = *v;
   if (auto v = r.boolean("optimizer_in_backward"))

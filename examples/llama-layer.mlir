@@ -21,7 +21,7 @@ func.func @layer(%h: tensor<2x8x64xf32> {tg.input = "hidden_states"},
   %v4 = tg.reshape %v : tensor<2x8x32xf32> -> tensor<2x8x2x16xf32>
   %qr = tg.rope %q4 {theta = 10000.0 : f64} : tensor<2x8x4x16xf32>
   %kr = tg.rope %k4 {theta = 10000.0 : f64} : tensor<2x8x2x16xf32>
-  %a = tg.attention %qr, %kr, %v4 {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32> -> tensor<2x8x4x16xf32>
+  %a, %lse = tg.attention %qr, %kr, %v4 {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32> -> tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
   %a2 = tg.reshape %a : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
   %o = tg.linear %a2, %wo : tensor<2x8x64xf32>, tensor<64x64xf32> -> tensor<2x8x64xf32>
   %h1 = tg.add %h, %o : tensor<2x8x64xf32>, tensor<2x8x64xf32> -> tensor<2x8x64xf32>

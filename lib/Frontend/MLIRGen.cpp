@@ -221,7 +221,8 @@ private:
     q = RopeOp::create(b, loc(p + "rotary_emb"), q, theta, UnitAttr());
     k = RopeOp::create(b, loc(p + "rotary_emb"), k, theta, UnitAttr());
     Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
-                                  /*scale=*/FloatAttr());
+                                  /*scale=*/FloatAttr())
+                  .getResult();
     a = reshape(a, {B(), S(), hq * dh}, l);
     return linear(a, p + "o_proj", bias);
   }
@@ -302,7 +303,8 @@ private:
       return reshape(s, {B(), S(), h, dh}, l);
     };
     Value q = part(0), k = part(1), v = part(2);
-    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true, FloatAttr());
+    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true, FloatAttr())
+                  .getResult();
     a = reshape(a, {B(), S(), d}, l);
     return conv1d(a, p + "c_proj");
   }

@@ -76,10 +76,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
 }
 
-/// Scores per chunk of query rows under fusion: small enough that attention
-/// memory stays linear in the sequence length, big enough for efficient
-/// products.
-constexpr int64_t kAttentionChunkBytes = 32 << 20;
+/// One attention score tile under fusion: small enough to stay in the
+/// caches between its product, softmax and the next product, big enough
+/// for efficient products (and for a few tiles per sequence, so that causal
+/// attention skips most of the tiles above the diagonal).
+constexpr int64_t kAttentionTileBytes = 4 << 20;
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                                   llvm::StringRef function,
@@ -87,10 +88,10 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
-  // With fusion, attention's scores a chunk of query rows at a time.
+  // With fusion, attention a tile of scores at a time.
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
   if (fusion != mlir::tg::FusionMode::None)
-    lowering.attentionChunkBytes = kAttentionChunkBytes;
+    lowering.attentionTileBytes = kAttentionTileBytes;
   pm.addPass(mlir::tg::createConvertTGToLinalgPass(lowering));
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
   // the forward ops (after bufferization CSE cannot: the ops write memory).

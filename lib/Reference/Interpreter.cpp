@@ -347,14 +347,14 @@ Tensor rope(const Tensor &x, double theta, bool inverse) {
   return y;
 }
 
-/// Attention probabilities of query position i, head h, batch b.
-std::vector<double> attentionRow(const Tensor &q, const Tensor &k, int64_t b,
-                                 int64_t i, int64_t h, bool causal,
-                                 double scale) {
+/// Scaled, masked scores of query position i, head h, batch b against every
+/// key (−inf where the causal mask hides a key).
+std::vector<double> attentionScores(const Tensor &q, const Tensor &k, int64_t b,
+                                    int64_t i, int64_t h, bool causal,
+                                    double scale) {
   int64_t S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], kh = h / (Hq / Hkv);
-  std::vector<double> p(Skv, 0.0);
-  double mx = -std::numeric_limits<double>::infinity();
+  std::vector<double> s(Skv, -std::numeric_limits<double>::infinity());
   for (int64_t j = 0; j < Skv; ++j) {
     if (causal && j > i)
       continue;
@@ -362,49 +362,61 @@ std::vector<double> attentionRow(const Tensor &q, const Tensor &k, int64_t b,
     for (int64_t d = 0; d < D; ++d)
       dot += q[((b * S + i) * Hq + h) * D + d] *
              k[((b * Skv + j) * Hkv + kh) * D + d];
-    p[j] = dot * scale;
-    mx = std::max(mx, p[j]);
+    s[j] = dot * scale;
   }
-  double sum = 0;
-  for (int64_t j = 0; j < Skv; ++j) {
-    p[j] = (causal && j > i) ? 0.0 : std::exp(p[j] - mx);
-    sum += p[j];
-  }
-  for (double &v : p)
-    v /= sum;
-  return p;
+  return s;
 }
 
-Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v, bool causal,
-                 double scale, const Shape &outShape) {
+double logSumExp(const std::vector<double> &s) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (double x : s)
+    mx = std::max(mx, x);
+  double sum = 0;
+  for (double x : s)
+    sum += std::exp(x - mx);
+  return mx + std::log(sum);
+}
+
+/// Attention's output and per-row logsumexp ([B, S, Hq]).
+std::pair<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
+                                    const Tensor &v, bool causal, double scale,
+                                    const Shape &outShape) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
-  Tensor out(outShape);
+  Tensor out(outShape), lse({B, S, Hq});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> p = attentionRow(q, k, b, i, h, causal, scale);
+        std::vector<double> s = attentionScores(q, k, b, i, h, causal, scale);
+        double rowLse = logSumExp(s);
+        lse[(b * S + i) * Hq + h] = rowLse;
         int64_t kh = h / (Hq / Hkv);
         for (int64_t j = 0; j < Skv; ++j)
           for (int64_t d = 0; d < Dv; ++d)
             out[((b * S + i) * Hq + h) * Dv + d] +=
-                p[j] * v[((b * Skv + j) * Hkv + kh) * Dv + d];
+                std::exp(s[j] - rowLse) *
+                v[((b * Skv + j) * Hkv + kh) * Dv + d];
       }
-  return out;
+  return {std::move(out), std::move(lse)};
 }
 
+/// The probabilities come from the given logsumexp, as the compiled
+/// gradient recomputes them.
 std::vector<Tensor> attentionGrad(const Tensor &dO, const Tensor &q,
                                   const Tensor &k, const Tensor &v,
-                                  const Tensor &o, bool causal, double scale) {
+                                  const Tensor &o, const Tensor &lse,
+                                  bool causal, double scale) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
   Tensor dq(q.shape), dk(k.shape), dv(v.shape);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> p = attentionRow(q, k, b, i, h, causal, scale);
+        std::vector<double> p = attentionScores(q, k, b, i, h, causal, scale);
         int64_t kh = h / (Hq / Hkv);
         int64_t qi = ((b * S + i) * Hq + h);
+        for (double &x : p)
+          x = std::exp(x - lse[qi]);
         double delta = 0;
         for (int64_t d = 0; d < Dv; ++d)
           delta += dO[qi * Dv + d] * o[qi * Dv + d];
@@ -656,8 +668,11 @@ private:
                       o.getInverse()));
         })
         .Case([&](AttentionOp o) {
-          set(o, attention(in(o.getQuery()), in(o.getKey()), in(o.getValue()),
-                           o.getCausal(), o.getScaleOrDefault(), shapeOf(o)));
+          auto [out, lse] = attention(
+              in(o.getQuery()), in(o.getKey()), in(o.getValue()), o.getCausal(),
+              o.getScaleOrDefault(), shapeOf(o.getResult()));
+          set(o.getResult(), std::move(out));
+          set(o.getLogsumexp(), std::move(lse));
         })
         .Case([&](CrossEntropyOp o) {
           set(o, crossEntropy(in(o.getLogits()), in(o.getTargets()),
@@ -728,10 +743,10 @@ private:
           set(o.getBiasGrad(), g[2]);
         })
         .Case([&](AttentionGradOp o) {
-          auto g =
-              attentionGrad(in(o.getGrad()), in(o.getQuery()), in(o.getKey()),
-                            in(o.getValue()), in(o.getOutput()), o.getCausal(),
-                            o.getScaleOrDefault());
+          auto g = attentionGrad(in(o.getGrad()), in(o.getQuery()),
+                                 in(o.getKey()), in(o.getValue()),
+                                 in(o.getOutput()), in(o.getLogsumexp()),
+                                 o.getCausal(), o.getScaleOrDefault());
           set(o.getQueryGrad(), g[0]);
           set(o.getKeyGrad(), g[1]);
           set(o.getValueGrad(), g[2]);

@@ -264,25 +264,26 @@ const GradCase kCases[] = {
      "tensor<2x4x2x3xf64> {tg.param = \"k\"}, %v: tensor<2x4x2x3xf64> "
      "{tg.param = \"v\"}, %r: tensor<2x4x2x3xf64> {tg.input = \"r\"}) -> "
      "tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {causal} : tensor<2x4x2x3xf64>, "
-     "tensor<2x4x2x3xf64>, tensor<2x4x2x3xf64> -> tensor<2x4x2x3xf64>\n" LOSS(
-         "tensor<2x4x2x3xf64>", "[0, 1, 2, 3]")},
+     "  %y, %lse = tg.attention %q, %k, %v {causal} : tensor<2x4x2x3xf64>, "
+     "tensor<2x4x2x3xf64>, tensor<2x4x2x3xf64> -> tensor<2x4x2x3xf64>, "
+     "tensor<2x4x2xf64>\n" LOSS("tensor<2x4x2x3xf64>", "[0, 1, 2, 3]")},
     {"attention_causal_gqa",
      "func.func @forward(%q: tensor<1x5x4x2xf64> {tg.param = \"q\"}, %k: "
      "tensor<1x5x2x2xf64> {tg.param = \"k\"}, %v: tensor<1x5x2x2xf64> "
      "{tg.param = \"v\"}, %r: tensor<1x5x4x2xf64> {tg.input = \"r\"}) -> "
      "tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {causal} : tensor<1x5x4x2xf64>, "
-     "tensor<1x5x2x2xf64>, tensor<1x5x2x2xf64> -> tensor<1x5x4x2xf64>\n" LOSS(
-         "tensor<1x5x4x2xf64>", "[0, 1, 2, 3]")},
+     "  %y, %lse = tg.attention %q, %k, %v {causal} : tensor<1x5x4x2xf64>, "
+     "tensor<1x5x2x2xf64>, tensor<1x5x2x2xf64> -> tensor<1x5x4x2xf64>, "
+     "tensor<1x5x4xf64>\n" LOSS("tensor<1x5x4x2xf64>", "[0, 1, 2, 3]")},
     {"attention_full_scaled",
      "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: "
      "tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> "
      "{tg.param = \"v\"}, %r: tensor<1x3x2x4xf64> {tg.input = \"r\"}) -> "
      "tensor<f64> {\n"
-     "  %y = tg.attention %q, %k, %v {scale = 0.3 : f64} : "
+     "  %y, %lse = tg.attention %q, %k, %v {scale = 0.3 : f64} : "
      "tensor<1x3x2x4xf64>, tensor<1x5x1x4xf64>, tensor<1x5x1x4xf64> -> "
-     "tensor<1x3x2x4xf64>\n" LOSS("tensor<1x3x2x4xf64>", "[0, 1, 2, 3]")},
+     "tensor<1x3x2x4xf64>, tensor<1x3x2xf64>\n" LOSS("tensor<1x3x2x4xf64>",
+                                                     "[0, 1, 2, 3]")},
     {"cross_entropy_ignore",
      "func.func @forward(%x: tensor<2x4x5xf64> {tg.param = \"x\"}, %t: "
      "tensor<2x4xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"

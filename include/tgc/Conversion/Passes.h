@@ -42,9 +42,10 @@ void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
-/// `chunkBytes`: most bytes of scores per chunk of query rows (0: all rows).
+/// `tileBytes`: most bytes of one tile of attention scores (0: the whole
+/// sequence is one tile).
 void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                         int64_t chunkBytes = 0);
+                                         int64_t tileBytes = 0);
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -17,16 +17,16 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     (batch, head) as a generic contraction, softmax and contraction.
     `tg` is illegal afterwards: an op without a lowering is an error.
 
-    With `attention-chunk-bytes` > 0, attention and its gradient process
-    the stacked query rows in chunks whose scores take at most that many
-    bytes (at least 64 rows, balanced): an `scf.for` over the chunks, so the
-    score-sized tensors are `[B·Hkv, chunk, Skv]` instead of
-    `[B·Hkv, G·S, Skv]`. Every row sees all its keys within its chunk, so
-    the softmax stays exact.
+    Attention and its gradient are FlashAttention-2 loops: tiles of T
+    query positions × T key positions with an online softmax, keeping the
+    output and the per-row logsumexp; causal key tiles above the diagonal
+    are never computed. `attention-tile-bytes` bounds one tile's scores
+    (`[B·Hkv, T·G, T]`; T a multiple of 16, at least 16); 0 makes the whole
+    sequence one tile (no loops).
   }];
   let options = [
-    Option<"attentionChunkBytes", "attention-chunk-bytes", "int64_t", "0",
-           "Most bytes of attention scores per chunk of query rows (0: all)">,
+    Option<"attentionTileBytes", "attention-tile-bytes", "int64_t", "0",
+           "Most bytes of one attention score tile (0: the whole sequence)">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

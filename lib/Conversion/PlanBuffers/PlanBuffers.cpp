@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Conversion/LoopBodies.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 
@@ -37,19 +38,23 @@ struct PlannedAlloc {
 };
 
 /// Positions in one flattened schedule: the function's top-level ops in
-/// order, each top-level scf.for followed by the ops of its body (the fused
-/// loss's and attention's loops over chunks). A loop spans [its position,
-/// its body's last position].
+/// order, each scf.for followed by the ops of its body, at any depth (the
+/// fused loss's loop over chunks, attention's loops over query and key
+/// tiles). A loop spans [its position, its body's last position].
 struct Schedule {
   llvm::DenseMap<Operation *, int64_t> start, end;
 
   explicit Schedule(Block &body) {
     int64_t index = 0;
-    for (Operation &op : body) {
+    visit(body, index);
+  }
+
+private:
+  void visit(Block &block, int64_t &index) {
+    for (Operation &op : block) {
       start[&op] = index++;
       if (auto loop = llvm::dyn_cast<scf::ForOp>(op))
-        for (Operation &inner : *loop.getBody())
-          start[&inner] = end[&inner] = index++;
+        visit(*loop.getBody(), index);
       end[&op] = index - 1;
     }
   }
@@ -108,9 +113,9 @@ struct TGCPlanBuffersPass
     Block &body = func.getBody().front();
     Schedule schedule(body);
 
-    // The function's allocs, and those of its top-level loops' bodies (each
-    // iteration's buffers die before the next iteration's are allocated, so
-    // one place serves them all).
+    // The function's allocs, and those of its loops' bodies at any depth
+    // (each iteration's buffers die before the next iteration's are
+    // allocated, so one place serves them all).
     std::vector<PlannedAlloc> allocs;
     auto collect = [&](Block &block) {
       for (auto alloc : block.getOps<memref::AllocOp>()) {
@@ -126,9 +131,10 @@ struct TGCPlanBuffersPass
         allocs.push_back(planned);
       }
     };
-    collect(body);
-    for (auto loop : body.getOps<scf::ForOp>())
-      collect(*loop.getBody());
+    SmallVector<Block *> bodies;
+    tgc::collectLoopBodies(body, [](scf::ForOp) { return true; }, bodies);
+    for (Block *block : bodies)
+      collect(*block);
     if (allocs.empty())
       return 0;
 

@@ -1,29 +1,36 @@
 //===- Attention.cpp - tg.attention and its gradient → linalg -------------===//
 //
-// Attention as batched matrix products over (batch, key/value head) pairs:
-// queries of the G = Hq / Hkv heads sharing a key/value head are stacked as
-// rows ([B·Hkv, G·S, D]), so grouped-query attention needs no index
-// arithmetic and every product is a linalg.batch_matmul on head-major,
-// contiguous operands (the transposes into that layout are O(B·S·H·D)
-// copies). With a chunk budget (convert-tg-to-linalg's
-// attention-chunk-bytes) the query rows are processed a chunk at a time, so
-// only [B·Hkv, chunk, Skv] scores exist: memory linear in S. Every query row
-// sees all its keys inside its chunk, so each chunk's softmax is exact (no
-// online rescaling). The gradient recomputes the probabilities instead of
-// reading stored ones.
+// FlashAttention-2 over batched matrix products. Queries of the G = Hq / Hkv
+// heads sharing a key/value head are stacked as rows, position-major
+// ([B·Hkv, S·G, D], row s·G + g), so grouped-query attention needs no index
+// arithmetic and never repeats K/V, and a tile of T positions is a contiguous
+// block of T·G rows. Keys are tiled by the same T: for each tile of queries
+// the key tiles are visited in order with an online softmax (running row max
+// m, running sum l, rescaled accumulator), so only [B·Hkv, T·G, T] scores
+// exist at a time; the output and the per-row logsumexp m + log l are kept.
+// With `causal`, key tiles above the diagonal are never visited: tiles left
+// of it need no mask, and only the diagonal tile is masked. The gradient
+// recomputes each tile's probabilities from the logsumexp, writes dQ's rows
+// per query tile and accumulates dK and dV into the key tiles' rows.
+//
+// The tile size comes from a byte budget for one score tile
+// (convert-tg-to-linalg's attention-tile-bytes); with no budget the whole
+// sequence is one tile (the same code, no loops).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Utils.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
-#include "tgc/Support/Chunking.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -31,6 +38,8 @@ using namespace mlir::tg;
 using namespace mlir::tg::lowering;
 
 namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
   RankedTensorType t = tensorType(v);
@@ -41,21 +50,56 @@ Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
-/// out[n] = a[n] · b[n] for every batch entry n: a named
-/// linalg.batch_matmul on contiguous operands.
-Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
-  RankedTensorType a = tensorType(lhs), bt = tensorType(rhs);
-  auto outType = RankedTensorType::get(
-      {a.getDimSize(0), a.getDimSize(1), bt.getDimSize(2)}, a.getElementType());
-  Value init = filled(b, loc, outType, 0.0);
+/// out[n] = a[n] · b[n] for every batch entry n, accumulated into `init`: a
+/// named linalg.batch_matmul on row-contiguous operands.
+Value batchMatmulInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                      Value init) {
   return linalg::BatchMatmulOp::create(b, loc, ValueRange{lhs, rhs},
                                        ValueRange{init})
       .getResult(0);
 }
 
+Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  RankedTensorType a = tensorType(lhs), bt = tensorType(rhs);
+  auto outType = RankedTensorType::get(
+      {a.getDimSize(0), a.getDimSize(1), bt.getDimSize(2)}, a.getElementType());
+  return batchMatmulInto(b, loc, lhs, rhs, filled(b, loc, outType, 0.0));
+}
+
 /// Swaps the two matrix dimensions of [N, R, C].
 Value transposeMatrices(OpBuilder &b, Location loc, Value v) {
   return transpose(b, loc, v, {0, 2, 1});
+}
+
+/// `offset` · `factor` as an index.
+OpFoldResult scaled(OpBuilder &b, Location loc, OpFoldResult offset,
+                    int64_t factor) {
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return b.getIndexAttr(*c * factor);
+  return arith::MulIOp::create(b, loc, llvm::cast<Value>(offset),
+                               arith::ConstantIndexOp::create(b, loc, factor))
+      .getResult();
+}
+
+/// `dest` with the elements of each row updated in place by `body(row
+/// values..., element)`: a generic writing into `dest` itself, so that the
+/// update bufferizes without a copy. `rows` are [N, R] tensors read per row
+/// of the [N, R, C] (or [N, R]) `dest`.
+Value updateRows(OpBuilder &b, Location loc, Value dest, ValueRange rows,
+                 BodyFn body) {
+  int64_t rank = tensorType(dest).getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(rows.size(), dimsMap(ctx, rank, {0, 1}));
+  return generic(b, loc, rows, maps, dest,
+                 AffineMap::getMultiDimIdentityMap(rank, ctx), iterators(rank),
+                 body);
+}
+
+/// `acc` + the row sums of [N, R, C] `x`, reduced into `acc` ([N, R]).
+Value addRowSums(OpBuilder &b, Location loc, Value x, Value acc) {
+  MLIRContext *ctx = b.getContext();
+  return generic(b, loc, x, AffineMap::getMultiDimIdentityMap(3, ctx), acc,
+                 dimsMap(ctx, 3, {0, 1}), iterators(3, {2}), sumOf(first));
 }
 
 struct Layout {
@@ -70,32 +114,48 @@ struct Layout {
     elt = qt.getElementType();
   }
 
-  /// Query rows per chunk: scores of at most `chunkBytes` ([B·Hkv, rows,
-  /// Skv]) and at least 64 rows, balanced; all rows when `chunkBytes` is 0.
-  int64_t chunkRows(int64_t chunkBytes) const {
-    int64_t rows = G * S;
-    if (chunkBytes <= 0)
-      return rows;
-    int64_t bytesPerRow =
-        B * Hkv * Skv * std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
-    return tgc::balancedChunkSize(rows, bytesPerRow, chunkBytes, 64);
+  /// Positions per tile (of queries and of keys): a [B·Hkv, T·G, T] score
+  /// tile of at most `tileBytes`, a multiple of 16 when above it; the
+  /// whole sequence when that fits or `tileBytes` is 0.
+  int64_t tilePositions(int64_t tileBytes) const {
+    int64_t whole = std::max(S, Skv);
+    if (tileBytes <= 0)
+      return whole;
+    int64_t eltBytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+    auto t = static_cast<int64_t>(
+        std::sqrt(static_cast<double>(tileBytes) /
+                  static_cast<double>(B * Hkv * G * eltBytes)));
+    if (t > 16)
+      t -= t % 16;
+    return std::clamp<int64_t>(t, 16, whole);
   }
 
-  /// Query-shaped [B, S, Hq, E] → [B·Hkv, G·S, E].
+  /// Query-shaped [B, S, Hq, E] → [B·Hkv, S·G, E].
   Value queryRows(OpBuilder &b, Location loc, Value x) const {
     int64_t e = tensorType(x).getDimSize(3);
     Value x5 =
         reshape(b, loc, x, RankedTensorType::get({B, S, Hkv, G, e}, elt));
-    Value hm = transpose(b, loc, x5, {0, 2, 3, 1, 4}); // [B, Hkv, G, S, E]
-    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, G * S, e}, elt));
+    Value hm = transpose(b, loc, x5, {0, 2, 1, 3, 4}); // [B, Hkv, S, G, E]
+    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, S * G, e}, elt));
   }
-  /// [B·Hkv, G·S, E] → query-shaped [B, S, Hq, E].
+  /// [B·Hkv, S·G, E] → query-shaped [B, S, Hq, E].
   Value fromQueryRows(OpBuilder &b, Location loc, Value x) const {
     int64_t e = tensorType(x).getDimSize(2);
     Value hm =
-        reshape(b, loc, x, RankedTensorType::get({B, Hkv, G, S, e}, elt));
-    Value bs = transpose(b, loc, hm, {0, 3, 1, 2, 4}); // [B, S, Hkv, G, E]
+        reshape(b, loc, x, RankedTensorType::get({B, Hkv, S, G, e}, elt));
+    Value bs = transpose(b, loc, hm, {0, 2, 1, 3, 4}); // [B, S, Hkv, G, E]
     return reshape(b, loc, bs, RankedTensorType::get({B, S, Hq, e}, elt));
+  }
+  /// Per-query-row [B, S, Hq] → [B·Hkv, S·G].
+  Value statRows(OpBuilder &b, Location loc, Value x) const {
+    Value x4 = reshape(b, loc, x, RankedTensorType::get({B, S, Hkv, G}, elt));
+    Value hm = transpose(b, loc, x4, {0, 2, 1, 3}); // [B, Hkv, S, G]
+    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, S * G}, elt));
+  }
+  Value fromStatRows(OpBuilder &b, Location loc, Value x) const {
+    Value hm = reshape(b, loc, x, RankedTensorType::get({B, Hkv, S, G}, elt));
+    Value bs = transpose(b, loc, hm, {0, 2, 1, 3}); // [B, S, Hkv, G]
+    return reshape(b, loc, bs, RankedTensorType::get({B, S, Hq}, elt));
   }
   /// Key/value-shaped [B, Skv, Hkv, E] → [B·Hkv, Skv, E].
   Value keyRows(OpBuilder &b, Location loc, Value x) const {
@@ -110,158 +170,279 @@ struct Layout {
   }
 };
 
-/// P = softmax_j(scale · Q·Kᵀ + causal mask) as [B·Hkv, R, Skv] for query
-/// rows [rowOffset, rowOffset + R) of the stacked [B·Hkv, G·S, D] queries;
-/// `kT` is [B·Hkv, D, Skv].
-Value probabilities(OpBuilder &b, Location loc, const Layout &l, Value qRows,
-                    Value kT, bool causal, double scale,
-                    OpFoldResult rowOffset) {
-  Value raw = batchMatmul(b, loc, qRows, kT);
-  Value offset = getValueOrCreateConstantIndexOp(b, loc, rowOffset);
-  Value masked = elementwise(
-      b, loc, tensorType(raw), raw,
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value scaled = mulF(nb, nl, a[0], constantFloat(nb, nl, l.elt, scale));
-        if (!causal)
-          return scaled;
-        // Row r of the stacked queries is position r mod S.
-        Value r = arith::AddIOp::create(
-                  nb, nl, linalg::IndexOp::create(nb, nl, 1), offset),
-              j = linalg::IndexOp::create(nb, nl, 2);
-        Value i = arith::RemUIOp::create(
-            nb, nl, r, arith::ConstantIndexOp::create(nb, nl, l.S));
-        Value future =
-            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, j, i);
-        Value ninf = constantFloat(nb, nl, l.elt,
-                                   -std::numeric_limits<double>::infinity());
-        return arith::SelectOp::create(nb, nl, future, ninf, scaled);
+/// One key tile of a query tile: keys [offset, offset + size); `diagonal`
+/// when it is the causal diagonal tile (query and key tiles start at the
+/// same position), the only one that needs the mask.
+using KeyTileBody = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, OpFoldResult offset, int64_t size, bool diagonal,
+    ValueRange state)>;
+
+/// Visits the key tiles a query tile of `size` positions at `offset` sees,
+/// threading `state` through them. Causal: the tiles left of the diagonal
+/// (an scf.for up to `offset`, none for the first query tile), then the
+/// diagonal tile. Otherwise every key tile: the full ones, then the
+/// remainder.
+SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
+                                  bool causal, int64_t tile,
+                                  OpFoldResult offset, int64_t size,
+                                  ValueRange state, KeyTileBody body) {
+  OpFoldResult end = causal ? offset : b.getIndexAttr(l.Skv / tile * tile);
+  SmallVector<Value> values(state);
+  std::optional<int64_t> staticEnd = getConstantIntValue(end);
+  if (staticEnd && *staticEnd == tile) {
+    values = body(b, loc, b.getIndexAttr(0), tile, false, values);
+  } else if (!staticEnd || *staticEnd > 0) {
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = getValueOrCreateConstantIndexOp(b, loc, end);
+    Value step = arith::ConstantIndexOp::create(b, loc, tile);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, values,
+        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
+          scf::YieldOp::create(nb, nl, body(nb, nl, iv, tile, false, args));
+        });
+    values.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  if (causal)
+    return body(b, loc, offset, size, true, values);
+  if (int64_t rest = l.Skv % tile)
+    values = body(b, loc, end, rest, false, values);
+  return values;
+}
+
+/// scale · Q·Kᵀ for a query tile's rows `qTile` ([B·Hkv, R, D]) and key
+/// tile `kTTile` ([B·Hkv, D, C]), masked (−inf above the diagonal: local
+/// row r is position r / G, local key c is position c) on the diagonal tile.
+Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
+             Value kTTile, double scale, bool diagonal) {
+  Value raw = batchMatmul(b, loc, qTile, kTTile);
+  RankedTensorType type = tensorType(raw);
+  MLIRContext *ctx = b.getContext();
+  return generic(
+      b, loc, {}, {}, raw, AffineMap::getMultiDimIdentityMap(3, ctx),
+      iterators(3), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value s = mulF(nb, nl, a[0],
+                       constantFloat(nb, nl, type.getElementType(), scale));
+        if (!diagonal)
+          return s;
+        Value r = linalg::IndexOp::create(nb, nl, 1),
+              c = linalg::IndexOp::create(nb, nl, 2);
+        Value position = arith::DivUIOp::create(
+            nb, nl, r, arith::ConstantIndexOp::create(nb, nl, l.G));
+        Value future = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt,
+                                             c, position);
+        return arith::SelectOp::create(
+            nb, nl, future,
+            constantFloat(nb, nl, type.getElementType(), kNegInf), s);
       });
-  return softmax(b, loc, masked, 2);
-}
-
-/// out += a · b per batch entry, accumulated into `init`.
-Value batchMatmulInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                      Value init) {
-  return linalg::BatchMatmulOp::create(b, loc, ValueRange{lhs, rhs},
-                                       ValueRange{init})
-      .getResult(0);
-}
-
-/// out[:, rows, :] = a · b written into those rows of `dest`.
-Value batchMatmulIntoRows(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                          Value dest, OpFoldResult offset, int64_t size) {
-  return computeIntoSlice(b, loc, 1, dest, offset, size, [&](Value zeroed) {
-    return batchMatmulInto(b, loc, lhs, rhs, zeroed);
-  });
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t chunkBytes)
-      : OpConversionPattern(ctx), chunkBytes(chunkBytes) {}
+  AttentionLowering(MLIRContext *ctx, int64_t tileBytes)
+      : OpConversionPattern(ctx), tileBytes(tileBytes) {}
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+    bool causal = op.getCausal();
+    double scale = op.getScaleOrDefault();
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value kT = transposeMatrices(rewriter, loc, k);
-    int64_t rows = l.G * l.S;
-    int64_t chunk = l.chunkRows(chunkBytes);
-    if (chunk == rows) {
-      Value p = probabilities(rewriter, loc, l, q, kT, op.getCausal(),
-                              op.getScaleOrDefault(), rewriter.getIndexAttr(0));
-      rewriter.replaceOp(
-          op, l.fromQueryRows(rewriter, loc, batchMatmul(rewriter, loc, p, v)));
-      return success();
-    }
-    Value out = tensor::EmptyOp::create(rewriter, loc,
-                                        {l.B * l.Hkv, rows, l.Dv}, l.elt);
-    // Query rows a chunk at a time: only [B·Hkv, chunk, Skv] scores exist.
-    SmallVector<Value> o = forEachChunk(
-        rewriter, loc, rows, chunk, out,
+    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
+    SmallVector<Value> init{
+        tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.Dv}, l.elt),
+        tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G}, l.elt)};
+    SmallVector<Value> results = forEachChunk(
+        rewriter, loc, l.S, tile, init,
         [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
             ValueRange args) -> SmallVector<Value> {
-          Value qc = sliceDim(b, nl, 1, q, offset, size);
-          Value p = probabilities(b, nl, l, qc, kT, op.getCausal(),
-                                  op.getScaleOrDefault(), offset);
-          return {batchMatmulIntoRows(b, nl, p, v, args[0], offset, size)};
+          OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
+          int64_t rows = size * l.G;
+          Value qc = sliceDim(b, nl, 1, q, rowOffset, rows);
+          // Running row max, row sum of exp(s − max) and unnormalised output.
+          SmallVector<Value> state{
+              filled(b, nl, RankedTensorType::get({bh, rows}, l.elt), kNegInf),
+              filled(b, nl, RankedTensorType::get({bh, rows}, l.elt), 0.0),
+              filled(b, nl, RankedTensorType::get({bh, rows, l.Dv}, l.elt),
+                     0.0)};
+          state = forEachKeyTile(
+              b, nl, l, causal, tile, offset, size, state,
+              [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
+                  int64_t keys, bool diagonal,
+                  ValueRange st) -> SmallVector<Value> {
+                Value s = scores(tb, tl, l, qc,
+                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
+                                 scale, diagonal);
+                Value tileMax = reduceAxis(
+                    tb, tl, s, 2, kNegInf,
+                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                    });
+                // alpha = exp(m − max(m, tile max)) rescales what the
+                // earlier tiles summed; then m takes the new max in place.
+                Value alpha = elementwise(
+                    tb, tl, tensorType(tileMax), {st[0], tileMax},
+                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      Value m = arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                      return math::ExpOp::create(nb, nl2,
+                                                 subF(nb, nl2, a[0], m));
+                    });
+                Value m = updateRows(
+                    tb, tl, st[0], tileMax,
+                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                    });
+                Value p = updateRows(
+                    tb, tl, s, m,
+                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      return math::ExpOp::create(nb, nl2,
+                                                 subF(nb, nl2, a[1], a[0]));
+                    });
+                auto rescale = [](OpBuilder &nb, Location nl2,
+                                  ValueRange a) -> Value {
+                  return mulF(nb, nl2, a[1], a[0]);
+                };
+                Value sum = addRowSums(
+                    tb, tl, p, updateRows(tb, tl, st[1], alpha, rescale));
+                Value acc = batchMatmulInto(
+                    tb, tl, p, sliceDim(tb, tl, 1, v, keyOffset, keys),
+                    updateRows(tb, tl, st[2], alpha, rescale));
+                return {m, sum, acc};
+              });
+          // The tile's output rows acc / l and logsumexp rows m + log l.
+          MLIRContext *ctx = b.getContext();
+          Value outRows =
+              generic(b, nl, {state[2], state[1]},
+                      {AffineMap::getMultiDimIdentityMap(3, ctx),
+                       dimsMap(ctx, 3, {0, 1})},
+                      sliceDim(b, nl, 1, args[0], rowOffset, rows),
+                      AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
+                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                        return divF(nb, nl2, a[0], a[1]);
+                      });
+          Value lseRows = generic(
+              b, nl, {state[0], state[1]},
+              {AffineMap::getMultiDimIdentityMap(2, ctx),
+               AffineMap::getMultiDimIdentityMap(2, ctx)},
+              sliceDim(b, nl, 1, args[1], rowOffset, rows),
+              AffineMap::getMultiDimIdentityMap(2, ctx), iterators(2),
+              [](OpBuilder &nb, Location nl2, ValueRange a) {
+                return addF(nb, nl2, a[0], math::LogOp::create(nb, nl2, a[1]));
+              });
+          return {insertDim(b, nl, 1, outRows, args[0], rowOffset),
+                  insertDim(b, nl, 1, lseRows, args[1], rowOffset)};
         });
-    rewriter.replaceOp(op, l.fromQueryRows(rewriter, loc, o[0]));
+    rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, results[0]),
+                            l.fromStatRows(rewriter, loc, results[1])});
     return success();
   }
-  int64_t chunkBytes;
+  int64_t tileBytes;
 };
 
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
-  AttentionGradLowering(MLIRContext *ctx, int64_t chunkBytes)
-      : OpConversionPattern(ctx), chunkBytes(chunkBytes) {}
+  AttentionGradLowering(MLIRContext *ctx, int64_t tileBytes)
+      : OpConversionPattern(ctx), tileBytes(tileBytes) {}
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+    bool causal = op.getCausal();
     double scale = op.getScaleOrDefault();
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
     Value o = l.queryRows(rewriter, loc, adaptor.getOutput());
+    Value lse = l.statRows(rewriter, loc, adaptor.getLogsumexp());
     Value kT = transposeMatrices(rewriter, loc, k);
     Value vT = transposeMatrices(rewriter, loc, v);
-    int64_t rows = l.G * l.S, bh = l.B * l.Hkv;
-    int64_t chunk = l.chunkRows(chunkBytes);
+    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
     SmallVector<Value> init{
-        tensor::EmptyOp::create(rewriter, loc, {bh, rows, l.D}, l.elt),
+        tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
-    // Query rows a chunk at a time, the probabilities recomputed per chunk:
-    // dQ's rows are written, dK and dV accumulate over the chunks.
+    // Per query tile: dQ's rows accumulate over the key tiles it sees and
+    // are written once; dK's and dV's rows accumulate across query tiles.
     SmallVector<Value> grads = forEachChunk(
-        rewriter, loc, rows, chunk, init,
+        rewriter, loc, l.S, tile, init,
         [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
             ValueRange args) -> SmallVector<Value> {
-          Value qc = sliceDim(b, nl, 1, q, offset, size);
-          Value dOc = sliceDim(b, nl, 1, dO, offset, size);
-          Value oc = sliceDim(b, nl, 1, o, offset, size);
-          Value p =
-              probabilities(b, nl, l, qc, kT, op.getCausal(), scale, offset);
-          // dV += Pᵀ·dO and dP = dO·Vᵀ (a query group's rows sum into their
-          // head).
-          Value dv =
-              batchMatmulInto(b, nl, transposeMatrices(b, nl, p), dOc, args[2]);
-          Value dp = batchMatmul(b, nl, dOc, vT);
-          // delta = rowsum(dO ∘ O), dS = scale · P ∘ (dP − delta).
-          Value delta =
-              reduceAxis(b, nl, {dOc, oc}, 2, 0.0,
-                         sumOf([](OpBuilder &nb, Location l2, ValueRange a) {
-                           return mulF(nb, l2, a[0], a[1]);
-                         }));
-          Value ds = rowwise(
-              b, nl, tensorType(p), 2, {p, dp}, delta, {},
-              [&](OpBuilder &nb, Location l2, ValueRange a) {
-                Value d = mulF(nb, l2, a[0], subF(nb, l2, a[1], a[2]));
-                return mulF(nb, l2, d, constantFloat(nb, l2, l.elt, scale));
+          OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
+          int64_t rows = size * l.G;
+          Value qc = sliceDim(b, nl, 1, q, rowOffset, rows);
+          Value dOc = sliceDim(b, nl, 1, dO, rowOffset, rows);
+          Value lsec = sliceDim(b, nl, 1, lse, rowOffset, rows);
+          // delta = rowsum(dO ∘ O).
+          Value delta = reduceAxis(
+              b, nl, {dOc, sliceDim(b, nl, 1, o, rowOffset, rows)}, 2, 0.0,
+              sumOf([](OpBuilder &nb, Location nl2, ValueRange a) {
+                return mulF(nb, nl2, a[0], a[1]);
+              }));
+          Value dqRows = sliceDim(b, nl, 1, args[0], rowOffset, rows);
+          Value zero = constantFloat(b, nl, l.elt, 0.0);
+          SmallVector<Value> state{
+              linalg::FillOp::create(b, nl, zero, dqRows).getResult(0), args[1],
+              args[2]};
+          state = forEachKeyTile(
+              b, nl, l, causal, tile, offset, size, state,
+              [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
+                  int64_t keys, bool diagonal,
+                  ValueRange st) -> SmallVector<Value> {
+                Value s = scores(tb, tl, l, qc,
+                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
+                                 scale, diagonal);
+                // P = exp(s − logsumexp), in place of the scores.
+                Value p = updateRows(
+                    tb, tl, s, lsec,
+                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      return math::ExpOp::create(nb, nl2,
+                                                 subF(nb, nl2, a[1], a[0]));
+                    });
+                // dV rows += Pᵀ·dO.
+                Value dvRows = batchMatmulInto(
+                    tb, tl, transposeMatrices(tb, tl, p), dOc,
+                    sliceDim(tb, tl, 1, st[2], keyOffset, keys));
+                // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP.
+                Value dp = batchMatmul(
+                    tb, tl, dOc, sliceDim(tb, tl, 2, vT, keyOffset, keys));
+                MLIRContext *ctx = tb.getContext();
+                Value ds = generic(
+                    tb, tl, {p, delta},
+                    {AffineMap::getMultiDimIdentityMap(3, ctx),
+                     dimsMap(ctx, 3, {0, 1})},
+                    dp, AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
+                    [&](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                      Value d = mulF(nb, nl2, a[0], subF(nb, nl2, a[2], a[1]));
+                      return mulF(nb, nl2, d,
+                                  constantFloat(nb, nl2, l.elt, scale));
+                    });
+                // dQ rows += dS·K, dK rows += dSᵀ·Q.
+                Value dq = batchMatmulInto(
+                    tb, tl, ds, sliceDim(tb, tl, 1, k, keyOffset, keys), st[0]);
+                Value dkRows = batchMatmulInto(
+                    tb, tl, transposeMatrices(tb, tl, ds), qc,
+                    sliceDim(tb, tl, 1, st[1], keyOffset, keys));
+                return {dq, insertDim(tb, tl, 1, dkRows, st[1], keyOffset),
+                        insertDim(tb, tl, 1, dvRows, st[2], keyOffset)};
               });
-          // dQ rows = dS·K, dK += dSᵀ·Q.
-          Value dq = batchMatmulIntoRows(b, nl, ds, k, args[0], offset, size);
-          Value dk =
-              batchMatmulInto(b, nl, transposeMatrices(b, nl, ds), qc, args[1]);
-          return {dq, dk, dv};
+          return {insertDim(b, nl, 1, state[0], args[0], rowOffset), state[1],
+                  state[2]};
         });
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});
     return success();
   }
-  int64_t chunkBytes;
+  int64_t tileBytes;
 };
 
 } // namespace
 
 void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                                   int64_t chunkBytes) {
+                                                   int64_t tileBytes) {
   patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext(),
-                                                         chunkBytes);
+                                                         tileBytes);
 }

@@ -35,7 +35,7 @@ struct ConvertTGToLinalgPass
     populateTGElementwiseToLinalgPatterns(patterns);
     populateTGMatmulToLinalgPatterns(patterns);
     populateTGReductionToLinalgPatterns(patterns);
-    populateTGAttentionToLinalgPatterns(patterns, attentionChunkBytes);
+    populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes);
     populateTGOptimizerToLinalgPatterns(patterns);
     populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

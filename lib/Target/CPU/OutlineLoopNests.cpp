@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Conversion/LoopBodies.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Target/CPU/Passes.h"
@@ -121,13 +122,17 @@ struct TGCOutlineLoopNestsPass
         continue;
       int index = 0;
       // The step's body, and the bodies of its loops that hold parallel
-      // loops (the fused loss's loop over row chunks): those loops stay in
-      // place and their bodies are outlined like the step's, so the
-      // matmuls' tiles inside them get noalias buffers too.
-      SmallVector<Block *> blocks{&func.getBody().front()};
-      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
-        if (loop.getNumResults() == 0 && containsParallelLoop(loop))
-          blocks.push_back(loop.getBody());
+      // loops, at any depth (the fused loss's loop over row chunks,
+      // attention's query and key tiles): those loops stay in place and
+      // their bodies are outlined like the step's, so the matmuls' tiles
+      // inside them get noalias buffers too.
+      SmallVector<Block *> blocks;
+      tgc::collectLoopBodies(
+          func.getBody().front(),
+          [](scf::ForOp loop) {
+            return loop.getNumResults() == 0 && containsParallelLoop(loop);
+          },
+          blocks);
       SmallVector<SmallVector<Operation *>> nests;
       for (Block *block : blocks)
         for (auto loop : block->getOps<scf::ForOp>())

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Conversion/LoopBodies.h"
 #include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,11 +55,11 @@ struct TGCParallelizeLoopsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      // The function's ops and those of its top-level loops' bodies (the
-      // chunk loops of the fused loss and of attention).
-      SmallVector<Block *> blocks{&func.getBody().front()};
-      for (auto loop : func.getBody().front().getOps<scf::ForOp>())
-        blocks.push_back(loop.getBody());
+      // The function's ops and those of its loops' bodies at any depth
+      // (the chunk loops of the fused loss, attention's tile loops).
+      SmallVector<Block *> blocks;
+      tgc::collectLoopBodies(
+          func.getBody().front(), [](scf::ForOp) { return true; }, blocks);
       for (Block *block : blocks)
         for (Operation &op : *block)
           if (auto linalgOp = llvm::dyn_cast<linalg::LinalgOp>(&op))

@@ -46,7 +46,7 @@ func.func @relu_add(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK: math.exp
 // CHECK: linalg.batch_matmul
 func.func @attention(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>) -> tensor<1x4x2x8xf32> {
-  %o = tg.attention %q, %k, %k {causal} : tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32> -> tensor<1x4x2x8xf32>
+  %o, %o_lse = tg.attention %q, %k, %k {causal} : tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32> -> tensor<1x4x2x8xf32>, tensor<1x4x2xf32>
   return %o : tensor<1x4x2x8xf32>
 }
 

@@ -388,9 +388,11 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   if (getValue().getType().getDimSize(3) != getQuery().getType().getDimSize(3))
     return emitOpError("gradient needs the value head size to equal the "
                        "query/key head size");
-  auto grad = AttentionGradOp::create(b, getLoc(), resultGrads[0], getQuery(),
-                                      getKey(), getValue(), getResult(),
-                                      getCausal(), getScaleAttr());
+  if (resultGrads[1])
+    return emitOpError("has no gradient rule for its logsumexp result");
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), resultGrads[0], getQuery(), getKey(), getValue(),
+      getResult(), getLogsumexp(), getCausal(), getScaleAttr());
   grads.push_back(needsGrad[0] ? grad.getQueryGrad() : Value());
   grads.push_back(needsGrad[1] ? grad.getKeyGrad() : Value());
   grads.push_back(needsGrad[2] ? grad.getValueGrad() : Value());

@@ -432,11 +432,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   TG_DIAG(AttentionOp)
-  return pushInferred(inferAttention(tensorTypeOf(adaptor.getQuery()),
-                                     tensorTypeOf(adaptor.getKey()),
-                                     tensorTypeOf(adaptor.getValue()),
-                                     adaptor.getCausal(), diag),
-                      inferred);
+  RankedTensorType query = tensorTypeOf(adaptor.getQuery());
+  if (failed(pushInferred(inferAttention(query, tensorTypeOf(adaptor.getKey()),
+                                         tensorTypeOf(adaptor.getValue()),
+                                         adaptor.getCausal(), diag),
+                          inferred)))
+    return failure();
+  inferred.push_back(attentionLogSumExpType(query));
+  return success();
 }
 
 double AttentionOp::getScaleOrDefault() {
@@ -546,8 +549,16 @@ LogicalResult LayerNormGradOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   VerifierDiagnostics diag{getOperation()};
-  return inferAttention(getQuery().getType(), getKey().getType(),
-                        getValue().getType(), getCausal(), ErrorEmitter(diag));
+  if (failed(inferAttention(getQuery().getType(), getKey().getType(),
+                            getValue().getType(), getCausal(),
+                            ErrorEmitter(diag))))
+    return failure();
+  RankedTensorType expected = attentionLogSumExpType(getQuery().getType());
+  if (getLogsumexp().getType() != expected)
+    return emitOpError("logsumexp must be ")
+           << expected << " (one value per query row), got "
+           << getLogsumexp().getType();
+  return success();
 }
 
 double AttentionGradOp::getScaleOrDefault() {

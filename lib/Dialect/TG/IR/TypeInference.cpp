@@ -261,6 +261,11 @@ FailureOr<RankedTensorType> mlir::tg::inferNorm(RankedTensorType input,
   return input;
 }
 
+RankedTensorType mlir::tg::attentionLogSumExpType(RankedTensorType query) {
+  ArrayRef<int64_t> q = query.getShape();
+  return RankedTensorType::get({q[0], q[1], q[2]}, query.getElementType());
+}
+
 FailureOr<RankedTensorType> mlir::tg::inferAttention(RankedTensorType query,
                                                      RankedTensorType key,
                                                      RankedTensorType value,

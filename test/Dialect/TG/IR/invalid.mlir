@@ -288,7 +288,7 @@ func.func @rope_failure_theta(%x: tensor<2x8x4x4xf32>) {
 func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op query must be [B, S, H, D], got rank 3}}
-  %0 = tg.attention %q, %k, %k : tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  %0, %lse = tg.attention %q, %k, %k : tensor<2x8x16xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   return
 }
 
@@ -297,7 +297,7 @@ func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32
 func.func @attention_failure_groups(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x3x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op key/value heads (3) must divide query heads (4)}}
-  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32> -> tensor<2x8x4x4xf32>
+  %0, %lse = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   return
 }
 
@@ -306,7 +306,7 @@ func.func @attention_failure_groups(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x3x4x
 func.func @attention_failure_head_dim(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x8xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op query head dim 4 differs from key head dim 8}}
-  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32> -> tensor<2x8x4x8xf32>
+  %0, %lse = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32> -> tensor<2x8x4x8xf32>, tensor<2x8x4xf32>
   return
 }
 
@@ -315,7 +315,7 @@ func.func @attention_failure_head_dim(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x
 func.func @attention_failure_batch(%q: tensor<2x8x4x4xf32>, %k: tensor<3x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op batch sizes differ: query 2, key 3, value 3}}
-  %0 = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<3x8x4x4xf32>, tensor<3x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  %0, %lse = tg.attention %q, %k, %k : tensor<2x8x4x4xf32>, tensor<3x8x4x4xf32>, tensor<3x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   return
 }
 
@@ -324,7 +324,7 @@ func.func @attention_failure_batch(%q: tensor<2x8x4x4xf32>, %k: tensor<3x8x4x4xf
 func.func @attention_failure_kv(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x4xf32>, %v: tensor<2x6x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op key [2, 8, 4, 4] and value [2, 6, 4, 4] must agree on sequence length and heads}}
-  %0 = tg.attention %q, %k, %v : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x6x4x4xf32> -> tensor<2x8x4x4xf32>
+  %0, %lse = tg.attention %q, %k, %v : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x6x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   return
 }
 
@@ -333,7 +333,15 @@ func.func @attention_failure_kv(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x4x4xf32>
 func.func @attention_failure_causal(%q: tensor<2x4x4x4xf32>, %k: tensor<2x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op causal attention needs equal query and key lengths, got 4 and 8}}
-  %0 = tg.attention %q, %k, %k {causal} : tensor<2x4x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x4x4x4xf32>
+  %0, %lse = tg.attention %q, %k, %k {causal} : tensor<2x4x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x4x4x4xf32>, tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_logsumexp_shape(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error@+1 {{'tg.attention_grad' op logsumexp must be 'tensor<2x8x4xf32>' (one value per query row), got 'tensor<2x4x8xf32>'}}
+  %dq, %dk, %dv = tg.attention_grad %q, %q, %k, %k, %q, %lse {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x4x8xf32>
   return
 }
 

@@ -78,10 +78,12 @@ func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
   %r = tg.rope %q {theta = 500000.0 : f64} : tensor<2x8x4x4xf32>
   // CHECK: tg.rope %{{.*}} : tensor<2x8x2x4xf32>
   %rk = tg.rope %kv : tensor<2x8x2x4xf32>
-  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
-  %a = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
-  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
-  %a2 = tg.attention %q, %q, %q {scale = 0.125 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  %a, %a_lse = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  %a2, %a2_lse = tg.attention %q, %q, %q {scale = 0.125 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  // CHECK: tg.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4xf32>
+  %dq, %dk, %dv = tg.attention_grad %a, %r, %rk, %kv, %a, %a_lse {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4xf32>
   // CHECK: tg.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
   %l = tg.cross_entropy %logits, %targets {ignore_index = -100 : i64} : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
   return %l : tensor<f32>

@@ -81,8 +81,8 @@ func.func @forward(%e: tensor<8x4xf32> {tg.param = "embed"}, %unused: tensor<3xf
 // reshape/transpose.
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[Q:.*]] = tg.rope %[[Q0:.*]] : tensor<1x4x4x2xf32>
-// CHECK: %[[O:.*]] = tg.attention %[[Q]], %[[K:.*]], %[[V:.*]] {causal}
-// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = tg.attention_grad %{{.*}}, %[[Q]], %[[K]], %[[V]], %[[O]] {causal} : tensor<1x4x4x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.attention %[[Q]], %[[K:.*]], %[[V:.*]] {causal}
+// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = tg.attention_grad %{{.*}}, %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]] {causal} : tensor<1x4x4x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x4xf32>
 // CHECK: tg.rope %{{.*}} {inverse} : tensor<1x4x4x2xf32>
 func.func @forward(%wq: tensor<8x8xf32> {tg.param = "q"}, %wkv: tensor<4x8xf32> {tg.param = "kv"},
                    %x: tensor<1x4x8xf32> {tg.input = "x"}, %t: tensor<1x4xi32> {tg.input = "t"}) -> tensor<f32> {
@@ -91,7 +91,7 @@ func.func @forward(%wq: tensor<8x8xf32> {tg.param = "q"}, %wkv: tensor<4x8xf32> 
   %q4 = tg.reshape %q : tensor<1x4x8xf32> -> tensor<1x4x4x2xf32>
   %k4 = tg.reshape %kv : tensor<1x4x4xf32> -> tensor<1x4x2x2xf32>
   %qr = tg.rope %q4 : tensor<1x4x4x2xf32>
-  %o = tg.attention %qr, %k4, %k4 {causal} : tensor<1x4x4x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32> -> tensor<1x4x4x2xf32>
+  %o, %o_lse = tg.attention %qr, %k4, %k4 {causal} : tensor<1x4x4x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32> -> tensor<1x4x4x2xf32>, tensor<1x4x4xf32>
   %o2 = tg.reshape %o : tensor<1x4x4x2xf32> -> tensor<1x4x8xf32>
   %loss = tg.cross_entropy %o2, %t : tensor<1x4x8xf32>, tensor<1x4xi32> -> tensor<f32>
   return %loss : tensor<f32>

@@ -469,18 +469,25 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_Differentiable]> {
     `causal`, position `i` sees keys `0..i` (then `S == Skv`). `scale`
     defaults to `1/sqrt(D)`.
 
+    The second result, `logsumexp` (`[B, S, Hq]`), is each query row's
+    `log Σ_j exp(scale · q·k_j + mask_j)`: the one statistic the gradient
+    needs to recompute the probabilities tile by tile
+    (`P = exp(scale · Q Kᵀ + mask − logsumexp)`), as FlashAttention keeps it.
+    Its own gradient is not defined (nothing but `tg.attention_grad` may
+    need it).
+
     Example:
     ```mlir
-    %o = tg.attention %q, %k, %v {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32> -> tensor<2x8x4x16xf32>
+    %o, %lse = tg.attention %q, %k, %v {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32> -> tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale);
-  let results = (outs TG_FloatTensor:$result);
+  let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
-    type($value) `->` type($result)
+    type($value) `->` type($result) `,` type($logsumexp)
   }];
   let extraClassDeclaration = [{
     /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D).
@@ -726,8 +733,9 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
     AllTypesMatch<["value", "value_grad"]>]> {
   let summary = "Gradients of attention with respect to query, key and value";
   let description = [{
-    From the output gradient, the forward inputs and output, recomputing the
-    probabilities `P = softmax(scale·QKᵀ + mask)` (never stored):
+    From the output gradient, the forward inputs, output and per-row
+    `logsumexp`, recomputing the probabilities
+    `P = exp(scale·QKᵀ + mask − logsumexp)` (never stored):
     `dV = Pᵀ dO`, `dP = dO Vᵀ`, `dS = P ∘ (dP − rowsum(dO ∘ O))`,
     `dQ = scale · dS K`, `dK = scale · dSᵀ Q`. With grouped-query attention
     the gradients of a shared key/value head are summed over its query group.
@@ -736,18 +744,18 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
 
     Example:
     ```mlir
-    %dq, %dk, %dv = tg.attention_grad %do, %q, %k, %v, %o {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    %dq, %dk, %dv = tg.attention_grad %do, %q, %k, %v, %o, %lse {causal} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$query,
                        TG_FloatTensor:$key, TG_FloatTensor:$value,
-                       TG_FloatTensor:$output, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       TG_FloatTensor:$output, TG_FloatTensor:$logsumexp,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $grad `,` $query `,` $key `,` $value `,` $output attr-dict `:`
-    type($query) `,` type($key) `,` type($value)
+    $grad `,` $query `,` $key `,` $value `,` $output `,` $logsumexp attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($logsumexp)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -63,6 +63,10 @@ FailureOr<RankedTensorType> inferNorm(RankedTensorType input,
                                       RankedTensorType weight,
                                       RankedTensorType bias,
                                       ErrorEmitter emitError);
+/// The per-row logsumexp of attention over `query` ([B, S, Hq, D]):
+/// [B, S, Hq] of its element type.
+RankedTensorType attentionLogSumExpType(RankedTensorType query);
+
 FailureOr<RankedTensorType> inferAttention(RankedTensorType query,
                                            RankedTensorType key,
                                            RankedTensorType value, bool causal,

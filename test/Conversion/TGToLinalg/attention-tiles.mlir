@@ -1,0 +1,88 @@
+// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
+
+// FlashAttention tiles: S = 100 positions, G = 2 query heads per key/value
+// head, f32 scores: a budget of 8192 bytes gives T = 32 positions per tile
+// (T·G·T·4 bytes): query tiles of 64 rows against key tiles of 32 keys.
+// Three full query tiles (an scf.for) and a remainder of 4 positions. Causal: each query tile visits the key tiles left of the
+// diagonal (an scf.for up to its own offset), unmasked, then the diagonal
+// tile, the only one with the mask (a compare of key and row position).
+// Never a score tensor over the whole sequence.
+
+// CHECK-LABEL: func.func @attention
+// CHECK-NOT: tensor<1x200x100xf32>
+// CHECK: scf.for %[[Q:.*]] = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x200x4xf32>, tensor<1x200xf32>)
+// CHECK: %[[ROW:.*]] = arith.muli %[[Q]], %c2
+// CHECK: tensor.extract_slice {{.*}}[0, %[[ROW]], 0] [1, 64, 4]
+// The key tiles left of the diagonal: an online softmax, no mask.
+// CHECK: scf.for %[[K:.*]] = %c0 to %[[Q]] step %c32 iter_args({{.*}}) -> (tensor<1x64xf32>, tensor<1x64xf32>, tensor<1x64x4xf32>)
+// CHECK: tensor.extract_slice {{.*}}[0, 0, %[[K]]] [1, 4, 32]
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
+// CHECK-NOT: arith.cmpi
+// CHECK: math.exp
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x4xf32>
+// CHECK: scf.yield
+// The diagonal tile, masked.
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
+// CHECK: arith.cmpi ugt
+// CHECK: arith.select
+// The output rows acc / l and the logsumexp rows m + log l.
+// CHECK: arith.divf
+// CHECK: math.log
+// CHECK: scf.yield
+// The remainder: 4 positions (8 rows) against three full key tiles and a
+// 4-key diagonal tile.
+// CHECK: scf.for {{.*}} = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x4xf32>)
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x8x32xf32>
+// CHECK: scf.yield
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x8x4xf32>
+// CHECK: arith.cmpi ugt
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x8x4xf32>
+// CHECK-NOT: tensor<1x200x100xf32>
+// CHECK: return
+// WHOLE-LABEL: func.func @attention
+// WHOLE-NOT: scf.for
+// WHOLE: linalg.batch_matmul {{.*}} -> tensor<1x200x100xf32>
+func.func @attention(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tensor<1x100x1x4xf32>) -> (tensor<1x100x2x4xf32>, tensor<1x100x2xf32>) {
+  %o, %lse = tg.attention %q, %k, %v {causal} : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32> -> tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
+  return %o, %lse : tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
+}
+
+// Not causal, more keys than queries: every query tile visits the full key
+// tiles (a loop with a static bound) and the remainder, none masked.
+// CHECK-LABEL: func.func @cross
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.for {{.*}} = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x200x4xf32>, tensor<1x200xf32>)
+// CHECK: scf.for {{.*}} = %c0 to %c96 step %c32
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
+// CHECK: scf.yield
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x4xf32>
+// CHECK-NOT: arith.cmpi
+// CHECK: return
+func.func @cross(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tensor<1x100x1x4xf32>) -> tensor<1x100x2x4xf32> {
+  %o, %lse = tg.attention %q, %k, %v : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32> -> tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
+  return %o : tensor<1x100x2x4xf32>
+}
+
+// The gradient: per query tile, dQ's rows accumulate over the key tiles and
+// are written once; dK's and dV's rows accumulate in place; the
+// probabilities come from the logsumexp (no row max, no row sum).
+// CHECK-LABEL: func.func @grad
+// CHECK-NOT: tensor<1x200x100xf32>
+// CHECK: scf.for %[[GQ:.*]] = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x200x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
+// CHECK: scf.for %[[GK:.*]] = %c0 to %[[GQ]] step %c32 iter_args({{.*}}) -> (tensor<1x64x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
+// CHECK-NOT: arith.maximumf
+// CHECK: math.exp
+// CHECK: tensor.extract_slice {{.*}}[0, %[[GK]], 0] [1, 32, 4]
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x32x4xf32>
+// CHECK: tensor.insert_slice {{.*}}[0, %[[GK]], 0] [1, 32, 4]
+// CHECK: scf.yield
+// CHECK: arith.cmpi ugt
+// CHECK: scf.yield
+// CHECK-NOT: tensor<1x200x100xf32>
+// CHECK: return
+func.func @grad(%g: tensor<1x100x2x4xf32>, %q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tensor<1x100x1x4xf32>, %o: tensor<1x100x2x4xf32>, %lse: tensor<1x100x2xf32>) -> (tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32>) {
+  %dq, %dk, %dv = tg.attention_grad %g, %q, %k, %v, %o, %lse {causal} : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x2xf32>
+  return %dq, %dk, %dv : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32>
+}

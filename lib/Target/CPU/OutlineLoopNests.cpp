@@ -32,25 +32,52 @@ bool isClonable(Operation *op) {
                    memref::ReinterpretCastOp, memref::ViewOp>(op);
 }
 
+/// How many ops enclose `op`: a def can only use values of its own block or
+/// of enclosing ones, so (depth, position in block) orders defs for cloning.
+int64_t depthOf(Operation *op) {
+  int64_t depth = 0;
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+    ++depth;
+  return depth;
+}
+
 /// Clones the clonable producers of values `region` uses from above into its
-/// entry block, until only roots are left.
+/// entry block, until only roots are left. The uses are rewritten by one
+/// walk of the region per round: a constant such as `%c0` has thousands of
+/// uses in a step, so rewriting through its use list made outlining
+/// quadratic.
 void sinkClonableProducers(Region &region) {
   Block &entry = region.front();
-  bool changed = true;
-  while (changed) {
-    changed = false;
+  while (true) {
     llvm::SetVector<Value> above;
     getUsedValuesDefinedAbove(region, above);
-    for (Value value : above) {
-      Operation *def = value.getDefiningOp();
-      if (!def || !isClonable(def))
-        continue;
-      OpBuilder b(&entry, entry.begin());
+    SmallVector<Operation *> defs;
+    for (Value value : above)
+      if (Operation *def = value.getDefiningOp(); def && isClonable(def))
+        defs.push_back(def);
+    if (defs.empty())
+      return;
+    llvm::sort(defs);
+    defs.erase(std::unique(defs.begin(), defs.end()), defs.end());
+    llvm::stable_sort(defs, [](Operation *a, Operation *b) {
+      int64_t da = depthOf(a), db = depthOf(b);
+      if (da != db)
+        return da < db;
+      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+    });
+    // Operands first: each clone goes after the clones of what it uses.
+    OpBuilder b(&entry, entry.begin());
+    IRMapping clones;
+    for (Operation *def : defs) {
       Operation *clone = b.clone(*def);
       for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
-        replaceAllUsesInRegionWith(from, to, region);
-      changed = true;
+        clones.map(from, to);
     }
+    region.walk([&](Operation *op) {
+      for (OpOperand &operand : op->getOpOperands())
+        if (Value to = clones.lookupOrNull(operand.get()))
+          operand.set(to);
+    });
   }
 }
 

@@ -15,8 +15,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -264,11 +266,10 @@ std::string registerSchedule(const std::map<std::string, Tiles> &configs,
   return s;
 }
 
-/// Phase 4, after vectorisation: accumulators out of the K loop, the
-/// contractions as FMAs. Each greedy set apart: lower_masks or the vector
-/// lowerings in one set with canonicalisation ping-pong on constant masks
-/// and 1-row tiles (memory without bound).
-std::string loweringSchedule() {
+/// Phase 4, after vectorisation: canonical transfers and loop-invariant
+/// code out of the tile loops; then (hoistAccumulators) the accumulators
+/// out of the K loop.
+std::string cleanupSchedule() {
   std::string s = kHeader;
   s += R"mlir(
   %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
@@ -284,7 +285,43 @@ std::string loweringSchedule() {
     transform.apply_cse to %f : !transform.any_op
     %loops = transform.structured.match ops{["scf.for"]} in %f : (!transform.any_op) -> !transform.any_op
     transform.apply_licm to %loops : !transform.any_op
-    %f2 = transform.structured.hoist_redundant_vector_transfers %f : (!transform.any_op) -> !transform.any_op
+  }
+)mlir";
+  s += kFooter;
+  return s;
+}
+
+/// The accumulators of each matmul's tile loops read once before its K loop
+/// and written once after it. Per loop nest (an output tile's scf.forall, or
+/// the outermost loop of a nest without one: a small matmul, a chunk loop's
+/// tiles), not per function: upstream's hoisting restarts its walk of the
+/// whole root after every hoist, which over a step's function was quadratic
+/// in its matmuls.
+void hoistAccumulators(ModuleOp module) {
+  SmallVector<Operation *> nests;
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    bool nest = llvm::isa<scf::ForallOp>(op);
+    if (auto loop = llvm::dyn_cast<scf::ForOp>(op))
+      nest = !loop->walk([](scf::ForallOp) { return WalkResult::interrupt(); })
+                  .wasInterrupted();
+    if (!nest)
+      return WalkResult::advance();
+    nests.push_back(op);
+    return WalkResult::skip();
+  });
+  for (Operation *nest : nests)
+    linalg::hoistRedundantVectorTransfers(nest);
+}
+
+/// Phase 5: the contractions as FMAs. Each greedy set apart: lower_masks or
+/// the vector lowerings in one set with canonicalisation ping-pong on
+/// constant masks and 1-row tiles (memory without bound).
+std::string loweringSchedule() {
+  std::string s = kHeader;
+  s += R"mlir(
+  %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+  transform.foreach %funcs : !transform.any_op {
+  ^bb0(%f2: !transform.any_op):
     transform.apply_patterns to %f2 {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -513,7 +550,10 @@ struct TGCVectorizeMatmulsPass
     int64_t lanes = vectorBits / 32;
     if (failed(runSchedule(module, registerSchedule(configs, lanes))) ||
         failed(vectorizeTiles(module, configs, lanes)) ||
-        failed(runSchedule(module, loweringSchedule())))
+        failed(runSchedule(module, cleanupSchedule())))
+      return signalPassFailure();
+    hoistAccumulators(module);
+    if (failed(runSchedule(module, loweringSchedule())))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });
   }

@@ -26,6 +26,18 @@
 // CHECK: memref.alloc() {tgc.arena_offset = 0 : i64} : memref<64xf32>
 // CHECK: scf.for
 // CHECK-NEXT: memref.alloc() {tgc.arena_offset = 256 : i64} : memref<64xf32>
+// Nested loops (attention's query tiles around key tiles): the inner body's
+// buffers are planned too; a buffer of the outer body read inside the
+// inner loop lives until that loop ends, so the inner buffer does not share
+// its bytes, while a buffer allocated after the inner loop may take the
+// inner one's place.
+// CHECK-LABEL: func.func @nested
+// CHECK-SAME: tgc.arena_bytes = 512 : i64
+// CHECK: scf.for
+// CHECK-NEXT: memref.alloc() {tgc.arena_offset = 0 : i64} : memref<64xf32>
+// CHECK: scf.for
+// CHECK-NEXT: memref.alloc() {tgc.arena_offset = 256 : i64} : memref<64xf32>
+// CHECK: memref.alloc() {tgc.arena_offset = 256 : i64} : memref<64xf32>
 // Yielded to the next iteration: escapes, stays on the heap.
 // CHECK-LABEL: func.func @carried
 // CHECK: memref.alloc() : memref<4xf32>
@@ -79,6 +91,28 @@ func.func @chunks(%in: memref<64xf32>, %out: memref<64xf32>) {
     memref.copy %big, %t : memref<64xf32> to memref<64xf32>
     memref.copy %t, %out : memref<64xf32> to memref<64xf32>
     memref.dealloc %t : memref<64xf32>
+  }
+  return
+}
+
+func.func @nested(%in: memref<64xf32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    %q = memref.alloc() : memref<64xf32>
+    memref.copy %in, %q : memref<64xf32> to memref<64xf32>
+    scf.for %j = %c0 to %i step %c1 {
+      %s = memref.alloc() : memref<64xf32>
+      memref.copy %q, %s : memref<64xf32> to memref<64xf32>
+      memref.copy %s, %out : memref<64xf32> to memref<64xf32>
+      memref.dealloc %s : memref<64xf32>
+    }
+    %o = memref.alloc() : memref<64xf32>
+    memref.copy %q, %o : memref<64xf32> to memref<64xf32>
+    memref.copy %o, %out : memref<64xf32> to memref<64xf32>
+    memref.dealloc %o : memref<64xf32>
+    memref.dealloc %q : memref<64xf32>
   }
   return
 }

@@ -71,6 +71,7 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   remat.policy = options.remat;
   remat.memoryBudget = options.memoryBudget;
   remat.report = options.rematReport;
+  remat.fusedRecompute = options.fusion != mlir::tg::FusionMode::None;
   pm.addPass(mlir::tg::createTGRematPass(remat));
   if (scheduleUpdates)
     pm.addPass(mlir::tg::createTGScheduleUpdatesPass());

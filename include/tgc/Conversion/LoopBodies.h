@@ -1,4 +1,5 @@
-//===- LoopBodies.h - the blocks of a step and of its chunk loops -*- C++ -*-===//
+//===- LoopBodies.h - the blocks of a step and of its chunk loops -*- C++
+//-*-===//
 //
 // The lowering leaves sequential scf.for loops over chunks and tiles (the
 // fused loss's row chunks, attention's query and key tiles, nested) around
@@ -16,9 +17,10 @@ namespace tgc {
 
 /// Appends `block` and, recursively, the bodies of the scf.for loops in it
 /// that `descend` accepts.
-inline void collectLoopBodies(
-    mlir::Block &block, llvm::function_ref<bool(mlir::scf::ForOp)> descend,
-    llvm::SmallVectorImpl<mlir::Block *> &blocks) {
+inline void
+collectLoopBodies(mlir::Block &block,
+                  llvm::function_ref<bool(mlir::scf::ForOp)> descend,
+                  llvm::SmallVectorImpl<mlir::Block *> &blocks) {
   blocks.push_back(&block);
   for (auto loop : block.getOps<mlir::scf::ForOp>())
     if (descend(loop))

@@ -281,6 +281,52 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
   return recompute;
 }
 
+/// At most this many FLOPs per element of the value it stops keeping: an
+/// op this cheap (elementwise, a norm, a gather) costs less to recompute
+/// inside the backward kernel that reads it than to write and read back.
+constexpr double kFusedRecomputeFlopsPerElement = 16;
+
+/// Values a fused backward kernel recomputes from what the reverse graph
+/// reads anyway (SiLU and SiLU·up from the kept gate and up projections,
+/// RMSNorm's output from its kept input and weight): cheap forward ops whose
+/// operands are all kept anyway (read by the reverse graph, arguments,
+/// constants, views of those, or recomputed this way themselves), so that
+/// recomputing them adds FLOPs and keeps no new value alive.
+llvm::DenseSet<Operation *> fusedRecomputePlan(const StepGraph &graph) {
+  llvm::DenseSet<Operation *> recompute;
+  llvm::DenseSet<Value> available;
+  auto isAvailable = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || def->hasTrait<OpTrait::ConstantLike>() ||
+           graph.readByBackward.contains(def) || available.contains(v);
+  };
+  for (Operation *op : graph.forwardOps) {
+    bool operandsKept = llvm::all_of(op->getOperands(), isAvailable);
+    if (!operandsKept)
+      continue;
+    if (isView(op)) {
+      for (Value r : op->getResults())
+        available.insert(r);
+      continue;
+    }
+    int64_t elements = 0;
+    for (Value r : op->getResults())
+      if (auto t = llvm::dyn_cast<RankedTensorType>(r.getType()))
+        elements += t.getNumElements();
+    bool cheap =
+        elements > 0 && !isMatmulClass(op) &&
+        static_cast<double>(getOpCost(op).flops) <=
+            kFusedRecomputeFlopsPerElement * static_cast<double>(elements);
+    if (!cheap || annotation(op) == "save" ||
+        !graph.readByBackward.contains(op))
+      continue;
+    recompute.insert(op);
+    for (Value r : op->getResults())
+      available.insert(r);
+  }
+  return recompute;
+}
+
 /// Selective: bytes decide, FLOPs only break ties (2^-20 bytes per FLOP).
 constexpr double kSelectiveLambda = 1.0 / (1 << 20);
 
@@ -314,6 +360,9 @@ std::string reasonFor(Operation *op, bool recomputed, RematPolicy policy,
     return ("annotated tg.remat = \"" + a + "\"").str();
   switch (policy) {
   case RematPolicy::None:
+    if (recomputed)
+      return "cheap, from values kept anyway: recomputed in the fused "
+             "backward kernels";
     return "policy none keeps every value the reverse graph reads";
   case RematPolicy::Layers: {
     std::optional<int64_t> layer = layerOf(op);
@@ -430,7 +479,8 @@ FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
 
 FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
                                                RematPolicy policy,
-                                               MemoryBudget budget) {
+                                               MemoryBudget budget,
+                                               bool fusedRecompute) {
   RematResult result;
   result.policy = policy;
   StepGraph graph = analyzeStep(step);
@@ -442,6 +492,14 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
   std::string chosen;
   switch (policy) {
   case RematPolicy::None:
+    // Kept only where the plan's peak falls: the planner weighs the bytes
+    // the values free against what the recomputation holds alive.
+    if (fusedRecompute) {
+      Candidate fused{"fused recompute", fusedRecomputePlan(graph)};
+      evaluate(step, fused);
+      if (!fused.recompute.empty() && fused.peak < result.plannedPeakWithout)
+        recompute = std::move(fused.recompute);
+    }
     break;
   case RematPolicy::Layers:
     if (!hasLayers)
@@ -552,7 +610,8 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
           << trainStepName;
       return signalPassFailure();
     }
-    FailureOr<RematResult> result = rematerialize(step, policy, budget);
+    FailureOr<RematResult> result =
+        rematerialize(step, policy, budget, fusedRecompute);
     if (failed(result))
       return signalPassFailure();
     if (report)

@@ -361,6 +361,15 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
       when no other plan fits. Fails with the smallest reachable peak when
       nothing fits. As the budget falls the chosen peak never rises.
 
+    With `fused-recompute` (set when fusion is on), policy `none` still
+    recomputes the values a fused backward kernel remakes from what the
+    reverse graph keeps anyway: forward ops of at most 16 FLOPs per result
+    element (elementwise ops, norms, gathers; never products or attention)
+    whose operands are all kept anyway, e.g. SiLU(gate) and SiLU(gate)·up
+    from the kept gate and up projections, or RMSNorm's output from its
+    kept input. They add FLOPs but keep nothing new alive; the set is used
+    only when it lowers the planned peak.
+
     `tg.remat = "save"` or `"recompute"` on a forward op wins over every
     policy. With `report` each decision (value, bytes, FLOPs, why) goes to
     stderr.
@@ -378,6 +387,9 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
            "(0.4, 40%)">,
     Option<"report", "report", "bool", "false",
            "Print every decision to stderr">,
+    Option<"fusedRecompute", "fused-recompute", "bool", "false",
+           "Under policy none, recompute cheap values from values kept "
+           "anyway (fused backward kernels)">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to rewrite">,
   ];

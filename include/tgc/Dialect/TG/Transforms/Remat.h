@@ -61,9 +61,13 @@ struct RematResult {
 /// `policy`: forward ops whose values are not kept are cloned into the
 /// reverse graph right before their first use there. Ops annotated
 /// `tg.remat = "save" | "recompute"` are honoured under every policy.
-/// Fails, with a diagnostic on `step`, when no plan fits the budget.
+/// Fails, with a diagnostic on `step`, when no plan fits the budget. With
+/// `fusedRecompute` (fusion on) policy none still recomputes the cheap
+/// values a fused backward kernel can remake from values kept anyway, when
+/// that lowers the planned peak.
 FailureOr<RematResult> rematerialize(func::FuncOp step, RematPolicy policy,
-                                     MemoryBudget budget = {});
+                                     MemoryBudget budget = {},
+                                     bool fusedRecompute = false);
 
 /// The --remat-report table.
 void printRematReport(llvm::raw_ostream &os, const RematResult &result);

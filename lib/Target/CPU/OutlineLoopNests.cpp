@@ -32,8 +32,7 @@ bool isClonable(Operation *op) {
                    memref::ReinterpretCastOp, memref::ViewOp>(op);
 }
 
-/// How many ops enclose `op`: a def can only use values of its own block or
-/// of enclosing ones, so (depth, position in block) orders defs for cloning.
+/// How many ops enclose `op`.
 int64_t depthOf(Operation *op) {
   int64_t depth = 0;
   for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
@@ -59,13 +58,14 @@ void sinkClonableProducers(Region &region) {
       return;
     llvm::sort(defs);
     defs.erase(std::unique(defs.begin(), defs.end()), defs.end());
-    llvm::stable_sort(defs, [](Operation *a, Operation *b) {
+    // Each def sits in a block enclosing the region, one block per depth:
+    // (depth, position in block) is a total order, operands first.
+    llvm::sort(defs, [](Operation *a, Operation *b) {
       int64_t da = depthOf(a), db = depthOf(b);
       if (da != db)
         return da < db;
-      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+      return a->isBeforeInBlock(b);
     });
-    // Operands first: each clone goes after the clones of what it uses.
     OpBuilder b(&entry, entry.begin());
     IRMapping clones;
     for (Operation *def : defs) {

@@ -209,12 +209,15 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
   return values;
 }
 
-/// scale · Q·Kᵀ for a query tile's rows `qTile` ([B·Hkv, R, D]) and key
-/// tile `kTTile` ([B·Hkv, D, C]), masked (−inf above the diagonal: local
-/// row r is position r / G, local key c is position c) on the diagonal tile.
-Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
-             Value kTTile, double scale, bool diagonal) {
-  Value raw = batchMatmul(b, loc, qTile, kTTile);
+/// scale · Q·Kᵀ for a query tile's rows `qTile` ([B·Hkv, R, D]) and keys
+/// [keyOffset, keyOffset + keys) of `kT` ([B·Hkv, D, Skv]), masked (−inf
+/// above the diagonal: local row r is position r / G, local key c is
+/// position c) on the diagonal tile.
+Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile, Value kT,
+             OpFoldResult keyOffset, int64_t keys, double scale,
+             bool diagonal) {
+  Value raw =
+      batchMatmul(b, loc, qTile, sliceDim(b, loc, 2, kT, keyOffset, keys));
   RankedTensorType type = tensorType(raw);
   MLIRContext *ctx = b.getContext();
   return generic(
@@ -272,9 +275,8 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
               [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
                   int64_t keys, bool diagonal,
                   ValueRange st) -> SmallVector<Value> {
-                Value s = scores(tb, tl, l, qc,
-                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
-                                 scale, diagonal);
+                Value s =
+                    scores(tb, tl, l, qc, kT, keyOffset, keys, scale, diagonal);
                 Value tileMax = reduceAxis(
                     tb, tl, s, 2, kNegInf,
                     [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
@@ -391,9 +393,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
               [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
                   int64_t keys, bool diagonal,
                   ValueRange st) -> SmallVector<Value> {
-                Value s = scores(tb, tl, l, qc,
-                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
-                                 scale, diagonal);
+                Value s =
+                    scores(tb, tl, l, qc, kT, keyOffset, keys, scale, diagonal);
                 // P = exp(s − logsumexp), in place of the scores.
                 Value p = updateRows(
                     tb, tl, s, lsec,

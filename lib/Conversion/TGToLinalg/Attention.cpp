@@ -146,16 +146,18 @@ struct Layout {
     Value bs = transpose(b, loc, hm, {0, 2, 1, 3, 4}); // [B, S, Hkv, G, E]
     return reshape(b, loc, bs, RankedTensorType::get({B, S, Hq, e}, elt));
   }
-  /// Per-query-row [B, S, Hq] → [B·Hkv, S·G].
+  /// Per-query-row [B, S, Hq] → [B·Hkv, S·G]: the query layout of one
+  /// element per row.
   Value statRows(OpBuilder &b, Location loc, Value x) const {
-    Value x4 = reshape(b, loc, x, RankedTensorType::get({B, S, Hkv, G}, elt));
-    Value hm = transpose(b, loc, x4, {0, 2, 1, 3}); // [B, Hkv, S, G]
-    return reshape(b, loc, hm, RankedTensorType::get({B * Hkv, S * G}, elt));
+    Value rows = queryRows(
+        b, loc, reshape(b, loc, x, RankedTensorType::get({B, S, Hq, 1}, elt)));
+    return reshape(b, loc, rows, RankedTensorType::get({B * Hkv, S * G}, elt));
   }
   Value fromStatRows(OpBuilder &b, Location loc, Value x) const {
-    Value hm = reshape(b, loc, x, RankedTensorType::get({B, Hkv, S, G}, elt));
-    Value bs = transpose(b, loc, hm, {0, 2, 1, 3}); // [B, S, Hkv, G]
-    return reshape(b, loc, bs, RankedTensorType::get({B, S, Hq}, elt));
+    Value rows =
+        reshape(b, loc, x, RankedTensorType::get({B * Hkv, S * G, 1}, elt));
+    return reshape(b, loc, fromQueryRows(b, loc, rows),
+                   RankedTensorType::get({B, S, Hq}, elt));
   }
   /// Key/value-shaped [B, Skv, Hkv, E] → [B·Hkv, Skv, E].
   Value keyRows(OpBuilder &b, Location loc, Value x) const {
@@ -187,21 +189,12 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
                                   OpFoldResult offset, int64_t size,
                                   ValueRange state, KeyTileBody body) {
   OpFoldResult end = causal ? offset : b.getIndexAttr(l.Skv / tile * tile);
-  SmallVector<Value> values(state);
-  std::optional<int64_t> staticEnd = getConstantIntValue(end);
-  if (staticEnd && *staticEnd == tile) {
-    values = body(b, loc, b.getIndexAttr(0), tile, false, values);
-  } else if (!staticEnd || *staticEnd > 0) {
-    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-    Value ub = getValueOrCreateConstantIndexOp(b, loc, end);
-    Value step = arith::ConstantIndexOp::create(b, loc, tile);
-    auto loop = scf::ForOp::create(
-        b, loc, lb, ub, step, values,
-        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
-          scf::YieldOp::create(nb, nl, body(nb, nl, iv, tile, false, args));
-        });
-    values.assign(loop.getResults().begin(), loop.getResults().end());
-  }
+  SmallVector<Value> values = forEachFullChunk(
+      b, loc, end, tile, state,
+      [&](OpBuilder &nb, Location nl, OpFoldResult keyOffset, int64_t keys,
+          ValueRange args) {
+        return body(nb, nl, keyOffset, keys, /*diagonal=*/false, args);
+      });
   if (causal)
     return body(b, loc, offset, size, true, values);
   if (int64_t rest = l.Skv % tile)

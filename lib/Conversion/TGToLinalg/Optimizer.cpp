@@ -126,6 +126,12 @@ SmallVector<Value> withSkip(SmallVector<Value> operands, Value skip) {
   return operands;
 }
 
+/// In a body whose first `n` arguments are the withSkip operands: the skip
+/// flag's element, or null when the update has none.
+Value skipOf(ValueRange args, size_t n) {
+  return args.size() > n ? args[n] : Value();
+}
+
 struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -149,6 +155,15 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
     auto one = [](OpBuilder &b, Location l, Type t) {
       return constantFloat(b, l, t, 1.0);
     };
+    // Whether this clean step completes a growth interval (the tracker
+    // counts the clean steps before it).
+    auto completesInterval = [&](OpBuilder &b, Location l,
+                                 Value tracker) -> Value {
+      Type t = tracker.getType();
+      return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE,
+                                   addF(b, l, tracker, one(b, l, t)),
+                                   constantFloat(b, l, t, interval));
+    };
     Value inverse =
         elementwise(rewriter, loc, type, adaptor.getScale(),
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -162,21 +177,19 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
                                                      one(b, l, t),
                                                      constantFloat(b, l, t, 0));
                     });
-    Value scale = elementwise(
-        rewriter, loc, type, in,
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          if (interval == 0)
-            return a[0];
-          Type t = a[0].getType();
-          Value grown = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE,
-                                              addF(b, l, a[1], one(b, l, t)),
-                                              constantFloat(b, l, t, interval));
-          Value kept = arith::SelectOp::create(
-              b, l, grown, mulF(b, l, a[0], constantFloat(b, l, t, 2.0)), a[0]);
-          return arith::SelectOp::create(
-              b, l, overflow(b, l, a[2]),
-              mulF(b, l, a[0], constantFloat(b, l, t, 0.5)), kept);
-        });
+    Value scale =
+        elementwise(rewriter, loc, type, in,
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      if (interval == 0)
+                        return a[0];
+                      Type t = a[0].getType();
+                      Value kept = arith::SelectOp::create(
+                          b, l, completesInterval(b, l, a[1]),
+                          mulF(b, l, a[0], constantFloat(b, l, t, 2.0)), a[0]);
+                      return arith::SelectOp::create(
+                          b, l, overflow(b, l, a[2]),
+                          mulF(b, l, a[0], constantFloat(b, l, t, 0.5)), kept);
+                    });
     // The tracker counts clean steps since the last change of scale. (The
     // scale's op comes first: in place, nothing may read the old tracker
     // after the new one is written.)
@@ -184,11 +197,8 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
       Type t = a[0].getType();
       Value next = addF(b, l, a[0], one(b, l, t));
       if (interval > 0)
-        next = arith::SelectOp::create(
-            b, l,
-            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, next,
-                                  constantFloat(b, l, t, interval)),
-            constantFloat(b, l, t, 0), next);
+        next = arith::SelectOp::create(b, l, completesInterval(b, l, a[0]),
+                                       constantFloat(b, l, t, 0), next);
       return arith::SelectOp::create(b, l, overflow(b, l, a[1]),
                                      constantFloat(b, l, t, 0), next);
     };
@@ -218,7 +228,7 @@ struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
               Value lr = castFloat(b, l, a[2], t);
               Value d = addF(b, l, a[1],
                              mulF(b, l, constantFloat(b, l, t, wd), a[0]));
-              return unlessSkipped(b, l, a.size() > 3 ? a[3] : Value(), a[0],
+              return unlessSkipped(b, l, skipOf(a, 3), a[0],
                                    subF(b, l, a[0], mulF(b, l, lr, d)));
             }));
     return success();
@@ -241,7 +251,7 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
           arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
                                 constantFloat(b, l, a[3].getType(), 1.0));
       Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), a[2]), d);
-      return unlessSkipped(b, l, a.size() > 4 ? a[4] : Value(), a[2],
+      return unlessSkipped(b, l, skipOf(a, 4), a[2],
                            arith::SelectOp::create(b, l, firstStep, d, next));
     };
     Value newBuffer =
@@ -256,7 +266,7 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
                  adaptor.getSkip()),
         [&](OpBuilder &b, Location l, ValueRange a) {
           Value lr = castFloat(b, l, a[2], a[0].getType());
-          return unlessSkipped(b, l, a.size() > 3 ? a[3] : Value(), a[0],
+          return unlessSkipped(b, l, skipOf(a, 3), a[0],
                                subF(b, l, a[0], mulF(b, l, lr, a[1])));
         });
     rewriter.replaceOp(op, {newParam, newBuffer});
@@ -281,9 +291,6 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
       return constantFloat(b, l, f32, v);
     };
     Value skip = adaptor.getSkip();
-    auto skipOf = [&](ValueRange a, size_t n) {
-      return a.size() > n ? a[n] : Value();
-    };
     Value m = elementwise(
         rewriter, loc, momentType,
         withSkip({adaptor.getGrad(), adaptor.getExpAvg()}, skip),

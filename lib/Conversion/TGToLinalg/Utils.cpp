@@ -3,6 +3,7 @@
 #include "Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -429,26 +430,35 @@ Value mlir::tg::lowering::insertDim(OpBuilder &b, Location loc, int64_t dim,
                                        strides);
 }
 
+SmallVector<Value>
+mlir::tg::lowering::forEachFullChunk(OpBuilder &b, Location loc,
+                                     OpFoldResult end, int64_t chunk,
+                                     ValueRange init, ChunkBody body) {
+  SmallVector<Value> values(init);
+  std::optional<int64_t> staticEnd = getConstantIntValue(end);
+  if (staticEnd && *staticEnd == chunk)
+    return body(b, loc, b.getIndexAttr(0), chunk, values);
+  if (staticEnd && *staticEnd <= 0)
+    return values;
+  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+  Value ub = getValueOrCreateConstantIndexOp(b, loc, end);
+  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, step, values,
+      [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
+        scf::YieldOp::create(nb, nl, body(nb, nl, iv, chunk, args));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
 SmallVector<Value> mlir::tg::lowering::forEachChunk(OpBuilder &b, Location loc,
                                                     int64_t total,
                                                     int64_t chunk,
                                                     ValueRange init,
                                                     ChunkBody body) {
   int64_t full = total / chunk, rest = total % chunk;
-  SmallVector<Value> values(init);
-  if (full == 1) {
-    values = body(b, loc, b.getIndexAttr(0), chunk, values);
-  } else if (full > 1) {
-    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-    Value ub = arith::ConstantIndexOp::create(b, loc, full * chunk);
-    Value step = arith::ConstantIndexOp::create(b, loc, chunk);
-    auto loop = scf::ForOp::create(
-        b, loc, lb, ub, step, values,
-        [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
-          scf::YieldOp::create(nb, nl, body(nb, nl, iv, chunk, args));
-        });
-    values.assign(loop.getResults().begin(), loop.getResults().end());
-  }
+  SmallVector<Value> values =
+      forEachFullChunk(b, loc, b.getIndexAttr(full * chunk), chunk, init, body);
   if (rest)
     values = body(b, loc, b.getIndexAttr(full * chunk), rest, values);
   return values;

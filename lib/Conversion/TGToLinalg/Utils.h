@@ -133,6 +133,13 @@ using ChunkBody = function_ref<SmallVector<Value>(
 SmallVector<Value> forEachChunk(OpBuilder &b, Location loc, int64_t total,
                                 int64_t chunk, ValueRange init, ChunkBody body);
 
+/// The full chunks of [0, end) alone (`end` a multiple of `chunk`, static
+/// or not): an scf.for, straight-line code for a single static chunk,
+/// nothing for none.
+SmallVector<Value> forEachFullChunk(OpBuilder &b, Location loc,
+                                    OpFoldResult end, int64_t chunk,
+                                    ValueRange init, ChunkBody body);
+
 /// Entries [offset, offset + size) of dimension `dim` of `dest`, computed by
 /// `compute` from their zero-filled slice and written back: an
 /// extract/insert pair that bufferizes in place, without a copy.

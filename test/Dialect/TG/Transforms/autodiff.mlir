@@ -175,3 +175,13 @@ func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> tensor<f32> {
   %1 = tg.reduce_sum %0 [0] : tensor<2xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// A loss that depends on attention's logsumexp: that result has no rule.
+func.func @forward(%q: tensor<1x4x2x2xf32> {tg.param = "q"}) -> tensor<f32> {
+  // expected-error@+1 {{'tg.attention' op has no gradient rule for its logsumexp result}}
+  %o, %lse = tg.attention %q, %q, %q {causal} : tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32> -> tensor<1x4x2x2xf32>, tensor<1x4x2xf32>
+  %s = tg.reduce_sum %lse [0, 1, 2] : tensor<1x4x2xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -2,9 +2,16 @@
 //
 // The vocabulary projection, the loss and its gradients over row chunks: an
 // scf.for over chunks of `chunk_rows` rows (the last, shorter chunk straight
-// after it, so every shape stays static); each chunk's [rows, V] logits are
-// computed, reduced into the loss, turned into their gradient, multiplied
-// into the input and weight gradients, and dropped.
+// after it, so every shape stays static); each chunk's logits are computed,
+// reduced into the loss, turned into their gradient, multiplied into the
+// input and weight gradients, and dropped.
+//
+// A chunk's logits are kept vocabulary-major, Lᵀ [V, rows] = W · xᵀ: all
+// three products then read the weight [V, D] as it is stored (W · xᵀ for the
+// logits, (dLᵀ)ᵀ · W for dx, dLᵀ · x for dW), and only the chunk's [rows, D]
+// input is transposed. The
+// row-major layout needs Wᵀ, a whole-weight copy (250 MiB for a 32000-word
+// vocabulary at D 2048) alive across the loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +39,6 @@ struct FusedOperands {
   Value input;   // [N, D]
   Value targets; // [N]
   Value weight;  // [V, D]
-  Value weightT; // [D, V], materialised once
   Value bias;    // [V] or null
   int64_t rows, dim, vocab, chunk;
   std::optional<int64_t> ignore;
@@ -55,28 +61,28 @@ FusedOperands flatten(OpBuilder &b, Location loc, Value input, Value weight,
       b, loc, targets,
       RankedTensorType::get({f.rows}, tensorType(targets).getElementType()));
   f.weight = weight;
-  f.weightT = transpose2D(b, loc, weight);
   f.bias = bias;
   f.ignore = ignore;
   return f;
 }
 
-/// The [size, V] logits of one chunk of rows.
+/// The [V, size] logits of one chunk of rows `x` ([size, D]).
 Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                   int64_t size) {
-  auto type = RankedTensorType::get({size, f.vocab}, f.elt);
-  Value init = f.bias ? elementwise(b, loc, type, f.bias,
-                                    [](OpBuilder &, Location, ValueRange a) {
-                                      return a[0];
-                                    })
+  auto type = RankedTensorType::get({f.vocab, size}, f.elt);
+  MLIRContext *ctx = b.getContext();
+  Value init = f.bias ? generic(b, loc, f.bias, dimsMap(ctx, 2, {0}),
+                                tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                        f.elt),
+                                dimsMap(ctx, 2, {0, 1}), iterators(2), first)
                       : filled(b, loc, type, 0.0);
-  return matmul2D(b, loc, x, f.weightT, init);
+  return matmul2D(b, loc, f.weight, transpose2D(b, loc, x), init);
 }
 
-/// One chunk's loss sum (0-d) and logits gradient [rows, V], with a single
-/// [rows, V] buffer: the exponentials and then the gradient are written over
-/// the logits (parallel loops, which vectorise; the row sums are the only
-/// reductions).
+/// One chunk's loss sum (0-d) and logits gradient [V, rows], with a single
+/// [V, rows] buffer: the exponentials and then the gradient are written over
+/// the logits (parallel loops, which vectorise along the rows; the per-row
+/// max and sum are the only reductions).
 struct ChunkLoss {
   Value sum, dlogits;
 };
@@ -84,12 +90,12 @@ struct ChunkLoss {
 ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
                     Value logits, Value targets, Value count) {
   MLIRContext *ctx = b.getContext();
-  int64_t rows = tensorType(logits).getDimSize(0);
+  int64_t rows = tensorType(logits).getDimSize(1);
   auto rowType = RankedTensorType::get({rows}, f.elt);
-  AffineMap full = dimsMap(ctx, 2, {0, 1}), row2 = dimsMap(ctx, 2, {0});
+  AffineMap full = dimsMap(ctx, 2, {0, 1}), row2 = dimsMap(ctx, 2, {1});
   AffineMap row1 = dimsMap(ctx, 1, {0});
   Value max =
-      reduceAxis(b, loc, logits, 1, -std::numeric_limits<double>::infinity(),
+      reduceAxis(b, loc, logits, 0, -std::numeric_limits<double>::infinity(),
                  [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                    return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
                  });
@@ -100,7 +106,7 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value r = linalg::IndexOp::create(nb, l, 0);
         return tensor::ExtractOp::create(
-            nb, l, logits, ValueRange{r, clampIndex(nb, l, a[0], f.vocab)});
+            nb, l, logits, ValueRange{clampIndex(nb, l, a[0], f.vocab), r});
       });
   Value exps =
       generic(b, loc, max, row2, logits, full, iterators(2),
@@ -108,7 +114,7 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
                 return math::ExpOp::create(nb, l, subF(nb, l, a[1], a[0]));
               });
   Value sumExp = generic(b, loc, exps, full, filled(b, loc, rowType, 0.0), row2,
-                         iterators(2, {1}), sumOf(first));
+                         iterators(2, {0}), sumOf(first));
   // Σ_rows [not ignored] (log Σexp + max − logit[target]).
   Value zero = filled(b, loc, RankedTensorType::get({}, f.elt), 0.0);
   Value sum = generic(
@@ -128,7 +134,8 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
       b, loc, {targets, sumExp, count}, {row2, row2, scalar}, exps, full,
       iterators(2), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         return lossGradElement(nb, l, divF(nb, l, a[3], a[1]), a[0], f.vocab,
-                               /*grad=*/Value(), a[2], f.ignore);
+                               /*grad=*/Value(), a[2], f.ignore,
+                               /*classDim=*/0);
       });
   return {sum, dlogits};
 }
@@ -166,21 +173,21 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
                                 [](OpBuilder &nb, Location nl, ValueRange a) {
                                   return addF(nb, nl, a[1], a[0]);
                                 });
-          Value dlogits = c.dlogits;
+          Value dlogitsT = c.dlogits; // [V, size]
           SmallVector<Value> next{
               total,
               // dx rows = dlogits · W, computed in their rows of dx.
               computeIntoSlice(b, l, 0, args[1], offset, size,
                                [&](Value zeroed) {
-                                 return matmul2D(b, l, dlogits, f.weight,
-                                                 zeroed);
+                                 return matmulTransposedLhs(b, l, dlogitsT,
+                                                            f.weight, zeroed);
                                }),
               // dW += dlogitsᵀ · x.
-              matmulTransposedLhs(b, l, dlogits, x, args[2])};
+              matmul2D(b, l, dlogitsT, x, args[2])};
           if (f.bias)
-            next.push_back(generic(b, l, dlogits, dimsMap(ctx, 2, {0, 1}),
-                                   args[3], dimsMap(ctx, 2, {1}),
-                                   iterators(2, {0}), sumOf(first)));
+            next.push_back(generic(b, l, dlogitsT, dimsMap(ctx, 2, {0, 1}),
+                                   args[3], dimsMap(ctx, 2, {0}),
+                                   iterators(2, {1}), sumOf(first)));
           return next;
         });
     Value mean = elementwise(rewriter, loc, lossType, {results[0], count},

@@ -365,8 +365,9 @@ Value mlir::tg::lowering::logitsGrad(OpBuilder &b, Location loc,
 Value mlir::tg::lowering::lossGradElement(OpBuilder &b, Location l, Value p,
                                           Value target, int64_t vocab,
                                           Value grad, Value count,
-                                          std::optional<int64_t> ignore) {
-  Value col = linalg::IndexOp::create(b, l, 1);
+                                          std::optional<int64_t> ignore,
+                                          unsigned classDim) {
+  Value col = linalg::IndexOp::create(b, l, classDim);
   Value t = clampIndex(b, l, target, vocab);
   Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, t);
   Value onehot =

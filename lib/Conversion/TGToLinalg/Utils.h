@@ -171,12 +171,13 @@ Value targetCount(OpBuilder &b, Location loc, Value targets,
 Value lossSum(OpBuilder &b, Location loc, const LossRows &r,
               std::optional<int64_t> ignore);
 
-/// One element of the loss's logits gradient inside a [rows, V] generic:
+/// One element of the loss's logits gradient inside a 2-D generic whose
+/// loop `classDim` runs over the V classes ([rows, V]: 1; [V, rows]: 0):
 /// `grad` · (`p` − onehot(`target`)) / `count`, zero when `target` is
 /// ignored (`grad` null: 1).
 Value lossGradElement(OpBuilder &b, Location l, Value p, Value target,
                       int64_t vocab, Value grad, Value count,
-                      std::optional<int64_t> ignore);
+                      std::optional<int64_t> ignore, unsigned classDim = 1);
 
 /// [R, V] gradient of the mean loss: grad · (softmax − onehot) / count,
 /// zero on ignored rows (`grad` and `count` 0-d).

@@ -2,21 +2,26 @@
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize --one-shot-bufferize="bufferize-function-boundaries" --cse --canonicalize | FileCheck %s --check-prefix=BUF
 
 // 11 rows in chunks of 4: a loop over the two full chunks, then the last 3
-// rows with static shapes. Each chunk's logits ([4, 7], then [3, 7]) give
-// the loss, the input gradient's rows (inserted into dx) and the weight and
-// bias gradients (accumulated in the loop's iter_args). No [11, 7] logits.
+// rows with static shapes. Each chunk's logits, vocabulary-major ([7, 4],
+// then [7, 3]), give the loss, the input gradient's rows (inserted into dx)
+// and the weight and bias gradients (accumulated in the loop's iter_args).
+// No [11, 7] logits, and the weight is never transposed: only the chunk's
+// rows are.
 // CHECK-LABEL: func.func @loss
 // CHECK-NOT: tensor<11x7xf32>
+// CHECK-NOT: tensor<5x7xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args({{.*}}) -> (tensor<f32>, tensor<11x5xf32>, tensor<7x5xf32>, tensor<7xf32>)
-// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, 0] [4, 5] [1, 1] : tensor<11x5xf32> to tensor<4x5xf32>
-// CHECK: linalg.matmul {{.*}} -> tensor<4x7xf32>
-// CHECK: linalg.matmul {{.*}} -> tensor<4x5xf32>
+// CHECK: %[[X:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [4, 5] [1, 1] : tensor<11x5xf32> to tensor<4x5xf32>
+// CHECK: %[[XT:.*]] = linalg.transpose ins(%[[X]] : tensor<4x5xf32>) outs(%{{.*}} : tensor<5x4xf32>) permutation = [1, 0]
+// CHECK: linalg.matmul ins(%{{.*}}, %[[XT]] : tensor<7x5xf32>, tensor<5x4xf32>) {{.*}} -> tensor<7x4xf32>
+// CHECK: linalg.matmul indexing_maps{{.*}} ins(%[[DL:.*]], %{{.*}} : tensor<7x4xf32>, tensor<7x5xf32>) {{.*}} -> tensor<4x5xf32>
 // CHECK: tensor.insert_slice {{.*}} into tensor<11x5xf32>
-// CHECK: linalg.matmul indexing_maps{{.*}} -> tensor<7x5xf32>
+// CHECK: linalg.matmul ins(%[[DL]], %[[X]] : tensor<7x4xf32>, tensor<4x5xf32>) {{.*}} -> tensor<7x5xf32>
 // CHECK: scf.yield
 // CHECK: tensor.extract_slice %{{.*}}[8, 0] [3, 5] [1, 1] : tensor<11x5xf32> to tensor<3x5xf32>
-// CHECK: linalg.matmul {{.*}} -> tensor<3x7xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<7x3xf32>
 // CHECK-NOT: tensor<11x7xf32>
+// CHECK-NOT: tensor<5x7xf32>
 // CHECK: return
 // The loop bufferizes in place: one buffer per gradient, no copies of them
 // (what bufferization leaves are self-copies that CSE and folding remove).
@@ -32,7 +37,7 @@ func.func @loss(%h: tensor<11x5xf32>, %w: tensor<7x5xf32>, %b: tensor<7xf32>, %t
 // One chunk holds every row: no loop.
 // CHECK-LABEL: func.func @one_chunk
 // CHECK-NOT: scf.for
-// CHECK: linalg.matmul {{.*}} -> tensor<6x7xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<7x6xf32>
 func.func @one_chunk(%h: tensor<2x3x5xf32>, %w: tensor<7x5xf32>, %t: tensor<2x3xi64>) -> tensor<f32> {
   %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 64 : i64} : tensor<2x3x5xf32>, tensor<7x5xf32>, tensor<2x3xi64> -> tensor<f32>, tensor<2x3x5xf32>, tensor<7x5xf32>
   return %l : tensor<f32>

@@ -89,10 +89,13 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
-  // With fusion, attention a tile of scores at a time.
+  // With fusion, attention a tile of scores at a time and each optimizer
+  // update one loop.
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
-  if (fusion != mlir::tg::FusionMode::None)
+  if (fusion != mlir::tg::FusionMode::None) {
     lowering.attentionTileBytes = kAttentionTileBytes;
+    lowering.fuseUpdates = true;
+  }
   pm.addPass(mlir::tg::createConvertTGToLinalgPass(lowering));
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
   // the forward ops (after bufferization CSE cannot: the ops write memory).

@@ -46,7 +46,9 @@ void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// sequence is one tile).
 void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
                                          int64_t tileBytes = 0);
-void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns);
+/// `fuseUpdates`: each optimizer update (parameter and state) as one loop.
+void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
+                                         bool fuseUpdates);
 void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
 
 /// tg.all_reduce_start / tg.collective_wait bufferize in place into calls of

@@ -23,10 +23,17 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     are never computed. `attention-tile-bytes` bounds one tile's scores
     (`[B·Hkv, T·G, T]`; T a multiple of 16, at least 16); 0 makes the whole
     sequence one tile (no loops).
+
+    `fuse-updates` lowers each optimizer update (AdamW, SGD with momentum)
+    to one loop writing the parameter and its state, instead of a loop per
+    result: the gradient and the old state are read once, and the new
+    state is not read back.
   }];
   let options = [
     Option<"attentionTileBytes", "attention-tile-bytes", "int64_t", "0",
            "Most bytes of one attention score tile (0: the whole sequence)">,
+    Option<"fuseUpdates", "fuse-updates", "bool", "false",
+           "Each optimizer update as one loop over its parameter and state">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -71,11 +71,11 @@ Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                   int64_t size) {
   auto type = RankedTensorType::get({f.vocab, size}, f.elt);
   MLIRContext *ctx = b.getContext();
-  Value init = f.bias ? generic(b, loc, f.bias, dimsMap(ctx, 2, {0}),
-                                tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                        f.elt),
-                                dimsMap(ctx, 2, {0, 1}), iterators(2), first)
-                      : filled(b, loc, type, 0.0);
+  Value init =
+      f.bias ? generic(b, loc, f.bias, dimsMap(ctx, 2, {0}),
+                       tensor::EmptyOp::create(b, loc, type.getShape(), f.elt),
+                       dimsMap(ctx, 2, {0, 1}), iterators(2), first)
+             : filled(b, loc, type, 0.0);
   return matmul2D(b, loc, f.weight, transpose2D(b, loc, x), init);
 }
 

@@ -236,7 +236,8 @@ struct SGDUpdateLowering : OpConversionPattern<SGDUpdateOp> {
 };
 
 struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SGDMomentumUpdateLowering(MLIRContext *ctx, bool fuseUpdates)
+      : OpConversionPattern(ctx), fuseUpdates(fuseUpdates) {}
   LogicalResult
   matchAndRewrite(SGDMomentumUpdateOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -244,38 +245,64 @@ struct SGDMomentumUpdateLowering : OpConversionPattern<SGDMomentumUpdateOp> {
     double wd = op.getWeightDecay().convertToDouble(),
            mu = op.getMomentum().convertToDouble();
     RankedTensorType type = tensorType(op.getNewParam());
-    auto buffer = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-      Type t = a[0].getType();
-      Value d = addF(b, l, a[1], mulF(b, l, constantFloat(b, l, t, wd), a[0]));
+    Value skip = adaptor.getSkip();
+    auto newBuffer = [&](OpBuilder &b, Location l, Value p, Value grad,
+                         Value old, Value step, Value skipFlag) {
+      Type t = p.getType();
+      Value d = addF(b, l, grad, mulF(b, l, constantFloat(b, l, t, wd), p));
       Value firstStep =
-          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, a[3],
-                                constantFloat(b, l, a[3].getType(), 1.0));
-      Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), a[2]), d);
-      return unlessSkipped(b, l, skipOf(a, 4), a[2],
+          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, step,
+                                constantFloat(b, l, step.getType(), 1.0));
+      Value next = addF(b, l, mulF(b, l, constantFloat(b, l, t, mu), old), d);
+      return unlessSkipped(b, l, skipFlag, old,
                            arith::SelectOp::create(b, l, firstStep, d, next));
     };
-    Value newBuffer =
-        elementwise(rewriter, loc, type,
-                    withSkip({adaptor.getParam(), adaptor.getGrad(),
-                              adaptor.getMomentumBuffer(), adaptor.getStep()},
-                             adaptor.getSkip()),
-                    buffer);
-    Value newParam = elementwise(
+    auto newParam = [&](OpBuilder &b, Location l, Value p, Value buffer,
+                        Value lr, Value skipFlag) {
+      Value rate = castFloat(b, l, lr, p.getType());
+      return unlessSkipped(b, l, skipFlag, p,
+                           subF(b, l, p, mulF(b, l, rate, buffer)));
+    };
+    if (fuseUpdates) {
+      // One loop for the buffer and the parameter (see AdamW's).
+      SmallVector<Value> results = elementwiseResults(
+          rewriter, loc, {type, tensorType(op.getNewMomentumBuffer())},
+          withSkip({adaptor.getParam(), adaptor.getGrad(),
+                    adaptor.getMomentumBuffer(), adaptor.getStep(),
+                    adaptor.getLr()},
+                   skip),
+          [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+            Value buffer =
+                newBuffer(b, l, a[0], a[1], a[2], a[3], skipOf(a, 5));
+            return {newParam(b, l, a[0], buffer, a[4], skipOf(a, 5)), buffer};
+          });
+      rewriter.replaceOp(op, results);
+      return success();
+    }
+    Value buffer = elementwise(
         rewriter, loc, type,
-        withSkip({adaptor.getParam(), newBuffer, adaptor.getLr()},
-                 adaptor.getSkip()),
+        withSkip({adaptor.getParam(), adaptor.getGrad(),
+                  adaptor.getMomentumBuffer(), adaptor.getStep()},
+                 skip),
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value lr = castFloat(b, l, a[2], a[0].getType());
-          return unlessSkipped(b, l, skipOf(a, 3), a[0],
-                               subF(b, l, a[0], mulF(b, l, lr, a[1])));
+          return newBuffer(b, l, a[0], a[1], a[2], a[3], skipOf(a, 4));
         });
-    rewriter.replaceOp(op, {newParam, newBuffer});
+    Value param = elementwise(
+        rewriter, loc, type,
+        withSkip({adaptor.getParam(), buffer, adaptor.getLr()}, skip),
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          return newParam(b, l, a[0], a[1], a[2], skipOf(a, 3));
+        });
+    rewriter.replaceOp(op, {param, buffer});
     return success();
   }
+
+  bool fuseUpdates;
 };
 
 struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AdamWUpdateLowering(MLIRContext *ctx, bool fuseUpdates)
+      : OpConversionPattern(ctx), fuseUpdates(fuseUpdates) {}
   LogicalResult
   matchAndRewrite(AdamWUpdateOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -291,60 +318,86 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
       return constantFloat(b, l, f32, v);
     };
     Value skip = adaptor.getSkip();
-    Value m = elementwise(
-        rewriter, loc, momentType,
-        withSkip({adaptor.getGrad(), adaptor.getExpAvg()}, skip),
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          Value g = castFloat(b, l, a[0], f32);
-          return unlessSkipped(b, l, skipOf(a, 2), a[1],
-                               addF(b, l, mulF(b, l, c(b, l, b1), a[1]),
-                                    mulF(b, l, c(b, l, 1 - b1), g)));
-        });
-    Value v =
-        elementwise(rewriter, loc, momentType,
-                    withSkip({adaptor.getGrad(), adaptor.getExpAvgSq()}, skip),
-                    [&](OpBuilder &b, Location l, ValueRange a) {
-                      Value g = castFloat(b, l, a[0], f32);
-                      return unlessSkipped(
-                          b, l, skipOf(a, 2), a[1],
-                          addF(b, l, mulF(b, l, c(b, l, b2), a[1]),
-                               mulF(b, l, c(b, l, 1 - b2), mulF(b, l, g, g))));
-                    });
+    // The three results as functions of elements; the moments' old values
+    // are kept when the step is skipped.
+    auto moment = [&](double beta, bool squared) {
+      return [&, beta, squared](OpBuilder &b, Location l, Value grad, Value old,
+                                Value skipFlag) {
+        Value g = castFloat(b, l, grad, f32);
+        Value term = squared ? mulF(b, l, g, g) : g;
+        return unlessSkipped(b, l, skipFlag, old,
+                             addF(b, l, mulF(b, l, c(b, l, beta), old),
+                                  mulF(b, l, c(b, l, 1 - beta), term)));
+      };
+    };
+    auto firstMoment = moment(b1, false), secondMoment = moment(b2, true);
+    auto newParam = [&](OpBuilder &b, Location l, Value p, Value m, Value v,
+                        Value lr, Value t, Value skipFlag) {
+      Value param = castFloat(b, l, p, f32);
+      // Bias corrections 1 − β^t.
+      Value bc1 =
+          subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b1), t));
+      Value bc2 =
+          subF(b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, b2), t));
+      Value decayed = mulF(
+          b, l, param, subF(b, l, c(b, l, 1.0), mulF(b, l, lr, c(b, l, wd))));
+      Value denom = addF(b, l,
+                         divF(b, l, math::SqrtOp::create(b, l, v),
+                              math::SqrtOp::create(b, l, bc2)),
+                         c(b, l, eps));
+      Value stepSize = divF(b, l, lr, bc1);
+      Value next =
+          subF(b, l, decayed, mulF(b, l, stepSize, divF(b, l, m, denom)));
+      next = unlessSkipped(b, l, skipFlag, param, next);
+      return castFloat(b, l, next, paramType.getElementType());
+    };
+    if (fuseUpdates) {
+      // One loop: the parameter, its gradient and both moments are read
+      // once and written once (three loops read the gradient twice and the
+      // new moments back).
+      SmallVector<Value> results = elementwiseResults(
+          rewriter, loc, {paramType, momentType, momentType},
+          withSkip({adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
+                    adaptor.getExpAvgSq(), adaptor.getLr(), adaptor.getStep()},
+                   skip),
+          [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+            Value m = firstMoment(b, l, a[1], a[2], skipOf(a, 6));
+            Value v = secondMoment(b, l, a[1], a[3], skipOf(a, 6));
+            return {newParam(b, l, a[0], m, v, a[4], a[5], skipOf(a, 6)), m, v};
+          });
+      rewriter.replaceOp(op, results);
+      return success();
+    }
+    auto momentLoop = [&](Value old, auto rule) {
+      return elementwise(rewriter, loc, momentType,
+                         withSkip({adaptor.getGrad(), old}, skip),
+                         [&](OpBuilder &b, Location l, ValueRange a) {
+                           return rule(b, l, a[0], a[1], skipOf(a, 2));
+                         });
+    };
+    Value m = momentLoop(adaptor.getExpAvg(), firstMoment);
+    Value v = momentLoop(adaptor.getExpAvgSq(), secondMoment);
     Value p = elementwise(
         rewriter, loc, paramType,
         withSkip({adaptor.getParam(), m, v, adaptor.getLr(), adaptor.getStep()},
                  skip),
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value param = castFloat(b, l, a[0], f32), lr = a[3], t = a[4];
-          // Bias corrections 1 − β^t.
-          Value bc1 = subF(b, l, c(b, l, 1.0),
-                           math::PowFOp::create(b, l, c(b, l, b1), t));
-          Value bc2 = subF(b, l, c(b, l, 1.0),
-                           math::PowFOp::create(b, l, c(b, l, b2), t));
-          Value decayed =
-              mulF(b, l, param,
-                   subF(b, l, c(b, l, 1.0), mulF(b, l, lr, c(b, l, wd))));
-          Value denom = addF(b, l,
-                             divF(b, l, math::SqrtOp::create(b, l, a[2]),
-                                  math::SqrtOp::create(b, l, bc2)),
-                             c(b, l, eps));
-          Value stepSize = divF(b, l, lr, bc1);
-          Value next = subF(b, l, decayed,
-                            mulF(b, l, stepSize, divF(b, l, a[1], denom)));
-          next = unlessSkipped(b, l, skipOf(a, 5), param, next);
-          return castFloat(b, l, next, paramType.getElementType());
+          return newParam(b, l, a[0], a[1], a[2], a[3], a[4], skipOf(a, 5));
         });
     rewriter.replaceOp(op, {p, m, v});
     return success();
   }
+
+  bool fuseUpdates;
 };
 
 } // namespace
 
-void mlir::tg::populateTGOptimizerToLinalgPatterns(
-    RewritePatternSet &patterns) {
+void mlir::tg::populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
+                                                   bool fuseUpdates) {
   patterns.add<SumSquaresLowering, GlobalNormLowering, ClipFactorLowering,
-               LossScaleUpdateLowering, SGDUpdateLowering,
-               SGDMomentumUpdateLowering, AdamWUpdateLowering>(
+               LossScaleUpdateLowering, SGDUpdateLowering>(
       patterns.getContext());
+  patterns.add<SGDMomentumUpdateLowering, AdamWUpdateLowering>(
+      patterns.getContext(), fuseUpdates);
 }

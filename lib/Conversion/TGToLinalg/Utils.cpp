@@ -117,22 +117,39 @@ lowering::broadcastOperand(OpBuilder &b, Location loc, Value input,
 Value lowering::elementwise(OpBuilder &b, Location loc,
                             RankedTensorType resultType, ValueRange inputs,
                             BodyFn body) {
-  int64_t rank = resultType.getRank();
-  SmallVector<Value> operands;
+  return elementwiseResults(b, loc, resultType, inputs,
+                            [&](OpBuilder &nb, Location nl, ValueRange args) {
+                              return SmallVector<Value>{body(nb, nl, args)};
+                            })
+      .front();
+}
+
+SmallVector<Value>
+lowering::elementwiseResults(OpBuilder &b, Location loc,
+                             ArrayRef<RankedTensorType> resultTypes,
+                             ValueRange inputs, MultiBodyFn body) {
+  ArrayRef<int64_t> shape = resultTypes.front().getShape();
+  int64_t rank = shape.size();
+  SmallVector<Value> operands, inits;
   SmallVector<AffineMap> maps;
   for (Value in : inputs) {
-    auto [operand, map] = broadcastOperand(b, loc, in, resultType.getShape());
+    auto [operand, map] = broadcastOperand(b, loc, in, shape);
     operands.push_back(operand);
     maps.push_back(map);
   }
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                       resultType.getElementType());
-  return generic(b, loc, operands, maps, init,
-                 AffineMap::getMultiDimIdentityMap(rank, b.getContext()),
-                 iterators(rank),
-                 [&](OpBuilder &nb, Location nl, ValueRange args) {
-                   return body(nb, nl, args.drop_back());
-                 });
+  for (RankedTensorType type : resultTypes) {
+    assert(type.getShape() == shape && "results of one shape");
+    inits.push_back(
+        tensor::EmptyOp::create(b, loc, shape, type.getElementType()));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  }
+  auto op = linalg::GenericOp::create(
+      b, loc, ValueRange(inits).getTypes(), operands, inits, maps,
+      iterators(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl,
+                                body(nb, nl, args.take_front(operands.size())));
+      });
+  return SmallVector<Value>(op.getResults());
 }
 
 SmallVector<int64_t> lowering::allDimsBut(int64_t rank, int64_t skip) {

@@ -33,6 +33,17 @@ Value generic(OpBuilder &b, Location loc, ValueRange inputs,
 Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                   ValueRange inputs, BodyFn body);
 
+using MultiBodyFn =
+    std::function<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
+
+/// One elementwise generic with several results of the same shape (element
+/// types may differ): a single pass over memory where separate loops would
+/// read the shared inputs once each. `body` gets the input elements and
+/// returns one element per result.
+SmallVector<Value> elementwiseResults(OpBuilder &b, Location loc,
+                                      ArrayRef<RankedTensorType> resultTypes,
+                                      ValueRange inputs, MultiBodyFn body);
+
 /// Reshape for static shapes (collapse to 1-D, expand to the target).
 Value reshape(OpBuilder &b, Location loc, Value v, RankedTensorType target);
 

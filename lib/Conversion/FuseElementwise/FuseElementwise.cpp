@@ -4,6 +4,10 @@
 #include "tgc/Dialect/TG/IR/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -32,6 +36,331 @@ findInPlaceResults(ModuleOp module) {
 
 constexpr unsigned kMaxFusedInputs = 40;
 
+/// A producer with several readers is recomputed in each of them when it is
+/// this cheap: a few scalar ops per element (SiLU is five) and no reads
+/// other than its operands' elements. Its result then never goes through
+/// memory; the ops are repeated once per reader.
+constexpr unsigned kMaxRecomputedOps = 8;
+constexpr unsigned kMaxRecomputingReaders = 3;
+
+int64_t tensorBytes(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return -1;
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// Whether `producer`, read by `readers` generics, is cheap to recompute in
+/// each and moves fewer bytes that way: stored, it reads its inputs (I)
+/// once, writes its result (E) and each reader reads it back; recomputed,
+/// each reader reads the inputs: (readers − 1)·I < (readers + 1)·E. A SiLU
+/// read twice passes (I = E); a sum of three gradients read three times
+/// does not (I = 3E).
+bool isCheapToRecompute(linalg::GenericOp producer, int64_t readers) {
+  if (producer.getNumReductionLoops() != 0 || producer.getNumDpsInits() != 1 ||
+      readers > kMaxRecomputingReaders)
+    return false;
+  int64_t inputs = 0, result = tensorBytes(producer->getResult(0));
+  llvm::SmallPtrSet<Value, 4> seen;
+  for (Value input : producer.getDpsInputs()) {
+    int64_t bytes = tensorBytes(input);
+    if (bytes < 0 || result < 0)
+      return false;
+    if (seen.insert(input).second)
+      inputs += bytes;
+  }
+  if ((readers - 1) * inputs >= (readers + 1) * result)
+    return false;
+  unsigned ops = 0;
+  for (Operation &op : producer.getBody()->without_terminator()) {
+    if (!isPure(&op) || op.getNumRegions() != 0 ||
+        isa<tensor::ExtractOp, linalg::IndexOp>(op))
+      return false;
+    ++ops;
+  }
+  return ops <= kMaxRecomputedOps;
+}
+
+/// Whether an op reading `inputs` may run at `at` (an op of `func`'s body
+/// or nested in it): not after the op that overwrites one of them in place
+/// (tg-schedule-updates puts updates inside the backward sweep; the runtime
+/// passes the same buffer for the old and the new value).
+bool readsBeforeUpdates(
+    const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace,
+    ValueRange inputs, Operation *at) {
+  auto func = at->getParentOfType<func::FuncOp>();
+  if (!func || func.getBody().empty())
+    return true;
+  Block &body = func.getBody().front();
+  at = body.findAncestorOpInBlock(*at);
+  for (Value input : inputs) {
+    auto arg = dyn_cast<BlockArgument>(input);
+    if (!arg || arg.getOwner() != &body)
+      continue;
+    auto it = inPlace.find({func, arg.getArgNumber()});
+    if (it == inPlace.end())
+      continue;
+    Operation *writer =
+        tg::getUpdatingOp(body.getTerminator()->getOperand(it->second));
+    if (!writer || !at)
+      return false;
+    writer = body.findAncestorOpInBlock(*writer);
+    if (!writer || writer == at || writer->isBeforeInBlock(at))
+      return false;
+  }
+  return true;
+}
+
+/// Whether an op between `reader` and `at` (in `at`'s block) overwrites in
+/// place a tensor that `reader` reads (uses it as its destination), so that
+/// moving the read to `at` would put it after the write: attention's
+/// running max is updated in place in its loop after its old value is read.
+bool overwrittenBetween(linalg::GenericOp reader, Operation *at) {
+  Block *block = at->getBlock();
+  Operation *from = block->findAncestorOpInBlock(*reader);
+  auto between = [&](Operation *op) {
+    Operation *inBlock = block->findAncestorOpInBlock(*op);
+    return inBlock && (!from || from->isBeforeInBlock(inBlock)) &&
+           inBlock->isBeforeInBlock(at);
+  };
+  for (Value input : reader.getDpsInputs())
+    for (OpOperand &use : input.getUses()) {
+      auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
+      bool destination = (dps && dps.isDpsInit(&use)) ||
+                         isa<tensor::InsertSliceOp>(use.getOwner());
+      if (destination && between(use.getOwner()))
+        return true;
+    }
+  return false;
+}
+
+/// Sibling fusion: two generics over the same loops that read a common
+/// input become one generic with the results of both, placed at the later
+/// one, so the shared input is read once (a SiLU gradient and the up
+/// projection's gradient both read the incoming gradient, gate and up).
+/// `earlier` must come before `later` in their block, and none of its
+/// results may be read before `later`.
+bool canFuseSiblings(
+    linalg::GenericOp earlier, linalg::GenericOp later,
+    const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {
+  if (earlier->getBlock() != later->getBlock() ||
+      !earlier->isBeforeInBlock(later) || !earlier.hasPureTensorSemantics() ||
+      !later.hasPureTensorSemantics() ||
+      earlier.getIteratorTypesArray() != later.getIteratorTypesArray() ||
+      earlier.getStaticLoopRanges() != later.getStaticLoopRanges() ||
+      llvm::any_of(earlier.getStaticLoopRanges(), ShapedType::isDynamic) ||
+      earlier.getNumDpsInputs() + later.getNumDpsInputs() > kMaxFusedInputs)
+    return false;
+  // Fresh results only: a generic that updates a loop's iter_arg in place
+  // (attention's running sums) stays where the loop's chain of in-place
+  // updates has it.
+  auto fresh = [](linalg::GenericOp op) {
+    return llvm::all_of(op.getDpsInits(), [](Value init) {
+      Operation *def = init.getDefiningOp();
+      if (auto fill = dyn_cast_or_null<linalg::FillOp>(def))
+        def = fill.getOutputs()[0].getDefiningOp();
+      return isa_and_nonnull<tensor::EmptyOp>(def);
+    });
+  };
+  if (!fresh(earlier) || !fresh(later))
+    return false;
+  Block *block = later->getBlock();
+  for (Operation *user : earlier->getUsers()) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock || inBlock == later.getOperation() ||
+        inBlock->isBeforeInBlock(later))
+      return false;
+  }
+  if (overwrittenBetween(earlier, later))
+    return false;
+  return readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later);
+}
+
+linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a,
+                               linalg::GenericOp b) {
+  SmallVector<Value> inputs(a.getDpsInputs()), inits(a.getDpsInits());
+  llvm::append_range(inputs, b.getDpsInputs());
+  llvm::append_range(inits, b.getDpsInits());
+  SmallVector<AffineMap> maps;
+  auto mapsOf = [](linalg::GenericOp op, bool ins) {
+    SmallVector<AffineMap> all = op.getIndexingMapsArray();
+    unsigned n = op.getNumDpsInputs();
+    return ins ? SmallVector<AffineMap>(all.begin(), all.begin() + n)
+               : SmallVector<AffineMap>(all.begin() + n, all.end());
+  };
+  llvm::append_range(maps, mapsOf(a, true));
+  llvm::append_range(maps, mapsOf(b, true));
+  llvm::append_range(maps, mapsOf(a, false));
+  llvm::append_range(maps, mapsOf(b, false));
+  rewriter.setInsertionPoint(b);
+  Location loc = rewriter.getFusedLoc({a.getLoc(), b.getLoc()});
+  unsigned na = a.getNumDpsInputs(), nb = b.getNumDpsInputs(),
+           ra = a.getNumDpsInits();
+  auto fused = linalg::GenericOp::create(
+      rewriter, loc, ValueRange(inits).getTypes(), inputs, inits, maps,
+      a.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location, ValueRange args) {
+        IRMapping map;
+        Block *ba = a.getBody(), *bb = b.getBody();
+        for (unsigned i = 0; i < na; ++i)
+          map.map(ba->getArgument(i), args[i]);
+        for (unsigned i = 0; i < nb; ++i)
+          map.map(bb->getArgument(i), args[na + i]);
+        for (unsigned i = 0; i < ra; ++i)
+          map.map(ba->getArgument(na + i), args[na + nb + i]);
+        for (unsigned i = 0; i < b.getNumDpsInits(); ++i)
+          map.map(bb->getArgument(nb + i), args[na + nb + ra + i]);
+        SmallVector<Value> yields;
+        for (Block *body : {ba, bb}) {
+          for (Operation &op : body->without_terminator())
+            nested.clone(op, map);
+          for (Value v : body->getTerminator()->getOperands())
+            yields.push_back(map.lookupOrDefault(v));
+        }
+        linalg::YieldOp::create(nested, loc, yields);
+      });
+  rewriter.replaceOp(a, fused.getResults().take_front(ra));
+  rewriter.replaceOp(b, fused.getResults().drop_front(ra));
+  return fused;
+}
+
+/// Fuses siblings (canFuseSiblings) until none are left; returns whether
+/// it fused any.
+bool fuseAllSiblings(
+    Operation *root,
+    const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {
+  IRRewriter rewriter(root->getContext());
+  bool any = false, changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<linalg::GenericOp> generics;
+    root->walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    llvm::DenseSet<Operation *> fusedAway;
+    for (linalg::GenericOp later : generics) {
+      if (fusedAway.contains(later))
+        continue;
+      for (Value input : later.getDpsInputs()) {
+        linalg::GenericOp partner;
+        for (Operation *user : input.getUsers()) {
+          auto earlier = dyn_cast<linalg::GenericOp>(user);
+          if (earlier && earlier != later && !fusedAway.contains(earlier) &&
+              canFuseSiblings(earlier, later, inPlace)) {
+            partner = earlier;
+            break;
+          }
+        }
+        if (!partner)
+          continue;
+        fusedAway.insert(partner);
+        fusedAway.insert(later);
+        fuseSiblings(rewriter, partner, later);
+        changed = any = true;
+        break;
+      }
+    }
+  }
+  return any;
+}
+
+constexpr llvm::StringLiteral kPermutationAttr = "tgc.transpose_permutation";
+
+/// One transpose per (tensor, permutation) where the tensor has no other
+/// reader: the forward and backward lowerings of attention each transpose
+/// the same saved queries, keys and values into heads; the later reuses the
+/// earlier's result (which dominates it). What stays alive until the
+/// backward pass is then the transposed tensor instead of the original, of
+/// the same size, and the original's one reader is the transpose, into
+/// which its producer (RoPE) can fuse. A tensor read otherwise, or always
+/// alive (a parameter), keeps its transposes: reuse would keep a copy alive.
+void reuseTransposes(func::FuncOp func) {
+  DominanceInfo dominance(func);
+  // Identical reshapes first (views: no storage), so that the transposes of
+  // one reshaped tensor read one value.
+  SmallVector<Operation *> reshapes;
+  func.walk([&](Operation *op) {
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      reshapes.push_back(op);
+  });
+  llvm::DenseMap<Value, SmallVector<Operation *>> reshapesOf;
+  for (Operation *op : reshapes) {
+    SmallVector<Operation *> &seen = reshapesOf[op->getOperand(0)];
+    auto same = llvm::find_if(seen, [&](Operation *earlier) {
+      return OperationEquivalence::isEquivalentTo(
+                 earlier, op, OperationEquivalence::IgnoreLocations) &&
+             dominance.properlyDominates(earlier, op);
+    });
+    if (same != seen.end()) {
+      op->replaceAllUsesWith(*same);
+      op->erase();
+      continue;
+    }
+    seen.push_back(op);
+  }
+  llvm::DenseMap<Value, SmallVector<linalg::TransposeOp>> byInput;
+  SmallVector<linalg::TransposeOp> all;
+  func.walk([&](linalg::TransposeOp op) {
+    if (op.hasPureTensorSemantics())
+      all.push_back(op);
+  });
+  for (linalg::TransposeOp op : all) {
+    Value input = op.getInput();
+    if (isa<BlockArgument>(input) ||
+        !llvm::all_of(input.getUsers(), [&](Operation *user) {
+          auto other = dyn_cast<linalg::TransposeOp>(user);
+          return other && other.getPermutation() == op.getPermutation();
+        }))
+      continue;
+    SmallVector<linalg::TransposeOp> &seen = byInput[input];
+    auto same = llvm::find_if(seen, [&](linalg::TransposeOp earlier) {
+      return earlier.getPermutation() == op.getPermutation() &&
+             dominance.properlyDominates(earlier.getOperation(), op);
+    });
+    if (same != seen.end()) {
+      op->replaceAllUsesWith(*same);
+      op->erase();
+      continue;
+    }
+    seen.push_back(op);
+  }
+}
+
+/// Transposes as generics for the duration of the fusion (a permuting copy
+/// fuses with an elementwise producer or consumer: RoPE writes the heads'
+/// layout, a gradient's layout change feeds RoPE's gradient directly);
+/// those left unfused become linalg.transpose again.
+void generalizeTransposes(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  SmallVector<linalg::TransposeOp> transposes;
+  module.walk([&](linalg::TransposeOp op) {
+    if (op.hasPureTensorSemantics())
+      transposes.push_back(op);
+  });
+  for (linalg::TransposeOp op : transposes) {
+    DenseI64ArrayAttr permutation = op.getPermutationAttr();
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generic =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (succeeded(generic))
+      (*generic)->setAttr(kPermutationAttr, permutation);
+  }
+}
+
+void respecializeTransposes(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  SmallVector<linalg::GenericOp> generics;
+  module.walk([&](linalg::GenericOp op) {
+    if (op->hasAttr(kPermutationAttr))
+      generics.push_back(op);
+  });
+  for (linalg::GenericOp op : generics) {
+    auto permutation = op->getAttrOfType<DenseI64ArrayAttr>(kPermutationAttr);
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOpWithNewOp<linalg::TransposeOp>(
+        op, op.getDpsInputs()[0], op.getDpsInits()[0], permutation);
+  }
+}
+
 struct TGCFuseElementwisePass
     : tg::impl::TGCFuseElementwisePassBase<TGCFuseElementwisePass> {
   using Base::Base;
@@ -39,17 +368,24 @@ struct TGCFuseElementwisePass
   void runOnOperation() override {
     auto inPlace = findInPlaceResults(getOperation());
     // Fuses a producer into its consumer when the producer is an elementwise
-    // linalg.generic whose only user is that consumer (a multi-use producer
-    // would be computed twice), and the move does not make it read a
-    // parameter or optimizer state after the op that overwrites it in place
-    // (tg-schedule-updates puts updates inside the backward sweep; the
+    // linalg.generic whose only user is that consumer, or cheap to
+    // recompute and read only by a few generics (each gets a copy, and the
+    // producer's result is never stored), and the move does not make it
+    // read a parameter or optimizer state after the op that overwrites it in
+    // place (tg-schedule-updates puts updates inside the backward sweep; the
     // runtime passes the same buffer for the old and the new value).
     auto shouldFuse = [&](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
       Operation *consumer = operand->getOwner();
       auto generic = dyn_cast_or_null<linalg::GenericOp>(producer);
-      if (!generic || !producer->hasOneUse() ||
-          !isa<linalg::GenericOp>(consumer))
+      if (!generic || !isa<linalg::GenericOp>(consumer))
+        return false;
+      if (!producer->hasOneUse() &&
+          (!isCheapToRecompute(generic,
+                               llvm::range_size(producer->getUsers())) ||
+           !llvm::all_of(producer->getUsers(), [](Operation *user) {
+             return isa<linalg::GenericOp>(user);
+           })))
         return false;
       // Bounded fan-in: a fused op is one GPU kernel, whose parameters
       // (several words per buffer) PTX limits to 4 KiB.
@@ -57,32 +393,21 @@ struct TGCFuseElementwisePass
               llvm::cast<linalg::GenericOp>(consumer).getNumDpsInputs() >
           kMaxFusedInputs)
         return false;
-      auto func = consumer->getParentOfType<func::FuncOp>();
-      if (!func || func.getBody().empty())
-        return true;
-      Block &body = func.getBody().front();
-      Operation *at = body.findAncestorOpInBlock(*consumer);
-      for (Value input : generic.getDpsInputs()) {
-        auto arg = dyn_cast<BlockArgument>(input);
-        if (!arg || arg.getOwner() != &body)
-          continue;
-        auto it = inPlace.find({func, arg.getArgNumber()});
-        if (it == inPlace.end())
-          continue;
-        Operation *writer =
-            tg::getUpdatingOp(body.getTerminator()->getOperand(it->second));
-        if (!writer || !at)
-          return false;
-        writer = body.findAncestorOpInBlock(*writer);
-        if (!writer || writer == at || writer->isBeforeInBlock(at))
-          return false;
-      }
-      return true;
+      return !overwrittenBetween(generic, consumer) &&
+             readsBeforeUpdates(inPlace, generic.getDpsInputs(), consumer);
     };
+    getOperation().walk([](func::FuncOp func) { reuseTransposes(func); });
+    generalizeTransposes(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    if (failed(applyPatternsGreedily(getOperation(), frozen)))
       return signalPassFailure();
+    // Siblings fused into multi-result generics can feed consumers again.
+    if (fuseAllSiblings(getOperation(), inPlace) &&
+        failed(applyPatternsGreedily(getOperation(), frozen)))
+      return signalPassFailure();
+    respecializeTransposes(getOperation());
   }
 };
 

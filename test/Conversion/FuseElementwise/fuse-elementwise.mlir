@@ -1,0 +1,196 @@
+// RUN: tgc-opt %s --split-input-file --tgc-fuse-elementwise --canonicalize | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A producer read by one generic is fused into it: one loop.
+// CHECK-LABEL: func.func @chain
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @chain(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// SiLU read by two generics: cheap (five ops, one input as large as its
+// result), so each reader recomputes it; the SiLU's own result is never
+// stored. The two readers then share their inputs and are siblings: one
+// loop with both results.
+// CHECK-LABEL: func.func @cheap_producer
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK-COUNT-2: math.exp
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @cheap_producer(%g: tensor<4x8xf32>, %u: tensor<4x8xf32>, %d: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %silu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%g : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %x : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %r = arith.divf %x, %den : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%silu, %u : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %du = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%silu, %d : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %h, %du : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A sum of three tensors read by three generics is not recomputed in each
+// (they would read nine tensors instead of seven). The three readers are
+// siblings (they share the sum): one loop with three results, the sum's
+// only reader, into which the sum then fuses: six tensors in all.
+// CHECK-LABEL: func.func @costly_producer
+// CHECK: %[[R:.*]]:3 = linalg.generic {{.*}} ins(%arg0, %arg1, %arg2 :
+// CHECK-COUNT-2: arith.addf
+// CHECK-NOT: arith.addf
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2
+func.func @costly_producer(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b, %c : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32, %o: f32):
+    %r0 = arith.addf %x, %y : f32
+    %r = arith.addf %r0, %z : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %q = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.exp %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.tanh %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %p, %q, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Siblings over the same loops, one a row reduction, read %a: one loop with
+// both results, placed at the later one.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[R:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @siblings(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %sa = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %sab = linalg.generic {indexing_maps = [#id, #id, #row], iterator_types = ["parallel", "reduction"]} ins(%a, %b : tensor<4x8xf32>, tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %m, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %sa, %sab : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Not siblings: the earlier one's result is read (by a matmul) before the
+// later one.
+// CHECK-LABEL: func.func @used_between
+// CHECK: linalg.generic
+// CHECK: linalg.matmul
+// CHECK: linalg.generic
+func.func @used_between(%a: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %m : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %u: f32, %o: f32):
+    %r = arith.mulf %v, %u : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  return %m, %y : tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// In a loop, a running value updated in place (its tensor the destination
+// of the update) keeps its old value's readers before the update: the
+// producer of %old's use is not moved past the in-place write.
+// CHECK-LABEL: func.func @in_place_between
+// CHECK: scf.for
+// CHECK: %[[D:[0-9]+]] = linalg.generic {{.*}} ins(%[[OLD:[a-z0-9_]+]] : tensor<8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8xf32>) outs(%[[OLD]] : tensor<8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[D]]
+func.func @in_place_between(%a: tensor<8xf32>, %init: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %e = tensor.empty() : tensor<8xf32>
+  %r:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%old = %init, %acc = %a) -> (tensor<8xf32>, tensor<8xf32>) {
+    %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%old : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %x = math.exp %v : f32
+      linalg.yield %x : f32
+    } -> tensor<8xf32>
+    %new = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%acc : tensor<8xf32>) outs(%old : tensor<8xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %x = arith.maximumf %v, %o : f32
+      linalg.yield %x : f32
+    } -> tensor<8xf32>
+    %next = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%d, %new : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%v: f32, %u: f32, %o: f32):
+      %x = arith.mulf %v, %u : f32
+      linalg.yield %x : f32
+    } -> tensor<8xf32>
+    scf.yield %new, %next : tensor<8xf32>, tensor<8xf32>
+  }
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
+}

@@ -2,6 +2,7 @@
 
 #include "tgc/Driver/Compile.h"
 
+#include "tgc/Conversion/AccumulatorInit.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Driver/Executable.h"
@@ -43,7 +44,9 @@ LogicalResult runPipeline(ModuleOp module,
 struct CountKernelsPass
     : public PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
-  explicit CountKernelsPass(KernelCounts *counts) : counts(counts) {}
+  CountKernelsPass(KernelCounts *counts, const TargetBackend &target,
+                   tg::FusionMode fusion)
+      : counts(counts), target(target), fusion(fusion) {}
   StringRef getArgument() const final { return "tgc-count-kernels"; }
 
   void runOnOperation() override {
@@ -63,9 +66,17 @@ struct CountKernelsPass
           n *= trips->getSExtValue();
       return n;
     };
+    // Fills the target does inside its products' tiles are no kernel.
+    llvm::DenseSet<Operation *> tiledFills;
+    getOperation().walk([&](linalg::LinalgOp product) {
+      if (fusion != tg::FusionMode::None &&
+          target.fillsAccumulatorInTiles(product))
+        if (linalg::FillOp fill = findAccumulatorInit(product))
+          tiledFills.insert(fill);
+    });
     getOperation().walk([&](Operation *op) {
       if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
-          op->getParentOfType<linalg::LinalgOp>())
+          op->getParentOfType<linalg::LinalgOp>() || tiledFills.contains(op))
         return;
       int64_t bytes = 0;
       for (Value operand : op->getOperands())
@@ -77,6 +88,8 @@ struct CountKernelsPass
   }
 
   KernelCounts *counts;
+  const TargetBackend &target;
+  tg::FusionMode fusion;
 };
 
 } // namespace
@@ -127,8 +140,9 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
           if (counts)
-            nested.addPass(std::make_unique<CountKernelsPass>(counts));
-          target.buildSchedulePipeline(nested);
+            nested.addPass(
+                std::make_unique<CountKernelsPass>(counts, target, fusion));
+          target.buildSchedulePipeline(nested, fusion);
         });
       })))
     return failure();

@@ -95,6 +95,7 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   if (fusion != mlir::tg::FusionMode::None) {
     lowering.attentionTileBytes = kAttentionTileBytes;
     lowering.fuseUpdates = true;
+    lowering.transposedOperands = true;
   }
   pm.addPass(mlir::tg::createConvertTGToLinalgPass(lowering));
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into

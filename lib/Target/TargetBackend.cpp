@@ -11,6 +11,10 @@ using namespace tgc;
 
 TargetBackend::~TargetBackend() = default;
 
+bool TargetBackend::fillsAccumulatorInTiles(mlir::Operation *) const {
+  return false;
+}
+
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,
                                                llvm::StringRef) const {
   return llvm::createStringError("--emit=gpu: the " + getName().str() +

@@ -43,9 +43,11 @@ void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// `tileBytes`: most bytes of one tile of attention scores (0: the whole
-/// sequence is one tile).
+/// sequence is one tile). `transposedOperands`: the gradient's products
+/// read P and dS transposed through their maps, not from transposed copies.
 void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                         int64_t tileBytes = 0);
+                                         int64_t tileBytes = 0,
+                                         bool transposedOperands = false);
 /// `fuseUpdates`: each optimizer update (parameter and state) as one loop.
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
                                          bool fuseUpdates);

@@ -27,13 +27,18 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     `fuse-updates` lowers each optimizer update (AdamW, SGD with momentum)
     to one loop writing the parameter and its state, instead of a loop per
     result: the gradient and the old state are read once, and the new
-    state is not read back.
+    state is not read back. `transposed-operands` makes attention's
+    gradient products (dV += Pᵀ·dO, dK += dSᵀ·Q) batch matmuls whose map
+    reads the left operand transposed, so no score tile is transposed.
   }];
   let options = [
     Option<"attentionTileBytes", "attention-tile-bytes", "int64_t", "0",
            "Most bytes of one attention score tile (0: the whole sequence)">,
     Option<"fuseUpdates", "fuse-updates", "bool", "false",
            "Each optimizer update as one loop over its parameter and state">,
+    Option<"transposedOperands", "transposed-operands", "bool", "false",
+           "Attention's gradient products read the score tiles transposed "
+           "through their maps instead of from transposed copies">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
@@ -45,19 +50,37 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
 def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuses chains of elementwise linalg.generic ops on tensors";
   let description = [{
-    Target-neutral, on linalg on tensors after `convert-tg-to-linalg`: an
-    elementwise `linalg.generic` (all loops parallel) whose only user is
-    another `linalg.generic` is fused into it (MLIR's elementwise fusion
-    patterns, `linalg::populateElementwiseOpsFusionPatterns`), so chains
-    such as residual add → scale, SiLU · up, or an elementwise producer of
-    a row reduction become one loop nest that reads its inputs once and
-    writes one result: fewer kernels and fewer bytes through memory.
+    Target-neutral, on linalg on tensors after `convert-tg-to-linalg`:
+
+    - Producer into consumer (MLIR's elementwise fusion patterns,
+      `linalg::populateElementwiseOpsFusionPatterns`): an elementwise
+      `linalg.generic` whose only user is another `linalg.generic` is fused
+      into it, so chains such as residual add → scale, SiLU · up, or an
+      elementwise producer of a row reduction become one loop nest that
+      reads its inputs once and writes one result. A producer with a few
+      readers, all generics, is recomputed in each when it is cheap (at
+      most 8 scalar ops per element, no gathers) and that moves fewer
+      bytes: (readers − 1) · its inputs' bytes < (readers + 1) · its
+      result's bytes. A SiLU read by its product and by a gradient is
+      recomputed; a sum of three gradients read three times is stored.
+    - Siblings: two generics over the same loops (same iterator types and
+      sizes) that read a common tensor become one generic with both
+      results, at the later one's place, so the shared tensor is read once.
+      Not when a result of the earlier is read before the later, and only
+      for results into fresh tensors (not a loop's running values, which
+      are updated in place). Producer fusion then runs again: a producer
+      whose readers became one is fused into it.
+
+    Neither moves a read past an in-place write of what it reads: an op
+    between the two positions that takes the tensor as its destination
+    (attention's running max in its key-tile loop), or the update of a
+    parameter or optimizer state (tg-schedule-updates puts updates inside
+    the backward sweep; the runtime passes one buffer for the old and the
+    new value). Fan-in stays at most 40 inputs (a GPU kernel's parameters).
     Named ops (matmuls, transposes, fills) are left alone, so the targets'
-    matmul schedules see the same products, and so are producers with
-    several users (fusing them would compute them twice). The
-    reshape-propagation patterns of `linalg-fuse-elementwise-ops` are not
-    used: they rewrite matmuls fed through reshapes into higher-rank generic
-    contractions.
+    matmul schedules see the same products. The reshape-propagation
+    patterns of `linalg-fuse-elementwise-ops` are not used: they rewrite
+    matmuls fed through reshapes into higher-rank generic contractions.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -11,6 +11,8 @@
 #ifndef TGC_TARGET_TARGETBACKEND_H
 #define TGC_TARGET_TARGETBACKEND_H
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -63,9 +65,16 @@ public:
 
   /// The target's schedule on bufferized linalg (results already
   /// out-parameters). Runs before the shared arena planner, so buffers the
-  /// schedule introduces are planned too.
-  virtual void buildSchedulePipeline(mlir::OpPassManager &pm) const = 0;
+  /// schedule introduces are planned too. `fusion` none: no fusion in the
+  /// schedule either (e.g. of a product's output zeroing into its tiles).
+  virtual void buildSchedulePipeline(mlir::OpPassManager &pm,
+                                     mlir::tg::FusionMode fusion) const = 0;
 
+  /// Whether the schedule, with fusion on, fills `product`'s output tile by
+  /// tile inside the product's tile loops, when tgc::findAccumulatorInit
+  /// finds the fill that zeroes it (then that fill is no pass over memory of
+  /// its own; `tgc stats` counts kernels and bytes accordingly).
+  virtual bool fillsAccumulatorInTiles(mlir::Operation *product) const;
   /// After the arena plan: everything down to the LLVM dialect, with the C
   /// entry point `tgc_<function>(void **buffers)`.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,

@@ -66,6 +66,23 @@ Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return batchMatmulInto(b, loc, lhs, rhs, filled(b, loc, outType, 0.0));
 }
 
+/// out[n] += a[n]ᵀ · b[n] (a: [N, K, M], b: [N, K, N']) as a batch matmul
+/// whose map reads the left operand transposed, so no transposed copy of it
+/// is made (P and dS are score tiles).
+Value batchMatmulTransposedLhsInto(OpBuilder &b, Location loc, Value lhs,
+                                   Value rhs, Value init) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps{dimsMap(ctx, 4, {0, 3, 1}),
+                              dimsMap(ctx, 4, {0, 3, 2}),
+                              dimsMap(ctx, 4, {0, 1, 2})};
+  return linalg::BatchMatmulOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+             ValueRange{init},
+             ArrayRef<NamedAttribute>{b.getNamedAttr(
+                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
+      .getResult(0);
+}
+
 /// Swaps the two matrix dimensions of [N, R, C].
 Value transposeMatrices(OpBuilder &b, Location loc, Value v) {
   return transpose(b, loc, v, {0, 2, 1});
@@ -337,8 +354,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 };
 
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
-  AttentionGradLowering(MLIRContext *ctx, int64_t tileBytes)
-      : OpConversionPattern(ctx), tileBytes(tileBytes) {}
+  AttentionGradLowering(MLIRContext *ctx, int64_t tileBytes,
+                        bool transposedOperands)
+      : OpConversionPattern(ctx), tileBytes(tileBytes),
+        transposedOperands(transposedOperands) {}
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -396,8 +415,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                                                  subF(nb, nl2, a[1], a[0]));
                     });
                 // dV rows += Pᵀ·dO.
-                Value dvRows = batchMatmulInto(
-                    tb, tl, transposeMatrices(tb, tl, p), dOc,
+                Value dvRows = transposedLhsProduct(
+                    tb, tl, p, dOc,
                     sliceDim(tb, tl, 1, st[2], keyOffset, keys));
                 // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP.
                 Value dp = batchMatmul(
@@ -416,8 +435,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                 // dQ rows += dS·K, dK rows += dSᵀ·Q.
                 Value dq = batchMatmulInto(
                     tb, tl, ds, sliceDim(tb, tl, 1, k, keyOffset, keys), st[0]);
-                Value dkRows = batchMatmulInto(
-                    tb, tl, transposeMatrices(tb, tl, ds), qc,
+                Value dkRows = transposedLhsProduct(
+                    tb, tl, ds, qc,
                     sliceDim(tb, tl, 1, st[1], keyOffset, keys));
                 return {dq, insertDim(tb, tl, 1, dkRows, st[1], keyOffset),
                         insertDim(tb, tl, 1, dvRows, st[2], keyOffset)};
@@ -430,13 +449,25 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                             l.fromKeyRows(rewriter, loc, grads[2])});
     return success();
   }
+  /// out += lhsᵀ · rhs per batch entry: through the product's map with
+  /// `transposedOperands` (a fusion), else from a transposed copy.
+  Value transposedLhsProduct(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                             Value init) const {
+    if (transposedOperands)
+      return batchMatmulTransposedLhsInto(b, loc, lhs, rhs, init);
+    return batchMatmulInto(b, loc, transposeMatrices(b, loc, lhs), rhs, init);
+  }
+
   int64_t tileBytes;
+  bool transposedOperands;
 };
 
 } // namespace
 
 void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                                   int64_t tileBytes) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext(),
-                                                         tileBytes);
+                                                   int64_t tileBytes,
+                                                   bool transposedOperands) {
+  patterns.add<AttentionLowering>(patterns.getContext(), tileBytes);
+  patterns.add<AttentionGradLowering>(patterns.getContext(), tileBytes,
+                                      transposedOperands);
 }

@@ -35,7 +35,8 @@ struct ConvertTGToLinalgPass
     populateTGElementwiseToLinalgPatterns(patterns);
     populateTGMatmulToLinalgPatterns(patterns);
     populateTGReductionToLinalgPatterns(patterns);
-    populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes);
+    populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes,
+                                        transposedOperands);
     populateTGOptimizerToLinalgPatterns(patterns, fuseUpdates);
     populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

@@ -32,7 +32,8 @@ void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
 }
 
 void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
-                                        const CPUBackendOptions &options) {
+                                        const CPUBackendOptions &options,
+                                        tg::FusionMode fusion) {
   // Matmuls of any shape: parallel output tiles, K and register tiles sized
   // for the target CPU, vector FMAs. Before the arena: hoisting the
   // accumulators out of the reduction loop needs buffers that are visibly
@@ -44,6 +45,8 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   matmuls.l2CacheBytes = options.l2CacheBytes;
   matmuls.tiles = options.matmulTiles;
   matmuls.amx = options.amx;
+  // Zeroing an output inside its tiles fuses the fill into the product.
+  matmuls.fillTiles = fusion != tg::FusionMode::None;
   pm.addPass(createTGCVectorizeMatmulsPass(matmuls));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -100,7 +103,7 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
 void tgc::cpu::buildCPUBackendPipeline(OpPassManager &pm,
                                        const CPUBackendOptions &options) {
   buildBufferizePipeline(pm, [&](OpPassManager &nested) {
-    buildCPUSchedulePipeline(nested, options);
+    buildCPUSchedulePipeline(nested, options, options.fusion);
   });
   buildCPUCodegenPipeline(pm, options);
 }
@@ -157,8 +160,13 @@ public:
     return checkF32Parameters(step, "CPU");
   }
 
-  void buildSchedulePipeline(OpPassManager &pm) const override {
-    buildCPUSchedulePipeline(pm, options);
+  void buildSchedulePipeline(OpPassManager &pm,
+                             tg::FusionMode fusion) const override {
+    buildCPUSchedulePipeline(pm, options, fusion);
+  }
+
+  bool fillsAccumulatorInTiles(Operation *product) const override {
+    return cpu::fillsAccumulatorInTiles(product);
   }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -12,6 +12,7 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "AMXProducts.h"
+#include "tgc/Conversion/AccumulatorInit.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -435,8 +436,89 @@ void widenNarrowOperands(ModuleOp module) {
   }
 }
 
+constexpr llvm::StringLiteral kTileInitAttr = "tgc.fill_tiles_with";
+
+bool isScheduledBatchLayout(linalg::LinalgOp op);
+
+/// Products the schedule tiles: matmuls, and batch matmuls of the default
+/// or transposed-left-operand layout, on static buffers (others are left to
+/// the loops).
+bool isScheduledProduct(linalg::LinalgOp op) {
+  bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
+  if (!batched && !llvm::isa<linalg::MatmulOp>(op))
+    return false;
+  if (batched && !isScheduledBatchLayout(op))
+    return false;
+  return op.hasPureBufferSemantics() &&
+         llvm::all_of(op->getOperandTypes(), [](Type t) {
+           auto m = llvm::dyn_cast<MemRefType>(t);
+           return m && m.hasStaticShape();
+         });
+}
+
+/// f32 products only: bf16/f16 operands are widened or become AMX tiles
+/// first, which this schedule's fill placement does not follow.
+bool isF32Product(linalg::LinalgOp op) {
+  return llvm::all_of(op->getOperandTypes(),
+                      [](Type t) { return getElementTypeOrSelf(t).isF32(); });
+}
+
+/// Moves each product's accumulator fill (findAccumulatorInit) onto the
+/// product as an attribute holding the fill's constant; after the output
+/// tiles exist, fillOutputTiles puts a fill of each tile right before the
+/// tile's product, where the tile's K loop then finds it in cache.
+void takeAccumulatorFills(ModuleOp module) {
+  SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
+  module.walk([&](linalg::LinalgOp op) {
+    if (!tgc::cpu::fillsAccumulatorInTiles(op))
+      return;
+    if (linalg::FillOp fill = tgc::findAccumulatorInit(op))
+      moves.emplace_back(op, fill);
+  });
+  for (auto [op, fill] : moves) {
+    Attribute value;
+    if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+      continue;
+    op->setAttr(kTileInitAttr, value);
+    fill->erase();
+  }
+}
+
+void fillOutputTiles(ModuleOp module) {
+  SmallVector<linalg::LinalgOp> products;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op->hasAttr(kTileInitAttr))
+      products.push_back(op);
+  });
+  OpBuilder b(module.getContext());
+  for (linalg::LinalgOp op : products) {
+    auto value = llvm::cast<TypedAttr>(op->getAttr(kTileInitAttr));
+    op->removeAttr(kTileInitAttr);
+    b.setInsertionPoint(op);
+    Value constant = arith::ConstantOp::create(b, op.getLoc(), value);
+    linalg::FillOp::create(b, op.getLoc(), ValueRange{constant},
+                           ValueRange{op.getDpsInits()[0]});
+  }
+}
+
+/// The transposed-left-operand batch layout: out[b] += a[b]ᵀ · c[b].
+SmallVector<AffineMap> transposedLhsBatchMaps(MLIRContext *ctx) {
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  return {AffineMap::get(4, 0, {d(0), d(3), d(1)}, ctx),
+          AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx),
+          AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)};
+}
+
+bool isScheduledBatchLayout(linalg::LinalgOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  return maps ==
+             linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext()) ||
+         maps == transposedLhsBatchMaps(op.getContext());
+}
+
 /// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
-/// `linalg.matmul` on rank-reduced views, which phase 2 schedules.
+/// `linalg.matmul` on rank-reduced views (with the transposed left operand's
+/// map where it has one), which phase 2 schedules.
 void rankReduceUnitBatches(ModuleOp module) {
   SmallVector<linalg::BatchMatmulOp> unit;
   module.walk([&](linalg::BatchMatmulOp op) {
@@ -466,9 +548,24 @@ void rankReduceUnitBatches(ModuleOp module) {
     Value a = dropBatch(op.getDpsInputs()[0]),
           b = dropBatch(op.getDpsInputs()[1]),
           c = dropBatch(op.getDpsInits()[0]);
-    auto mm = linalg::MatmulOp::create(rewriter, op.getLoc(), ValueRange{a, b},
-                                       ValueRange{c});
+    linalg::MatmulOp mm;
+    if (op.getIndexingMapsArray() == transposedLhsBatchMaps(op.getContext())) {
+      MLIRContext *ctx = op.getContext();
+      auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+      SmallVector<AffineMap> maps{AffineMap::get(3, 0, {d(2), d(0)}, ctx),
+                                  AffineMap::get(3, 0, {d(2), d(1)}, ctx),
+                                  AffineMap::get(3, 0, {d(0), d(1)}, ctx)};
+      mm = linalg::MatmulOp::create(
+          rewriter, op.getLoc(), TypeRange{}, ValueRange{a, b}, ValueRange{c},
+          ArrayRef<NamedAttribute>{rewriter.getNamedAttr(
+              "indexing_maps", rewriter.getAffineMapArrayAttr(maps))});
+    } else {
+      mm = linalg::MatmulOp::create(rewriter, op.getLoc(), ValueRange{a, b},
+                                    ValueRange{c});
+    }
     mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
+    if (Attribute init = op->getAttr(kTileInitAttr))
+      mm->setAttr(kTileInitAttr, init);
     rewriter.eraseOp(op);
   }
 }
@@ -511,25 +608,18 @@ struct TGCVectorizeMatmulsPass
           << " columns)";
       return signalPassFailure();
     }
+    // Before anything changes the products (AMX, widening): the same
+    // predicate as `tgc stats`' count, on the same IR.
+    if (fillTiles)
+      takeAccumulatorFills(module);
     if (amx)
       tgc::cpu::emitAMXProducts(module);
     widenNarrowOperands(module);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
+      if (!isScheduledProduct(op))
+        return;
       bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
-      if (!batched && !llvm::isa<linalg::MatmulOp>(op))
-        return;
-      // Batch matmuls with their own maps are left to the loops.
-      if (batched &&
-          op.getIndexingMapsArray() !=
-              linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext()))
-        return;
-      if (!op.hasPureBufferSemantics() ||
-          !llvm::all_of(op->getOperandTypes(), [](Type t) {
-            auto m = llvm::dyn_cast<MemRefType>(t);
-            return m && m.hasStaticShape();
-          }))
-        return;
       // Loop ranges (…, M, N, K) whatever the operands' layouts.
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       size_t r = ranges.size();
@@ -540,11 +630,14 @@ struct TGCVectorizeMatmulsPass
       configs.emplace(t.key(), t);
       op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t.key()));
     });
-    if (configs.empty())
+    if (configs.empty()) {
+      fillOutputTiles(module);
       return;
+    }
     if (failed(runSchedule(module, forallSchedule(configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
+    fillOutputTiles(module);
     for (auto &entry : configs)
       entry.second.batched = false;
     int64_t lanes = vectorBits / 32;
@@ -560,3 +653,8 @@ struct TGCVectorizeMatmulsPass
 };
 
 } // namespace
+
+bool tgc::cpu::fillsAccumulatorInTiles(Operation *op) {
+  auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
+  return product && isScheduledProduct(product) && isF32Product(product);
+}

@@ -164,7 +164,7 @@ public:
     return checkF32Parameters(step, "CUDA");
   }
 
-  void buildSchedulePipeline(OpPassManager &pm) const override {
+  void buildSchedulePipeline(OpPassManager &pm, tg::FusionMode) const override {
     buildCUDASchedulePipeline(pm, options, /*launches=*/!target.gpuEmulate);
   }
 

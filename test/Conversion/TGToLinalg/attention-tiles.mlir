@@ -1,4 +1,4 @@
-// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192 transposed-operands=true" --canonicalize | FileCheck %s
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
 
 // FlashAttention tiles: S = 100 positions, G = 2 query heads per key/value
@@ -66,16 +66,19 @@ func.func @cross(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tenso
 
 // The gradient: per query tile, dQ's rows accumulate over the key tiles and
 // are written once; dK's and dV's rows accumulate in place; the
-// probabilities come from the logsumexp (no row max, no row sum).
+// probabilities come from the logsumexp (no row max, no row sum). With
+// transposed-operands, dV and dK read P and dS transposed through their
+// products' maps: no score tile is transposed.
 // CHECK-LABEL: func.func @grad
 // CHECK-NOT: tensor<1x200x100xf32>
+// CHECK-NOT: linalg.transpose {{.*}} tensor<1x32x64xf32>
 // CHECK: scf.for %[[GQ:.*]] = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x200x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
 // CHECK: scf.for %[[GK:.*]] = %c0 to %[[GQ]] step %c32 iter_args({{.*}}) -> (tensor<1x64x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
 // CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
 // CHECK-NOT: arith.maximumf
 // CHECK: math.exp
 // CHECK: tensor.extract_slice {{.*}}[0, %[[GK]], 0] [1, 32, 4]
-// CHECK: linalg.batch_matmul {{.*}} -> tensor<1x32x4xf32>
+// CHECK: linalg.batch_matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<1x64x32xf32>, tensor<1x64x4xf32>) {{.*}} -> tensor<1x32x4xf32>
 // CHECK: tensor.insert_slice {{.*}}[0, %[[GK]], 0] [1, 32, 4]
 // CHECK: scf.yield
 // CHECK: arith.cmpi ugt

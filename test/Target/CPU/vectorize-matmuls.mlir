@@ -9,6 +9,7 @@
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=TILEFILL
 // HUGE: error: tgc-vectorize-matmuls: register tile 64x64 is too large (at most 16 rows and 128 columns)
 
 // 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
@@ -97,6 +98,23 @@ func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<
   return
 }
 
+// Attention's gradient products read a score tile transposed (dV += Pᵀ·dO):
+// the same forall over batch entries and tiles, with vector FMAs and no
+// scalar multiplies.
+// CHECK-LABEL: func.func @batched_transposed_lhs
+// CHECK: scf.forall {{.*}} in (6)
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: linalg.batch_matmul
+// CHECK-NOT: arith.mulf
+// CHECK: return
+#lhsT = affine_map<(b, m, n, k) -> (b, k, m)>
+#rhs = affine_map<(b, m, n, k) -> (b, k, n)>
+#out = affine_map<(b, m, n, k) -> (b, m, n)>
+func.func @batched_transposed_lhs(%p: memref<6x37x37xf32>, %d: memref<6x37x16xf32>, %c: memref<6x37x16xf32>) {
+  linalg.batch_matmul indexing_maps = [#lhsT, #rhs, #out] ins(%p, %d : memref<6x37x37xf32>, memref<6x37x16xf32>) outs(%c : memref<6x37x16xf32>)
+  return
+}
+
 // Mixed precision: each bf16 operand is widened into an f32 buffer once,
 // and the product is scheduled as an f32 one (f32 FMAs, no scalar
 // multiplies), also for a transposed A and prime sizes.
@@ -126,3 +144,37 @@ func.func @bf16_transposed_a_odd(%a: memref<37x61xbf16>, %b: memref<37x53xbf16>,
 func.func @after_bf16() {
   return
 }
+
+// -----
+
+// With fill-tiles (fusion on), the fill that zeroes a product's output
+// right before it is done per output tile, inside the tile's forall and
+// before its K loop; no fill of the whole output is left.
+// TILEFILL-LABEL: func.func @zeroed_output
+// TILEFILL-NOT: linalg.fill
+// TILEFILL: scf.forall
+// TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<{{.*}}strided
+// TILEFILL: scf.for
+// TILEFILL: vector.fma
+func.func @zeroed_output(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %c: memref<128x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  return
+}
+
+// -----
+
+// A fill read by something else before the product stays where it is.
+// TILEFILL-LABEL: func.func @read_between
+// TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<128x96xf32>)
+// TILEFILL: memref.copy
+// TILEFILL: scf.forall
+func.func @read_between(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %c: memref<128x96xf32>, %d: memref<128x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  memref.copy %c, %d : memref<128x96xf32> to memref<128x96xf32>
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  return
+}
+

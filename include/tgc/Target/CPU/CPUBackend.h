@@ -51,9 +51,11 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
 
 /// The CPU schedule on bufferized linalg: matmuls tiled and vectorised for
 /// the CPU, large elementwise and reduction ops in parallel chunks. Runs
-/// before tgc-plan-buffers.
+/// before tgc-plan-buffers. With `fusion` on, a product's output is zeroed
+/// inside its tiles.
 void buildCPUSchedulePipeline(mlir::OpPassManager &pm,
-                              const CPUBackendOptions &options);
+                              const CPUBackendOptions &options,
+                              mlir::tg::FusionMode fusion);
 
 /// After the arena plan: deallocation, loops, OpenMP, LLVM dialect with
 /// bare-pointer memrefs and the C entry point `tgc_<function>`.

@@ -22,6 +22,12 @@ namespace tgc::cpu {
 #define GEN_PASS_REGISTRATION
 #include "tgc/Target/CPU/Passes.h.inc"
 
+/// Whether tgc-vectorize-matmuls tiles `op` (a matmul, or a batch matmul of
+/// a layout it schedules, on static f32 buffers) and, where
+/// tgc::findAccumulatorInit finds the fill that zeroes its output, fills
+/// each output tile inside the tile's loop instead.
+bool fillsAccumulatorInTiles(mlir::Operation *op);
+
 } // namespace tgc::cpu
 
 #endif // TGC_TARGET_CPU_PASSES_H

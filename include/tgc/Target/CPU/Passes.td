@@ -98,6 +98,9 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "L2 cache per core in bytes">,
     Option<"tiles", "tiles", "std::string", "\"\"",
            "Override the model: MT,NT,KT,MR,NR for every matmul">,
+    Option<"fillTiles", "fill-tiles", "bool", "false",
+           "Zero each output tile in the product's tile loop instead of "
+           "running the fill that zeroes the whole output before it">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
   ];

@@ -70,6 +70,12 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       for results into fresh tensors (not a loop's running values, which
       are updated in place). Producer fusion then runs again: a producer
       whose readers became one is fused into it.
+    - Layout changes: transposes take part as generics (those left unfused
+      become `linalg.transpose` again); a transpose of a tensor with no
+      other reader is computed once (attention's forward and backward both
+      transpose the saved queries, keys and values); a reshape between an
+      elementwise loop and a transpose is folded into the loop (upstream's
+      fold-by-expansion patterns, only there), so the two fuse.
 
     Neither moves a read past an in-place write of what it reads: an op
     between the two positions that takes the tensor as its destination

@@ -398,6 +398,32 @@ struct TGCFuseElementwisePass
     };
     getOperation().walk([](func::FuncOp func) { reuseTransposes(func); });
     generalizeTransposes(getOperation());
+    // A reshape between an elementwise loop and a layout change (attention
+    // splits heads into groups: [.., S·G, D] ↔ [.., S, G, D]) is folded into
+    // the loop by expanding its dimensions, so that the two can fuse.
+    // Only there: upstream's folding elsewhere turns matmuls fed through
+    // reshapes into higher-rank generic contractions.
+    auto isLayoutChange = [](Operation *op) {
+      return op && op->hasAttr(kPermutationAttr);
+    };
+    auto isElementwise = [](Operation *op) {
+      auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+      return generic && generic.getNumReductionLoops() == 0 &&
+             !generic->hasAttr(kPermutationAttr);
+    };
+    auto foldReshape = [&](OpOperand *operand) {
+      Operation *owner = operand->getOwner();
+      if (auto expand = dyn_cast<tensor::ExpandShapeOp>(owner))
+        return isElementwise(operand->get().getDefiningOp()) &&
+               llvm::all_of(expand->getUsers(), isLayoutChange);
+      auto collapse = operand->get().getDefiningOp<tensor::CollapseShapeOp>();
+      return collapse && isElementwise(owner) &&
+             isLayoutChange(collapse.getSrc().getDefiningOp());
+    };
+    RewritePatternSet reshapes(&getContext());
+    linalg::populateFoldReshapeOpsByExpansionPatterns(reshapes, foldReshape);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(reshapes))))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     FrozenRewritePatternSet frozen(std::move(patterns));

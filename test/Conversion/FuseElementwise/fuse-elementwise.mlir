@@ -194,3 +194,48 @@ func.func @in_place_between(%a: tensor<8xf32>, %init: tensor<8xf32>) -> (tensor<
   }
   return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Attention's output, normalised per row in [heads, S·G, D] and changed to
+// the sequence's layout through a reshape to [heads, S, G, D]: the reshape
+// is folded into the loop (its dimensions expanded) so that the layout
+// change fuses with it: one loop writes [S, heads, G, D], no transpose.
+// CHECK-LABEL: func.func @reshape_then_layout
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<6x2x3x4xf32>)
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[R]]
+func.func @reshape_then_layout(%x: tensor<2x18x4xf32>) -> tensor<6x2x3x4xf32> {
+  %e = tensor.empty() : tensor<2x18x4xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x18x4xf32>) outs(%e : tensor<2x18x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.mulf %v, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<2x18x4xf32>
+  %s = tensor.expand_shape %n [[0], [1, 2], [3]] output_shape [2, 6, 3, 4] : tensor<2x18x4xf32> into tensor<2x6x3x4xf32>
+  %t0 = tensor.empty() : tensor<6x2x3x4xf32>
+  %t = linalg.transpose ins(%s : tensor<2x6x3x4xf32>) outs(%t0 : tensor<6x2x3x4xf32>) permutation = [1, 0, 2, 3]
+  return %t : tensor<6x2x3x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A reshape between two elementwise loops with no layout change is left
+// alone (the folding is only for layout changes).
+// CHECK-LABEL: func.func @reshape_elsewhere
+// CHECK: tensor.expand_shape
+func.func @reshape_elsewhere(%x: tensor<4x6xf32>, %w: tensor<2x3x5xf32>) -> tensor<4x2x3xf32> {
+  %e = tensor.empty() : tensor<4x6xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  %s = tensor.expand_shape %n [[0], [1, 2]] output_shape [4, 2, 3] : tensor<4x6xf32> into tensor<4x2x3xf32>
+  return %s : tensor<4x2x3xf32>
+}

@@ -2,8 +2,8 @@
 
 #include "tgc/Driver/Compile.h"
 
-#include "tgc/Conversion/AccumulatorInit.h"
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Conversion/ProductFusion.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Driver/Executable.h"
 #include "tgc/Driver/TrainingFlags.h"
@@ -66,23 +66,33 @@ struct CountKernelsPass
           n *= trips->getSExtValue();
       return n;
     };
-    // Fills the target does inside its products' tiles are no kernel.
+    // What the target does inside its products' tiles is no kernel: the
+    // fill of the output, and the epilogue, which reads the output's tile
+    // in cache (its other buffers count).
     llvm::DenseSet<Operation *> tiledFills;
+    llvm::DenseMap<Operation *, Value> epilogueOutputs;
     getOperation().walk([&](linalg::LinalgOp product) {
-      if (fusion != tg::FusionMode::None &&
-          target.fillsAccumulatorInTiles(product))
-        if (linalg::FillOp fill = findAccumulatorInit(product))
-          tiledFills.insert(fill);
+      if (fusion == tg::FusionMode::None ||
+          !target.fusesIntoProductTiles(product))
+        return;
+      if (linalg::FillOp fill = findAccumulatorInit(product))
+        tiledFills.insert(fill);
+      if (linalg::GenericOp epilogue = findEpilogue(product))
+        epilogueOutputs[epilogue] = product.getDpsInits()[0];
     });
     getOperation().walk([&](Operation *op) {
       if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
           op->getParentOfType<linalg::LinalgOp>() || tiledFills.contains(op))
         return;
+      auto epilogue = epilogueOutputs.find(op);
       int64_t bytes = 0;
       for (Value operand : op->getOperands())
-        bytes += bytesOf(operand);
+        if (epilogue == epilogueOutputs.end() ||
+            rootBuffer(operand) != epilogue->second)
+          bytes += bytesOf(operand);
       int64_t n = repeats(op);
-      counts->kernels += n;
+      if (epilogue == epilogueOutputs.end())
+        counts->kernels += n;
       counts->bytesMoved += n * bytes;
     });
   }

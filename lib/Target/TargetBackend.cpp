@@ -11,7 +11,7 @@ using namespace tgc;
 
 TargetBackend::~TargetBackend() = default;
 
-bool TargetBackend::fillsAccumulatorInTiles(mlir::Operation *) const {
+bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
   return false;
 }
 

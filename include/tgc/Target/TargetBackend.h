@@ -70,11 +70,13 @@ public:
   virtual void buildSchedulePipeline(mlir::OpPassManager &pm,
                                      mlir::tg::FusionMode fusion) const = 0;
 
-  /// Whether the schedule, with fusion on, fills `product`'s output tile by
-  /// tile inside the product's tile loops, when tgc::findAccumulatorInit
-  /// finds the fill that zeroes it (then that fill is no pass over memory of
-  /// its own; `tgc stats` counts kernels and bytes accordingly).
-  virtual bool fillsAccumulatorInTiles(mlir::Operation *product) const;
+  /// Whether the schedule, with fusion on, does `product`'s neighbours
+  /// inside the product's output tiles (tgc/Conversion/ProductFusion.h): the
+  /// fill that zeroes its output (tgc::findAccumulatorInit) and the
+  /// elementwise loop that reads it right after (tgc::findEpilogue). They
+  /// are then no passes over memory of their own; `tgc stats` counts
+  /// kernels and bytes accordingly.
+  virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
   /// After the arena plan: everything down to the LLVM dialect, with the C
   /// entry point `tgc_<function>(void **buffers)`.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,

@@ -355,6 +355,14 @@ void respecializeTransposes(ModuleOp module) {
   });
   for (linalg::GenericOp op : generics) {
     auto permutation = op->getAttrOfType<DenseI64ArrayAttr>(kPermutationAttr);
+    op->removeAttr(kPermutationAttr);
+    // Still the permuting copy it was made from (a pattern may have folded
+    // a constant input into it: then it stays a generic).
+    Block *body = op.getBody();
+    if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+        !llvm::hasSingleElement(*body) ||
+        body->getTerminator()->getOperand(0) != body->getArgument(0))
+      continue;
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<linalg::TransposeOp>(
         op, op.getDpsInputs()[0], op.getDpsInits()[0], permutation);
@@ -378,7 +386,10 @@ struct TGCFuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       Operation *consumer = operand->getOwner();
       auto generic = dyn_cast_or_null<linalg::GenericOp>(producer);
-      if (!generic || !isa<linalg::GenericOp>(consumer))
+      // Same block: fused into a loop's body, a producer outside it would
+      // run once per iteration.
+      if (!generic || !isa<linalg::GenericOp>(consumer) ||
+          producer->getBlock() != consumer->getBlock())
         return false;
       if (!producer->hasOneUse() &&
           (!isCheapToRecompute(generic,

@@ -165,8 +165,8 @@ public:
     buildCPUSchedulePipeline(pm, options, fusion);
   }
 
-  bool fillsAccumulatorInTiles(Operation *product) const override {
-    return cpu::fillsAccumulatorInTiles(product);
+  bool fusesIntoProductTiles(Operation *product) const override {
+    return cpu::fusesIntoProductTiles(product);
   }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -12,7 +12,7 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "AMXProducts.h"
-#include "tgc/Conversion/AccumulatorInit.h"
+#include "tgc/Conversion/ProductFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Parser/Parser.h"
@@ -470,7 +471,7 @@ bool isF32Product(linalg::LinalgOp op) {
 void takeAccumulatorFills(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {
-    if (!tgc::cpu::fillsAccumulatorInTiles(op))
+    if (!tgc::cpu::fusesIntoProductTiles(op))
       return;
     if (linalg::FillOp fill = tgc::findAccumulatorInit(op))
       moves.emplace_back(op, fill);
@@ -499,6 +500,125 @@ void fillOutputTiles(ModuleOp module) {
     linalg::FillOp::create(b, op.getLoc(), ValueRange{constant},
                            ValueRange{op.getDpsInits()[0]});
   }
+}
+
+constexpr llvm::StringLiteral kEpilogueAttr = "tgc.epilogue";
+
+/// Each product's epilogue (findEpilogue), its buffers made before the
+/// product; the product carries the epilogue's index (its tiles keep it).
+SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
+  SmallVector<std::pair<linalg::LinalgOp, linalg::GenericOp>> found;
+  module.walk([&](linalg::LinalgOp op) {
+    if (tgc::cpu::fusesIntoProductTiles(op))
+      if (linalg::GenericOp epilogue = tgc::findEpilogue(op))
+        found.emplace_back(op, epilogue);
+  });
+  SmallVector<linalg::GenericOp> epilogues;
+  Builder b(module.getContext());
+  for (auto [product, epilogue] : found) {
+    // Buffers (and reshapes of them) made between the two move before the
+    // product, sources first.
+    std::function<void(Value)> hoist = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != product->getBlock() ||
+          def->isBeforeInBlock(product))
+        return;
+      for (Value operand : def->getOperands())
+        hoist(operand);
+      def->moveBefore(product);
+    };
+    Value acc = product.getDpsInits()[0];
+    for (Value v : epilogue->getOperands())
+      if (tgc::rootBuffer(v) != acc)
+        hoist(v);
+    product->setAttr(kEpilogueAttr, b.getI64IntegerAttr(epilogues.size()));
+    epilogues.push_back(epilogue);
+  }
+  return epilogues;
+}
+
+/// `v` (M x N elements in a product's output order) as an [M, N] view.
+Value asMatrix(OpBuilder &b, Location loc, Value v) {
+  auto type = llvm::cast<MemRefType>(v.getType());
+  if (type.getRank() == 2)
+    return v;
+  if (auto expand = v.getDefiningOp<memref::ExpandShapeOp>())
+    if (expand.getSrcType().getRank() == 2)
+      return expand.getSrc();
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    rows.push_back(d);
+  return memref::CollapseShapeOp::create(
+      b, loc, v, ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
+}
+
+/// After the output tiles exist: each epilogue runs on the tile right after
+/// the tile's product, and the whole-buffer loop goes.
+void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
+  SmallVector<linalg::LinalgOp> tiles;
+  module.walk([&](linalg::LinalgOp op) {
+    if (op->hasAttr(kEpilogueAttr))
+      tiles.push_back(op);
+  });
+  llvm::DenseMap<Operation *, SmallVector<Value>> matrices;
+  llvm::DenseSet<Operation *> fusedAway;
+  OpBuilder b(module.getContext());
+  for (linalg::LinalgOp tile : tiles) {
+    int64_t index =
+        llvm::cast<IntegerAttr>(tile->getAttr(kEpilogueAttr)).getInt();
+    tile->removeAttr(kEpilogueAttr);
+    linalg::GenericOp epilogue = epilogues[index];
+    Value out = tile.getDpsInits()[0];
+    Value acc = tgc::rootBuffer(out);
+    auto view = out.getDefiningOp<memref::SubViewOp>();
+    if (view ? view.getSource() != acc : out != acc)
+      continue; // not a tile of the whole output: the loop stays
+    // [M, N] views of the epilogue's operands, made once, before the
+    // output's tile loop (where the whole buffers exist).
+    SmallVector<Value> &whole = matrices[epilogue];
+    if (whole.empty()) {
+      Operation *outer = tile;
+      while (outer->getBlock() != acc.getParentBlock())
+        outer = outer->getParentOp();
+      b.setInsertionPoint(outer);
+      for (Value v : epilogue->getOperands())
+        whole.push_back(tgc::rootBuffer(v) == acc
+                            ? acc
+                            : asMatrix(b, epilogue.getLoc(), v));
+    }
+    b.setInsertionPointAfter(tile);
+    SmallVector<OpFoldResult> offsets, sizes, strides(2, b.getIndexAttr(1));
+    if (view) {
+      offsets = view.getMixedOffsets();
+      sizes = view.getMixedSizes();
+    } else {
+      auto type = llvm::cast<MemRefType>(acc.getType());
+      offsets = {b.getIndexAttr(0), b.getIndexAttr(0)};
+      sizes = {b.getIndexAttr(type.getDimSize(0)),
+               b.getIndexAttr(type.getDimSize(1))};
+    }
+    SmallVector<Value> parts;
+    for (Value v : whole)
+      parts.push_back(v == acc
+                          ? out
+                          : memref::SubViewOp::create(b, tile.getLoc(), v,
+                                                      offsets, sizes, strides)
+                                .getResult());
+    unsigned inputs = epilogue.getNumDpsInputs();
+    AffineMap identity = b.getMultiDimIdentityMap(2);
+    auto fused = linalg::GenericOp::create(
+        b, epilogue.getLoc(), TypeRange{},
+        ArrayRef<Value>(parts).take_front(inputs),
+        ArrayRef<Value>(parts).drop_front(inputs),
+        SmallVector<AffineMap>(parts.size(), identity),
+        SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel));
+    IRMapping map;
+    epilogue.getRegion().cloneInto(&fused.getRegion(), map);
+    fusedAway.insert(epilogue);
+  }
+  for (linalg::GenericOp epilogue : epilogues)
+    if (fusedAway.contains(epilogue))
+      epilogue->erase();
 }
 
 /// The transposed-left-operand batch layout: out[b] += a[b]ᵀ · c[b].
@@ -610,8 +730,11 @@ struct TGCVectorizeMatmulsPass
     }
     // Before anything changes the products (AMX, widening): the same
     // predicate as `tgc stats`' count, on the same IR.
-    if (fillTiles)
+    SmallVector<linalg::GenericOp> epilogues;
+    if (fillTiles) {
       takeAccumulatorFills(module);
+      epilogues = takeEpilogues(module);
+    }
     if (amx)
       tgc::cpu::emitAMXProducts(module);
     widenNarrowOperands(module);
@@ -632,12 +755,14 @@ struct TGCVectorizeMatmulsPass
     });
     if (configs.empty()) {
       fillOutputTiles(module);
+      fuseEpilogues(module, epilogues);
       return;
     }
     if (failed(runSchedule(module, forallSchedule(configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
     fillOutputTiles(module);
+    fuseEpilogues(module, epilogues);
     for (auto &entry : configs)
       entry.second.batched = false;
     int64_t lanes = vectorBits / 32;
@@ -654,7 +779,7 @@ struct TGCVectorizeMatmulsPass
 
 } // namespace
 
-bool tgc::cpu::fillsAccumulatorInTiles(Operation *op) {
+bool tgc::cpu::fusesIntoProductTiles(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
   return product && isScheduledProduct(product) && isF32Product(product);
 }

@@ -178,3 +178,58 @@ func.func @read_between(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %c: memre
   return
 }
 
+
+// -----
+
+// An elementwise loop right after a product that reads its output (a
+// residual add on the batch's [B, S, D] view of the [B·S, D] product) runs
+// on each output tile right after the tile's K loop, on [M, N] views of its
+// buffers; the whole-buffer loop is gone.
+// TILEFILL-LABEL: func.func @epilogue
+// TILEFILL: memref.collapse_shape %arg3
+// TILEFILL: scf.forall
+// TILEFILL: linalg.fill
+// TILEFILL: scf.for
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>, memref<?x96xf32, strided<[96, 1], offset: ?>>) outs(%{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>)
+// TILEFILL: arith.addf
+// TILEFILL: }
+// TILEFILL-NOT: linalg.generic
+// TILEFILL: return
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<2x64x96xf32>, %y: memref<2x64x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  %c3 = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 64, 96] : memref<128x96xf32> into memref<2x64x96xf32>
+  linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %c3 : memref<2x64x96xf32>, memref<2x64x96xf32>) outs(%y : memref<2x64x96xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<128x96xf32>
+  return
+}
+
+// -----
+
+// The product's output read again after the loop: no epilogue.
+// TILEFILL-LABEL: func.func @read_later
+// TILEFILL: scf.forall
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<128x96xf32>, memref<128x96xf32>)
+// TILEFILL: memref.copy
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @read_later(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<128x96xf32>, %y: memref<128x96xf32>, %z: memref<128x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %c : memref<128x96xf32>, memref<128x96xf32>) outs(%y : memref<128x96xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %c, %z : memref<128x96xf32> to memref<128x96xf32>
+  return
+}

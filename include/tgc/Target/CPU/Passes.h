@@ -23,10 +23,10 @@ namespace tgc::cpu {
 #include "tgc/Target/CPU/Passes.h.inc"
 
 /// Whether tgc-vectorize-matmuls tiles `op` (a matmul, or a batch matmul of
-/// a layout it schedules, on static f32 buffers) and, where
-/// tgc::findAccumulatorInit finds the fill that zeroes its output, fills
-/// each output tile inside the tile's loop instead.
-bool fillsAccumulatorInTiles(mlir::Operation *op);
+/// a layout it schedules, on static f32 buffers) and, with fill-tiles, does
+/// its neighbours (tgc::findAccumulatorInit, tgc::findEpilogue) inside each
+/// output tile.
+bool fusesIntoProductTiles(mlir::Operation *op);
 
 } // namespace tgc::cpu
 

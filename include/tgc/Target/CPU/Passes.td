@@ -99,8 +99,9 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     Option<"tiles", "tiles", "std::string", "\"\"",
            "Override the model: MT,NT,KT,MR,NR for every matmul">,
     Option<"fillTiles", "fill-tiles", "bool", "false",
-           "Zero each output tile in the product's tile loop instead of "
-           "running the fill that zeroes the whole output before it">,
+           "Do a product's neighbours inside its output tiles: the fill that "
+           "zeroes its output, and the elementwise loop right after it that "
+           "reads it (tgc/Conversion/ProductFusion.h)">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
   ];

@@ -275,6 +275,25 @@ constexpr llvm::StringLiteral kPermutationAttr = "tgc.transpose_permutation";
 /// alive (a parameter), keeps its transposes: reuse would keep a copy alive.
 void reuseTransposes(func::FuncOp func) {
   DominanceInfo dominance(func);
+  // Replaces each of `ops` by an earlier one of the same source that
+  // `same` accepts and that dominates it.
+  auto reuseEarlier = [&](ArrayRef<Operation *> ops,
+                          function_ref<bool(Operation *, Operation *)> same) {
+    llvm::DenseMap<Value, SmallVector<Operation *>> bySource;
+    for (Operation *op : ops) {
+      SmallVector<Operation *> &seen = bySource[op->getOperand(0)];
+      auto earlier = llvm::find_if(seen, [&](Operation *candidate) {
+        return same(candidate, op) &&
+               dominance.properlyDominates(candidate, op);
+      });
+      if (earlier != seen.end()) {
+        op->replaceAllUsesWith(*earlier);
+        op->erase();
+        continue;
+      }
+      seen.push_back(op);
+    }
+  };
   // Identical reshapes first (views: no storage), so that the transposes of
   // one reshaped tensor read one value.
   SmallVector<Operation *> reshapes;
@@ -282,47 +301,26 @@ void reuseTransposes(func::FuncOp func) {
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
       reshapes.push_back(op);
   });
-  llvm::DenseMap<Value, SmallVector<Operation *>> reshapesOf;
-  for (Operation *op : reshapes) {
-    SmallVector<Operation *> &seen = reshapesOf[op->getOperand(0)];
-    auto same = llvm::find_if(seen, [&](Operation *earlier) {
-      return OperationEquivalence::isEquivalentTo(
-                 earlier, op, OperationEquivalence::IgnoreLocations) &&
-             dominance.properlyDominates(earlier, op);
-    });
-    if (same != seen.end()) {
-      op->replaceAllUsesWith(*same);
-      op->erase();
-      continue;
-    }
-    seen.push_back(op);
-  }
-  llvm::DenseMap<Value, SmallVector<linalg::TransposeOp>> byInput;
-  SmallVector<linalg::TransposeOp> all;
-  func.walk([&](linalg::TransposeOp op) {
-    if (op.hasPureTensorSemantics())
-      all.push_back(op);
+  reuseEarlier(reshapes, [](Operation *a, Operation *b) {
+    return OperationEquivalence::isEquivalentTo(
+        a, b, OperationEquivalence::IgnoreLocations);
   });
-  for (linalg::TransposeOp op : all) {
+  auto permutationOf = [](Operation *op) {
+    return cast<linalg::TransposeOp>(op).getPermutation();
+  };
+  SmallVector<Operation *> transposes;
+  func.walk([&](linalg::TransposeOp op) {
     Value input = op.getInput();
-    if (isa<BlockArgument>(input) ||
-        !llvm::all_of(input.getUsers(), [&](Operation *user) {
-          auto other = dyn_cast<linalg::TransposeOp>(user);
-          return other && other.getPermutation() == op.getPermutation();
+    if (op.hasPureTensorSemantics() && !isa<BlockArgument>(input) &&
+        llvm::all_of(input.getUsers(), [&](Operation *user) {
+          return isa<linalg::TransposeOp>(user) &&
+                 permutationOf(user) == op.getPermutation();
         }))
-      continue;
-    SmallVector<linalg::TransposeOp> &seen = byInput[input];
-    auto same = llvm::find_if(seen, [&](linalg::TransposeOp earlier) {
-      return earlier.getPermutation() == op.getPermutation() &&
-             dominance.properlyDominates(earlier.getOperation(), op);
-    });
-    if (same != seen.end()) {
-      op->replaceAllUsesWith(*same);
-      op->erase();
-      continue;
-    }
-    seen.push_back(op);
-  }
+      transposes.push_back(op);
+  });
+  reuseEarlier(transposes, [&](Operation *a, Operation *b) {
+    return permutationOf(a) == permutationOf(b);
+  });
 }
 
 /// Transposes as generics for the duration of the fusion (a permuting copy

@@ -66,23 +66,6 @@ Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return batchMatmulInto(b, loc, lhs, rhs, filled(b, loc, outType, 0.0));
 }
 
-/// out[n] += a[n]ᵀ · b[n] (a: [N, K, M], b: [N, K, N']) as a batch matmul
-/// whose map reads the left operand transposed, so no transposed copy of it
-/// is made (P and dS are score tiles).
-Value batchMatmulTransposedLhsInto(OpBuilder &b, Location loc, Value lhs,
-                                   Value rhs, Value init) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps{dimsMap(ctx, 4, {0, 3, 1}),
-                              dimsMap(ctx, 4, {0, 3, 2}),
-                              dimsMap(ctx, 4, {0, 1, 2})};
-  return linalg::BatchMatmulOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-             ValueRange{init},
-             ArrayRef<NamedAttribute>{b.getNamedAttr(
-                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
-      .getResult(0);
-}
-
 /// Swaps the two matrix dimensions of [N, R, C].
 Value transposeMatrices(OpBuilder &b, Location loc, Value v) {
   return transpose(b, loc, v, {0, 2, 1});
@@ -454,7 +437,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   Value transposedLhsProduct(OpBuilder &b, Location loc, Value lhs, Value rhs,
                              Value init) const {
     if (transposedOperands)
-      return batchMatmulTransposedLhsInto(b, loc, lhs, rhs, init);
+      return batchMatmulTransposedLhs(b, loc, lhs, rhs, init);
     return batchMatmulInto(b, loc, transposeMatrices(b, loc, lhs), rhs, init);
   }
 

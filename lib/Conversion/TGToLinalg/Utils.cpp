@@ -410,18 +410,36 @@ Value mlir::tg::lowering::matmul2D(OpBuilder &b, Location loc, Value lhs,
       .getResult(0);
 }
 
+/// A named product of `lhs` and `rhs` into `init` reading them through
+/// `maps`.
+template <typename ProductOp>
+static Value productWithMaps(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                             Value init, ArrayRef<AffineMap> maps) {
+  return ProductOp::create(b, loc, TypeRange{init.getType()},
+                           ValueRange{lhs, rhs}, ValueRange{init},
+                           ArrayRef<NamedAttribute>{b.getNamedAttr(
+                               "indexing_maps", b.getAffineMapArrayAttr(maps))})
+      .getResult(0);
+}
+
 Value mlir::tg::lowering::matmulTransposedLhs(OpBuilder &b, Location loc,
                                               Value lhs, Value rhs,
                                               Value init) {
   MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps{dimsMap(ctx, 3, {2, 0}), dimsMap(ctx, 3, {2, 1}),
-                              dimsMap(ctx, 3, {0, 1})};
-  return linalg::MatmulOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-             ValueRange{init},
-             ArrayRef<NamedAttribute>{b.getNamedAttr(
-                 "indexing_maps", b.getAffineMapArrayAttr(maps))})
-      .getResult(0);
+  return productWithMaps<linalg::MatmulOp>(b, loc, lhs, rhs, init,
+                                           {dimsMap(ctx, 3, {2, 0}),
+                                            dimsMap(ctx, 3, {2, 1}),
+                                            dimsMap(ctx, 3, {0, 1})});
+}
+
+Value mlir::tg::lowering::batchMatmulTransposedLhs(OpBuilder &b, Location loc,
+                                                   Value lhs, Value rhs,
+                                                   Value init) {
+  MLIRContext *ctx = b.getContext();
+  return productWithMaps<linalg::BatchMatmulOp>(b, loc, lhs, rhs, init,
+                                                {dimsMap(ctx, 4, {0, 3, 1}),
+                                                 dimsMap(ctx, 4, {0, 3, 2}),
+                                                 dimsMap(ctx, 4, {0, 1, 2})});
 }
 
 Value mlir::tg::lowering::sliceDim(OpBuilder &b, Location loc, int64_t dim,

@@ -117,6 +117,12 @@ Value transpose2D(OpBuilder &b, Location loc, Value v);
 /// the targets' matmul schedules recognise (any M, N, K).
 Value matmul2D(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init);
 
+/// out[n] += a[n]ᵀ · b[n] (a: [N, K, M], b: [N, K, N']), accumulated into
+/// `init`: a batch matmul reading A through a transposed map, so no
+/// transposed copy of it is made (attention's P and dS tiles).
+Value batchMatmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                               Value init);
+
 /// [M, N] = aᵀ · b with `a` stored [K, M] (weight gradients dW = dyᵀ·x),
 /// accumulated into `init`: a matmul reading A through a transposed map.
 Value matmulTransposedLhs(OpBuilder &b, Location loc, Value lhs, Value rhs,

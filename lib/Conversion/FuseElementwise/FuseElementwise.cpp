@@ -119,17 +119,39 @@ bool readsBeforeUpdates(
 bool overwrittenBetween(linalg::GenericOp reader, Operation *at) {
   Block *block = at->getBlock();
   Operation *from = block->findAncestorOpInBlock(*reader);
-  auto between = [&](Operation *op) {
-    Operation *inBlock = block->findAncestorOpInBlock(*op);
-    return inBlock && (!from || from->isBeforeInBlock(inBlock)) &&
-           inBlock->isBeforeInBlock(at);
+  ValueRange inputs = reader.getDpsInputs();
+  auto overwrites = [&](OpOperand &use) {
+    Operation *owner = use.getOwner();
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))
+      return use.get() == insert.getDest();
+    auto dps = dyn_cast<DestinationStyleOpInterface>(owner);
+    return dps && dps.isDpsInit(&use);
   };
-  for (Value input : reader.getDpsInputs())
+  // Usually the two are close: look at the ops between.
+  constexpr int kScanLimit = 32;
+  int between = 0;
+  Operation *op = from ? from->getNextNode() : nullptr;
+  for (; op && op != at && between < kScanLimit; op = op->getNextNode())
+    ++between;
+  if (from && op == at) {
+    for (op = from->getNextNode(); op != at; op = op->getNextNode()) {
+      WalkResult found = op->walk([&](Operation *inner) {
+        for (OpOperand &operand : inner->getOpOperands())
+          if (llvm::is_contained(inputs, operand.get()) && overwrites(operand))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (found.wasInterrupted())
+        return true;
+    }
+    return false;
+  }
+  // Otherwise the inputs' uses that lie between.
+  for (Value input : inputs)
     for (OpOperand &use : input.getUses()) {
-      auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
-      bool destination = (dps && dps.isDpsInit(&use)) ||
-                         isa<tensor::InsertSliceOp>(use.getOwner());
-      if (destination && between(use.getOwner()))
+      Operation *inBlock = block->findAncestorOpInBlock(*use.getOwner());
+      if (inBlock && (!from || from->isBeforeInBlock(inBlock)) &&
+          inBlock->isBeforeInBlock(at) && overwrites(use))
         return true;
     }
   return false;
@@ -147,6 +169,7 @@ bool canFuseSiblings(
   if (earlier->getBlock() != later->getBlock() ||
       !earlier->isBeforeInBlock(later) || !earlier.hasPureTensorSemantics() ||
       !later.hasPureTensorSemantics() ||
+      earlier.getNumLoops() != later.getNumLoops() ||
       earlier.getIteratorTypesArray() != later.getIteratorTypesArray() ||
       earlier.getStaticLoopRanges() != later.getStaticLoopRanges() ||
       llvm::any_of(earlier.getStaticLoopRanges(), ShapedType::isDynamic) ||
@@ -240,11 +263,22 @@ bool fuseAllSiblings(
     for (linalg::GenericOp later : generics) {
       if (fusedAway.contains(later))
         continue;
-      for (Value input : later.getDpsInputs()) {
+      for (OpOperand *operand : later.getDpsInputOperands()) {
+        // Sharing pays for a tensor read over every loop: two optimizer
+        // updates that share the learning rate stay apart.
+        if (!later.getMatchingIndexingMap(operand).isPermutation())
+          continue;
+        Value input = operand->get();
         linalg::GenericOp partner;
         for (Operation *user : input.getUsers()) {
           auto earlier = dyn_cast<linalg::GenericOp>(user);
           if (earlier && earlier != later && !fusedAway.contains(earlier) &&
+              llvm::any_of(earlier.getDpsInputOperands(),
+                           [&](OpOperand *other) {
+                             return other->get() == input &&
+                                    earlier.getMatchingIndexingMap(other)
+                                        .isPermutation();
+                           }) &&
               canFuseSiblings(earlier, later, inPlace)) {
             partner = earlier;
             break;

@@ -239,3 +239,29 @@ func.func @reshape_elsewhere(%x: tensor<4x6xf32>, %w: tensor<2x3x5xf32>) -> tens
   %s = tensor.expand_shape %n [[0], [1, 2]] output_shape [4, 2, 3] : tensor<4x6xf32> into tensor<4x2x3xf32>
   return %s : tensor<4x2x3xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+
+// Not siblings: sharing a 0-d tensor (two parameters' updates reading the
+// learning rate) saves nothing and would delay the first update.
+// CHECK-LABEL: func.func @share_scalar
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%arg0, %arg2 :
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} ins(%arg1, %arg2 :
+// CHECK: return %[[P]], %[[Q]]
+func.func @share_scalar(%p: tensor<8xf32>, %q: tensor<8xf32>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %np = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]} ins(%p, %lr : tensor<8xf32>, tensor<f32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %r: f32, %o: f32):
+    %y = arith.mulf %x, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %nq = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]} ins(%q, %lr : tensor<8xf32>, tensor<f32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %r: f32, %o: f32):
+    %y = arith.mulf %x, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  return %np, %nq : tensor<8xf32>, tensor<8xf32>
+}

@@ -64,8 +64,8 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       result's bytes. A SiLU read by its product and by a gradient is
       recomputed; a sum of three gradients read three times is stored.
     - Siblings: two generics over the same loops (same iterator types and
-      sizes) that read a common tensor become one generic with both
-      results, at the later one's place, so the shared tensor is read once.
+      sizes) that read a common tensor over every loop become one generic
+      with both results, at the later one's place, so the shared tensor is read once.
       Not when a result of the earlier is read before the later, and only
       for results into fresh tensors (not a loop's running values, which
       are updated in place). Producer fusion then runs again: a producer

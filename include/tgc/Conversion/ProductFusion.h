@@ -65,19 +65,14 @@ findAccumulatorInit(mlir::linalg::LinalgOp product) {
 }
 
 /// Whether `v` holds the M x N elements of a 2-D product's output in the
-/// same order: a row-major static buffer whose last dimension is N (or an
-/// expand_shape of one), so that an output tile's rows and columns are a
-/// rectangle of it once collapsed to [M, N].
+/// same order: a row-major static buffer whose last dimension is N (an
+/// expand_shape of one is row-major too), so that an output tile's rows and
+/// columns are a rectangle of it once collapsed to [M, N].
 inline bool isRowMajorLike(mlir::Value v, int64_t m, int64_t n) {
   auto type = llvm::dyn_cast<mlir::MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape() || type.getRank() < 1 ||
-      type.getShape().back() != n || type.getNumElements() != m * n)
-    return false;
-  if (type.getLayout().isIdentity())
-    return true;
-  auto expand = v.getDefiningOp<mlir::memref::ExpandShapeOp>();
-  return expand && isRowMajorLike(expand.getSrc(), m, n) &&
-         expand.getSrcType().getRank() == 2;
+  return type && type.hasStaticShape() && type.getRank() >= 1 &&
+         type.getShape().back() == n && type.getNumElements() == m * n &&
+         type.getLayout().isIdentity();
 }
 
 /// Whether `v` exists before `op` (same block), or is a fresh buffer or a
@@ -148,10 +143,11 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
     if (!isRowMajorLike(v, m, n))
       return {};
     if (rootBuffer(v) == acc) {
-      // Read as an input, directly or through one expand_shape.
+      // Read as an input, directly or through one expand_shape (another view
+      // of the output, e.g. a collapse of a one-row product, is not fused).
+      auto expand = v.getDefiningOp<mlir::memref::ExpandShapeOp>();
       if (epilogue.isDpsInit(&operand) ||
-          (v != acc &&
-           v.getDefiningOp<mlir::memref::ExpandShapeOp>().getSrc() != acc))
+          (v != acc && (!expand || expand.getSrc() != acc)))
         return {};
       readsAcc = true;
     }

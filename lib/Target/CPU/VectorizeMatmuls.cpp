@@ -468,6 +468,18 @@ bool isF32Product(linalg::LinalgOp op) {
 /// product as an attribute holding the fill's constant; after the output
 /// tiles exist, fillOutputTiles puts a fill of each tile right before the
 /// tile's product, where the tile's K loop then finds it in cache.
+/// The ops of type OpTy in `module` that carry the attribute `name`, in
+/// order (collected first: the callers rewrite them).
+template <typename OpTy>
+SmallVector<OpTy> opsWithAttr(ModuleOp module, StringRef name) {
+  SmallVector<OpTy> ops;
+  module.walk([&](OpTy op) {
+    if (op->hasAttr(name))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
 void takeAccumulatorFills(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {
@@ -477,22 +489,18 @@ void takeAccumulatorFills(ModuleOp module) {
       moves.emplace_back(op, fill);
   });
   for (auto [op, fill] : moves) {
+    // findAccumulatorInit takes fills of a constant only.
     Attribute value;
-    if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
-      continue;
+    matchPattern(fill.getInputs()[0], m_Constant(&value));
     op->setAttr(kTileInitAttr, value);
     fill->erase();
   }
 }
 
 void fillOutputTiles(ModuleOp module) {
-  SmallVector<linalg::LinalgOp> products;
-  module.walk([&](linalg::LinalgOp op) {
-    if (op->hasAttr(kTileInitAttr))
-      products.push_back(op);
-  });
   OpBuilder b(module.getContext());
-  for (linalg::LinalgOp op : products) {
+  for (linalg::LinalgOp op :
+       opsWithAttr<linalg::LinalgOp>(module, kTileInitAttr)) {
     auto value = llvm::cast<TypedAttr>(op->getAttr(kTileInitAttr));
     op->removeAttr(kTileInitAttr);
     b.setInsertionPoint(op);
@@ -515,7 +523,8 @@ SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
   });
   SmallVector<linalg::GenericOp> epilogues;
   Builder b(module.getContext());
-  for (auto [product, epilogue] : found) {
+  for (auto &[foundProduct, epilogue] : found) {
+    linalg::LinalgOp product = foundProduct; // captured below
     // Buffers (and reshapes of them) made between the two move before the
     // product, sources first.
     std::function<void(Value)> hoist = [&](Value v) {
@@ -555,15 +564,11 @@ Value asMatrix(OpBuilder &b, Location loc, Value v) {
 /// After the output tiles exist: each epilogue runs on the tile right after
 /// the tile's product, and the whole-buffer loop goes.
 void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
-  SmallVector<linalg::LinalgOp> tiles;
-  module.walk([&](linalg::LinalgOp op) {
-    if (op->hasAttr(kEpilogueAttr))
-      tiles.push_back(op);
-  });
   llvm::DenseMap<Operation *, SmallVector<Value>> matrices;
   llvm::DenseSet<Operation *> fusedAway;
   OpBuilder b(module.getContext());
-  for (linalg::LinalgOp tile : tiles) {
+  for (linalg::LinalgOp tile :
+       opsWithAttr<linalg::LinalgOp>(module, kEpilogueAttr)) {
     int64_t index =
         llvm::cast<IntegerAttr>(tile->getAttr(kEpilogueAttr)).getInt();
     tile->removeAttr(kEpilogueAttr);
@@ -640,13 +645,9 @@ bool isScheduledBatchLayout(linalg::LinalgOp op) {
 /// `linalg.matmul` on rank-reduced views (with the transposed left operand's
 /// map where it has one), which phase 2 schedules.
 void rankReduceUnitBatches(ModuleOp module) {
-  SmallVector<linalg::BatchMatmulOp> unit;
-  module.walk([&](linalg::BatchMatmulOp op) {
-    if (op->hasAttr(kScheduleAttr))
-      unit.push_back(op);
-  });
   IRRewriter rewriter(module.getContext());
-  for (linalg::BatchMatmulOp op : unit) {
+  for (linalg::BatchMatmulOp op :
+       opsWithAttr<linalg::BatchMatmulOp>(module, kScheduleAttr)) {
     auto dropBatch = [&](Value v) -> Value {
       auto type = llvm::cast<MemRefType>(v.getType());
       SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));

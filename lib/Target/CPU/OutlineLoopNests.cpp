@@ -11,8 +11,11 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/Hashing.h"
 
 namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCOUTLINELOOPNESTSPASS
@@ -139,6 +142,73 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
       outlined.setArgAttr(i, "llvm.noalias", UnitAttr::get(step.getContext()));
 }
 
+/// A hash of what `sameFunction` compares, cheap to compute: signature, op
+/// names, result types, discardable attributes and callees (properties such
+/// as constants' values are left to the comparison).
+llvm::hash_code structuralHash(func::FuncOp func) {
+  llvm::hash_code hash = llvm::hash_combine(
+      func.getFunctionType().getAsOpaquePointer(),
+      func.getArgAttrsAttr() ? func.getArgAttrsAttr().getAsOpaquePointer()
+                             : nullptr);
+  func.getBody().walk([&](Operation *op) {
+    hash = llvm::hash_combine(hash, op->getName().getAsOpaquePointer(),
+                              op->getNumOperands(), op->getNumRegions(),
+                              op->getRawDictionaryAttrs().getAsOpaquePointer());
+    for (Type type : op->getResultTypes())
+      hash = llvm::hash_combine(hash, type.getAsOpaquePointer());
+    if (auto call = llvm::dyn_cast<func::CallOp>(op))
+      hash = llvm::hash_combine(hash, call.getCalleeAttr().getAsOpaquePointer());
+  });
+  return hash;
+}
+
+/// Whether `a` and `b` compute the same thing: one signature (with the same
+/// noalias marks) and equivalent bodies up to locations.
+bool sameFunction(func::FuncOp a, func::FuncOp b) {
+  return a.getFunctionType() == b.getFunctionType() &&
+         a.getArgAttrsAttr() == b.getArgAttrsAttr() &&
+         a.getResAttrsAttr() == b.getResAttrsAttr() &&
+         OperationEquivalence::isRegionEquivalentTo(
+             &a.getBody(), &b.getBody(),
+             OperationEquivalence::IgnoreLocations);
+}
+
+/// Keeps one of each set of identical outlined functions and calls it
+/// instead of the others: a model's identical layers give identical loop
+/// nests, and everything after outlining (the LLVM lowering, LLVM's
+/// optimisation and code generation) then works on one layer's kernels, not
+/// on L copies. Rounds repeat because callers (a parallel loop around its
+/// outlined body) become identical once their callees are merged.
+void mergeIdenticalFunctions(ModuleOp module) {
+  while (true) {
+    llvm::DenseMap<llvm::hash_code, SmallVector<func::FuncOp>> kept;
+    llvm::DenseMap<StringAttr, FlatSymbolRefAttr> replacement;
+    SmallVector<func::FuncOp> merged;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(tg::kOutlinedAttrName) || func.isExternal())
+        continue;
+      SmallVector<func::FuncOp> &candidates = kept[structuralHash(func)];
+      auto same = llvm::find_if(
+          candidates, [&](func::FuncOp k) { return sameFunction(k, func); });
+      if (same == candidates.end()) {
+        candidates.push_back(func);
+        continue;
+      }
+      replacement[func.getSymNameAttr()] =
+          FlatSymbolRefAttr::get(same->getSymNameAttr());
+      merged.push_back(func);
+    }
+    if (merged.empty())
+      return;
+    module.walk([&](func::CallOp call) {
+      if (auto to = replacement.lookup(call.getCalleeAttr().getAttr()))
+        call.setCalleeAttr(to);
+    });
+    for (func::FuncOp func : merged)
+      func.erase();
+  }
+}
+
 struct TGCOutlineLoopNestsPass
     : tgc::cpu::impl::TGCOutlineLoopNestsPassBase<TGCOutlineLoopNestsPass> {
   void runOnOperation() override {
@@ -208,6 +278,7 @@ struct TGCOutlineLoopNestsPass
         if (failed(outline(rewriter, func, nest, index)))
           return signalPassFailure();
     }
+    mergeIdenticalFunctions(module);
   }
 
   /// Outlines `ops` (consecutive, in one block, their results unused after

@@ -3,6 +3,7 @@
 // llvm.noalias only when no other argument can share their storage: a
 // parameter and its updated value (same tg.param name) may be one buffer.
 // RUN: tgc-opt %s --tgc-outline-loop-nests | FileCheck %s
+// RUN: tgc-opt %s --tgc-outline-loop-nests | FileCheck %s --check-prefix=MERGE
 
 // Distinct storage: both noalias; the subview is cloned in.
 // CHECK-LABEL: func.func private @step_nest0(%{{[^:]*}}: memref<32xf32> {llvm.noalias}, %{{[^:]*}}: memref<16xf32> {llvm.noalias})
@@ -66,6 +67,66 @@ func.func @par(%a: memref<64xf32>, %b: memref<64xf32>) {
       %v = memref.load %a[%j] : memref<64xf32>
       %s = arith.addf %v, %first : f32
       memref.store %s, %b[%j] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// Identical nests (a model's identical layers) share one function, called
+// from each place; the parallel loops around identical bodies merge once
+// their bodies have. A nest that differs only in a constant stays apart.
+// MERGE-LABEL: func.func private @layers_nest0(
+// MERGE: arith.constant 2.000000e+00
+// MERGE-NOT: func.func private @layers_nest1(
+// MERGE-LABEL: func.func private @layers_nest2(
+// MERGE: arith.constant 3.000000e+00
+// MERGE-LABEL: func.func private @layers_nest3(
+// MERGE: scf.for
+// MERGE-LABEL: func.func private @layers_nest5(
+// MERGE: scf.parallel
+// MERGE: call @layers_nest3
+// MERGE-NOT: func.func private @layers_nest
+// MERGE-LABEL: func.func @layers
+// MERGE: call @layers_nest0(%arg0, %arg1)
+// MERGE-NEXT: call @layers_nest0(%arg1, %arg2)
+// MERGE-NEXT: call @layers_nest2(%arg1, %arg2)
+// MERGE-NEXT: call @layers_nest5(%arg0, %arg1)
+// MERGE-NEXT: call @layers_nest5(%arg1, %arg2)
+// MERGE-NEXT: return
+func.func @layers(%a: memref<16xf32>, %b: memref<16xf32>, %c: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %a[%i] : memref<16xf32>
+    %k = arith.constant 2.0 : f32
+    %u = arith.mulf %v, %k : f32
+    memref.store %u, %b[%i] : memref<16xf32>
+  } {layer = 0}
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %b[%i] : memref<16xf32>
+    %k = arith.constant 2.0 : f32
+    %u = arith.mulf %v, %k : f32
+    memref.store %u, %c[%i] : memref<16xf32>
+  } {layer = 0}
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %b[%i] : memref<16xf32>
+    %k = arith.constant 3.0 : f32
+    %u = arith.mulf %v, %k : f32
+    memref.store %u, %c[%i] : memref<16xf32>
+  } {layer = 0}
+  scf.parallel (%p) = (%c0) to (%c16) step (%c1) {
+    scf.for %i = %c0 to %c1 step %c1 {
+      %v = memref.load %a[%p] : memref<16xf32>
+      memref.store %v, %b[%p] : memref<16xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%p) = (%c0) to (%c16) step (%c1) {
+    scf.for %i = %c0 to %c1 step %c1 {
+      %v = memref.load %b[%p] : memref<16xf32>
+      memref.store %v, %c[%p] : memref<16xf32>
     }
     scf.reduce
   }

@@ -33,7 +33,11 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
     bodies and parallel loops are outlined (taking the loop's induction
     variable as an argument), so its matmul tiles get `noalias` buffers
     too. Nests that would capture a memref with a non-identity layout or a
-    dynamic shape stay in place.
+    dynamic shape stay in place. Identical outlined functions (same
+    signature and noalias marks, equivalent bodies up to locations: a
+    model's identical layers) are then merged into one, called from each
+    place, so the LLVM lowering and LLVM's code generation see one layer's
+    kernels instead of one copy per layer.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
 }

@@ -157,7 +157,8 @@ llvm::hash_code structuralHash(func::FuncOp func) {
     for (Type type : op->getResultTypes())
       hash = llvm::hash_combine(hash, type.getAsOpaquePointer());
     if (auto call = llvm::dyn_cast<func::CallOp>(op))
-      hash = llvm::hash_combine(hash, call.getCalleeAttr().getAsOpaquePointer());
+      hash =
+          llvm::hash_combine(hash, call.getCalleeAttr().getAsOpaquePointer());
   });
   return hash;
 }
@@ -169,8 +170,7 @@ bool sameFunction(func::FuncOp a, func::FuncOp b) {
          a.getArgAttrsAttr() == b.getArgAttrsAttr() &&
          a.getResAttrsAttr() == b.getResAttrsAttr() &&
          OperationEquivalence::isRegionEquivalentTo(
-             &a.getBody(), &b.getBody(),
-             OperationEquivalence::IgnoreLocations);
+             &a.getBody(), &b.getBody(), OperationEquivalence::IgnoreLocations);
 }
 
 /// Keeps one of each set of identical outlined functions and calls it

@@ -7,9 +7,14 @@ median ms/step, peak RSS and the ratios. Not a test: numbers vary with the
 machine; quote the ratios.
 
   /usr/bin/python3 bench/compare.py [--tgc build/bin/tgc] [--steps N]
-      [--fusion default,none] [--precision fp32,bf16-mixed] [MODEL...]
+      [--rounds R] [--fusion default,none] [--precision fp32,bf16-mixed]
+      [MODEL...]
 
-With several --fusion modes each model is compiled once per mode (rows
+With --rounds R each executable runs R times per thread count, 1 and 2
+threads alternating, and the table shows the median over the rounds' medians:
+on a shared virtual machine the speed drifts over minutes, and alternating
+keeps a drift from landing on one thread count only (the same for the
+peer). With several --fusion modes each model is compiled once per mode (rows
 "name[mode]") against the same PyTorch runs. Each --precision is compiled
 with tgc's --precision and compared with PyTorch in the same precision
 (bf16-mixed: the forward pass under torch.autocast, CPU, bfloat16).
@@ -51,6 +56,18 @@ def run_peer(model, steps, threads, precision="fp32"):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def alternating(run, rounds):
+    """run(threads) for 1 and 2 threads, `rounds` times each, alternating;
+    per thread count the median of the runs' medians and the largest RSS."""
+    runs = {1: [], 2: []}
+    for _ in range(max(1, rounds)):
+        for threads in (1, 2):
+            runs[threads].append(run(threads))
+    return {t: {"median_ms": statistics.median(r["median_ms"] for r in rs),
+                "peak_rss_mib": max(r["peak_rss_mib"] for r in rs)}
+            for t, rs in runs.items()}
+
+
 def cpu_model():
     out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     for line in out.splitlines():
@@ -72,6 +89,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", default=os.path.join(ROOT, "build", "bin", "tgc"))
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="runs per thread count, 1 and 2 threads alternating (median of medians)")
     ap.add_argument("--fusion", default="default",
                     help="comma-separated tgc --fusion modes to compile each model with")
     ap.add_argument("--precision", default="fp32",
@@ -90,7 +109,8 @@ def main():
         runs = [(m, p) for m in args.models for p in precisions]
         for model, precision in runs:
             name = os.path.splitext(os.path.basename(model))[0]
-            peers = {t: run_peer(model, args.steps, t, precision) for t in (1, 2)}
+            peers = alternating(lambda t: run_peer(model, args.steps, t, precision),
+                                args.rounds)
             best_peer = min(p["median_ms"] for p in peers.values())
             for mode in modes:
                 tags = ([mode] if len(modes) > 1 else []) + \
@@ -98,7 +118,8 @@ def main():
                 label = name + (f"[{','.join(tags)}]" if tags else "")
                 exe = os.path.join(tmp, f"{name}-{mode}-{precision}")
                 wall, crss = compile_model(args.tgc, model, exe, mode, precision)
-                rows = [(t, run_tgc(exe, args.steps, t), peers[t]) for t in (1, 2)]
+                ours = alternating(lambda t: run_tgc(exe, args.steps, t), args.rounds)
+                rows = [(t, ours[t], peers[t]) for t in (1, 2)]
                 one = rows[0][1]["median_ms"]
                 for threads, ours, peer in rows:
                     ratio = ours["median_ms"] / peer["median_ms"]

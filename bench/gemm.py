@@ -191,7 +191,8 @@ class Toolchain:
     def options(self):
         c = self.cpu
         opts = (f"function=mm vector-bits={c['vector_bits']} vector-registers={c['vector_registers']}"
-                f" l1-cache-bytes={c['l1_bytes']} l2-cache-bytes={c['l2_bytes']}")
+                f" l1-cache-bytes={c['l1_bytes']} l2-cache-bytes={c['l2_bytes']}"
+                f" threads={os.cpu_count()}")
         if self.tiles:
             opts += f" matmul-tiles={self.tiles}"
         return opts

@@ -29,6 +29,7 @@ void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
   l1CacheBytes = cpu.l1CacheBytes;
   l2CacheBytes = cpu.l2CacheBytes;
   amx = cpu.amx;
+  threads = cpu.threads;
 }
 
 void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
@@ -45,6 +46,7 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   matmuls.l2CacheBytes = options.l2CacheBytes;
   matmuls.tiles = options.matmulTiles;
   matmuls.amx = options.amx;
+  matmuls.threads = options.threads;
   // Zeroing an output inside its tiles fuses the fill into the product.
   matmuls.fillTiles = fusion != tg::FusionMode::None;
   pm.addPass(createTGCVectorizeMatmulsPass(matmuls));

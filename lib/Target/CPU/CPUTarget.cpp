@@ -7,6 +7,8 @@
 
 #include "tgc/Target/CPU/CPUTarget.h"
 
+#include "llvm/Support/Threading.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -128,6 +130,8 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
       d.l1CacheBytes = l1;
     if (int64_t l2 = hostCacheBytes(2, "Unified"))
       d.l2CacheBytes = l2;
+    // OpenMP's default thread count: the CPUs this process may run on.
+    d.threads = llvm::hardware_concurrency().compute_thread_count();
   }
   return d;
 }

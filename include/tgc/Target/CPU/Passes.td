@@ -78,9 +78,12 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     load; the K tile keeps the KT x NR slice of B in half of L1; MT x NT
     keeps the KT-deep panels of A and B in L2, splits until there are 16
     output tiles (or a tile would be under 4 register tiles deep) and
-    balances the tiles of each dimension, so a static schedule gives every
-    thread the same work. `tiles` overrides the model (lit tests do not depend on
-    the machine).
+    balances the tiles of each dimension. With `threads` (the host's CPUs
+    when compiling for it) the grid is then chosen, among those with no
+    more tiles per dimension, so that OpenMP's static schedule gives each
+    of that many threads the same work (a short last row of tiles
+    otherwise leaves one thread waiting). `tiles` overrides the model (lit
+    tests do not depend on the machine).
 
     Transform-dialect schedules generated per tile configuration, run by the
     transform interpreter, with C++ steps between them: unit-batch
@@ -108,6 +111,8 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "reads it (tgc/Conversion/ProductFusion.h)">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
+    Option<"threads", "threads", "int64_t", "0",
+           "Threads the output tiles are balanced for (0 or 1: none)">,
   ];
   let dependentDialects = [
     "::mlir::amx::AMXDialect",

@@ -169,7 +169,8 @@ Tiles chooseTiles(int64_t m, int64_t n, int64_t k, int64_t batch,
   }
   t.mt = roundUp((m + tilesM - 1) / tilesM, t.mr);
   t.nt = roundUp((n + tilesN - 1) / tilesN, t.nr);
-  if (threads > 1)
+  // With 64 tiles a thread or more, a short tile is under 2% of a share.
+  if (threads > 1 && batch * tilesM * tilesN < 64 * threads)
     balanceTiles(t, batch, m, n, tilesM, tilesN, threads);
   return t;
 }

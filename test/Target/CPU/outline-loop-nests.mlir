@@ -83,6 +83,7 @@ func.func @par(%a: memref<64xf32>, %b: memref<64xf32>) {
 // MERGE: arith.constant 3.000000e+00
 // MERGE-LABEL: func.func private @layers_nest3(
 // MERGE: scf.for
+// MERGE-NOT: func.func private @layers_nest4(
 // MERGE-LABEL: func.func private @layers_nest5(
 // MERGE: scf.parallel
 // MERGE: call @layers_nest3

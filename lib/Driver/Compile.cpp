@@ -4,6 +4,7 @@
 
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Conversion/ProductFusion.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Driver/Executable.h"
 #include "tgc/Driver/TrainingFlags.h"
@@ -50,13 +51,6 @@ struct CountKernelsPass
   StringRef getArgument() const final { return "tgc-count-kernels"; }
 
   void runOnOperation() override {
-    auto bytesOf = [](Value v) -> int64_t {
-      auto type = dyn_cast<MemRefType>(v.getType());
-      if (!type || !type.hasStaticShape())
-        return 0;
-      return type.getNumElements() *
-             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    };
     // Iterations of the loops around `op` (constant trip counts).
     auto repeats = [](Operation *op) {
       int64_t n = 1;
@@ -89,7 +83,7 @@ struct CountKernelsPass
       for (Value operand : op->getOperands())
         if (epilogue == epilogueOutputs.end() ||
             rootBuffer(operand) != epilogue->second)
-          bytes += bytesOf(operand);
+          bytes += tg::getValueBytes(operand);
       int64_t n = repeats(op);
       if (epilogue == epilogueOutputs.end())
         counts->kernels += n;

@@ -16,16 +16,16 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace tgc {
 
-/// The buffer a view is a view of.
+/// The buffer a view is a view of (any other value: itself).
 inline mlir::Value rootBuffer(mlir::Value v) {
-  while (auto view = v.getDefiningOp<mlir::ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
+  auto memref = llvm::dyn_cast<mlir::MemrefValue>(v);
+  return memref ? mlir::memref::skipViewLikeOps(memref) : v;
 }
 
 /// Whether `op` (or an op nested in it) uses the buffer `root` or a view

@@ -1,6 +1,7 @@
 //===- FuseElementwise.cpp - tgc-fuse-elementwise -------------------------===//
 
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,14 +44,6 @@ constexpr unsigned kMaxFusedInputs = 40;
 constexpr unsigned kMaxRecomputedOps = 8;
 constexpr unsigned kMaxRecomputingReaders = 3;
 
-int64_t tensorBytes(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.hasStaticShape())
-    return -1;
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
 /// Whether `producer`, read by `readers` generics, is cheap to recompute in
 /// each and moves fewer bytes that way: stored, it reads its inputs (I)
 /// once, writes its result (E) and each reader reads it back; recomputed,
@@ -61,11 +54,12 @@ bool isCheapToRecompute(linalg::GenericOp producer, int64_t readers) {
   if (producer.getNumReductionLoops() != 0 || producer.getNumDpsInits() != 1 ||
       readers > kMaxRecomputingReaders)
     return false;
-  int64_t inputs = 0, result = tensorBytes(producer->getResult(0));
+  // Sizes unknown (0: a dynamic shape): not recomputed.
+  int64_t inputs = 0, result = tg::getValueBytes(producer->getResult(0));
   llvm::SmallPtrSet<Value, 4> seen;
   for (Value input : producer.getDpsInputs()) {
-    int64_t bytes = tensorBytes(input);
-    if (bytes < 0 || result < 0)
+    int64_t bytes = tg::getValueBytes(input);
+    if (bytes == 0 || result == 0)
       return false;
     if (seen.insert(input).second)
       inputs += bytes;

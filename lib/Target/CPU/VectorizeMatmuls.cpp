@@ -525,10 +525,6 @@ bool isF32Product(linalg::LinalgOp op) {
                       [](Type t) { return getElementTypeOrSelf(t).isF32(); });
 }
 
-/// Moves each product's accumulator fill (findAccumulatorInit) onto the
-/// product as an attribute holding the fill's constant; after the output
-/// tiles exist, fillOutputTiles puts a fill of each tile right before the
-/// tile's product, where the tile's K loop then finds it in cache.
 /// The ops of type OpTy in `module` that carry the attribute `name`, in
 /// order (collected first: the callers rewrite them).
 template <typename OpTy>
@@ -541,6 +537,10 @@ SmallVector<OpTy> opsWithAttr(ModuleOp module, StringRef name) {
   return ops;
 }
 
+/// Moves each product's accumulator fill (findAccumulatorInit) onto the
+/// product as an attribute holding the fill's constant; after the output
+/// tiles exist, fillOutputTiles puts a fill of each tile right before the
+/// tile's product, where the tile's K loop then finds it in cache.
 void takeAccumulatorFills(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {

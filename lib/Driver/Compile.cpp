@@ -112,11 +112,13 @@ tgc::writeOutputFile(llvm::StringRef path,
 
 LogicalResult tgc::buildTrainStep(ModuleOp module,
                                   const TrainingConfig &training,
-                                  bool returnGradients) {
+                                  bool returnGradients,
+                                  bool lowPrecisionSaves) {
   return runPipeline(module, [&](OpPassManager &pm) {
     TrainingGraphOptions options;
     setTrainingGraphOptions(options, training);
     options.returnGradients = returnGradients;
+    options.lowPrecisionSaves = lowPrecisionSaves;
     buildTrainingGraphPipeline(pm, options);
   });
 }

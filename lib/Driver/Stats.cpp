@@ -3,6 +3,7 @@
 #include "tgc/Driver/Stats.h"
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/Transforms/LowPrecisionSaves.h"
 #include "tgc/Dialect/TG/Transforms/Remat.h"
 #include "tgc/Driver/Compile.h"
 
@@ -20,8 +21,9 @@ namespace {
 
 /// The --remat-sweep rows: budgets from the peak without rematerialisation
 /// down to a tenth of it, and the fixed policies for reference. `base` is
-/// the train step built with policy none.
-std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
+/// the train step built with policy none; `savedElement` the type mixed
+/// precision keeps saved activations in (null for fp32).
+std::vector<RematSweepRow> sweepRemat(func::FuncOp base, Type savedElement) {
   tg::TrainingStats baseStats = tg::computeTrainingStats(base);
   double stepFlops =
       static_cast<double>(baseStats.forward.flops + baseStats.backward.flops +
@@ -35,7 +37,10 @@ std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
     // Diagnostics of infeasible budgets are the table's "no plan fits".
     ScopedDiagnosticHandler quiet(base->getContext(),
                                   [](Diagnostic &) { return success(); });
-    FailureOr<tg::RematResult> result = tg::rematerialize(copy, policy, budget);
+    FailureOr<tg::RematResult> result = tg::rematerialize(
+        copy, policy, budget, /*fusedRecompute=*/false, savedElement);
+    if (succeeded(result) && savedElement)
+      tg::keepSavedActivationsIn(copy, savedElement);
     if (succeeded(result)) {
       tg::TrainingStats stats = tg::computeTrainingStats(copy);
       row.budgetBytes = result->budgetBytes;
@@ -60,7 +65,8 @@ std::vector<RematSweepRow> sweepRemat(func::FuncOp base) {
     run("layers", tg::RematPolicy::Layers, {});
   for (int percent = 100; percent >= 10; percent -= 10) {
     tg::MemoryBudget budget;
-    budget.bytes = baseStats.plannedPeakBytes * percent / 100;
+    // Of the peak without rematerialisation as the step runs (row "none").
+    budget.bytes = rows.front().plannedPeak * percent / 100;
     run(llvm::formatv("budget {0}%", percent).str(), tg::RematPolicy::Budget,
         budget);
   }
@@ -109,22 +115,30 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
     report.bytesMoved = counts.bytesMoved;
   }
   if (sweep) {
-    // The sweep starts from the step without rematerialisation: the one
-    // built above when that is what was asked for.
+    // The sweep starts from the step without rematerialisation (and, for
+    // mixed precision, before its saved activations get their low-precision
+    // copies, which each row adds after its plan): the one built above when
+    // that is what was asked for.
     OwningOpRef<ModuleOp> plainModule;
     func::FuncOp base = step;
-    if (training.remat != tg::RematPolicy::None) {
+    StringRef low = tg::lowPrecisionElementType(training.precision);
+    if (training.remat != tg::RematPolicy::None || !low.empty()) {
       plainModule = forwardModule->clone();
       TrainingConfig plain = training;
       plain.remat = tg::RematPolicy::None;
       plain.memoryBudget.clear();
       plain.rematReport = false;
-      if (failed(
-              buildTrainStep(*plainModule, plain, /*returnGradients=*/false)))
+      if (failed(buildTrainStep(*plainModule, plain, /*returnGradients=*/false,
+                                /*lowPrecisionSaves=*/false)))
         return failedBuild();
       base = plainModule->lookupSymbol<func::FuncOp>("train_step");
     }
-    report.sweep = sweepRemat(base);
+    Type savedElement;
+    if (low == "bf16")
+      savedElement = BFloat16Type::get(base.getContext());
+    else if (low == "f16")
+      savedElement = Float16Type::get(base.getContext());
+    report.sweep = sweepRemat(base, savedElement);
   }
   if (!request.memoryTimeline.empty())
     if (llvm::Error err =

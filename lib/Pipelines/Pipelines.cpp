@@ -16,10 +16,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());
   // On the forward graph, so the products' gradient rules see the casts.
+  std::string lowElementType =
+      mlir::tg::lowPrecisionElementType(options.precision).str();
   if (options.precision != mlir::tg::Precision::FP32) {
     mlir::tg::TGMixedPrecisionPassOptions mixed;
-    mixed.elementType =
-        options.precision == mlir::tg::Precision::FP16Mixed ? "f16" : "bf16";
+    mixed.elementType = lowElementType;
     pm.addPass(mlir::tg::createTGMixedPrecisionPass(mixed));
   }
   bool lossScaling = options.withOptimizer && options.lossScaling != "none";
@@ -72,7 +73,18 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   remat.memoryBudget = options.memoryBudget;
   remat.report = options.rematReport;
   remat.fusedRecompute = options.fusion != mlir::tg::FusionMode::None;
+  bool lowPrecisionSaves = options.precision != mlir::tg::Precision::FP32 &&
+                           options.lowPrecisionSaves;
+  if (lowPrecisionSaves)
+    remat.savedElementType = lowElementType;
   pm.addPass(mlir::tg::createTGRematPass(remat));
+  // What remat keeps, kept in the low type: after remat, so recomputed ops
+  // read the kept copies too.
+  if (lowPrecisionSaves) {
+    mlir::tg::TGLowPrecisionSavesPassOptions saves;
+    saves.elementType = lowElementType;
+    pm.addPass(mlir::tg::createTGLowPrecisionSavesPass(saves));
+  }
   if (scheduleUpdates)
     pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
 }

@@ -37,10 +37,12 @@ enum class EmitLevel {
 
 /// Adds @train_step (reverse graph, optimizer update, remat) beside @forward.
 /// With `returnGradients` the step also returns the gradients (for the
-/// executable's --dump-grads).
+/// executable's --dump-grads). Without `lowPrecisionSaves` a mixed-precision
+/// step keeps its saved activations as they are (the remat sweep's base).
 mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    const TrainingConfig &training,
-                                   bool returnGradients);
+                                   bool returnGradients,
+                                   bool lowPrecisionSaves = true);
 
 /// Loop nests and memory traffic of the bufferized step, before the target's
 /// schedule: every linalg op (and memref.copy) is one kernel; its bytes are

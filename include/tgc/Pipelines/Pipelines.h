@@ -58,6 +58,11 @@ struct TrainingGraphOptions
       *this, "precision",
       llvm::cl::desc("Arithmetic precision (tg-mixed-precision)"),
       llvm::cl::init(mlir::tg::Precision::FP32), TG_PRECISION_CL_VALUES};
+  Option<bool> lowPrecisionSaves{
+      *this, "low-precision-saves",
+      llvm::cl::desc("With mixed precision, keep the saved activations in "
+                     "the low type (tg-low-precision-saves)"),
+      llvm::cl::init(true)};
   Option<bool> optimizerInBackward{
       *this, "optimizer-in-backward",
       llvm::cl::desc("Each parameter's update right after its gradient "

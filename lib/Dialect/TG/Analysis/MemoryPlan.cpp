@@ -13,12 +13,16 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-int64_t mlir::tg::getValueBytes(Value value) {
-  auto shaped = llvm::dyn_cast<ShapedType>(value.getType());
+int64_t mlir::tg::getTypeBytes(Type type) {
+  auto shaped = llvm::dyn_cast<ShapedType>(type);
   if (!shaped || !shaped.hasStaticShape())
     return 0;
   int64_t bits = shaped.getElementTypeBitWidth();
   return shaped.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+int64_t mlir::tg::getValueBytes(Value value) {
+  return getTypeBytes(value.getType());
 }
 
 int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,

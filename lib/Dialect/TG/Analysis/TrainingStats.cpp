@@ -129,7 +129,13 @@ llvm::SetVector<Operation *> mlir::tg::getForwardOps(func::FuncOp step) {
       options.inclusive = true;
       (void)getBackwardSlice(lossOp, &forward, options);
     }
-  return forward;
+  // In block order, with the copies of saved activations made in the
+  // forward pass for the reverse graph alone.
+  llvm::SetVector<Operation *> ordered;
+  for (Operation &op : step.getBody().front())
+    if (forward.contains(&op) || op.hasAttr(TGDialect::kSavedCopyAttrName))
+      ordered.insert(&op);
+  return ordered;
 }
 
 /// The model-level name of `op` (a NameLoc), if it has one.
@@ -170,7 +176,8 @@ mlir::tg::collectSavedActivations(func::FuncOp step) {
         for (Operation *user : v.getUsers()) {
           if (forward.contains(user) || user == ret)
             continue;
-          if (user->hasTrait<StorageView>()) {
+          // Views, and the reverse graph's widening of a kept copy.
+          if (user->hasTrait<StorageView>() || llvm::isa<CastOp>(user)) {
             addReaders(user->getResult(0));
             continue;
           }

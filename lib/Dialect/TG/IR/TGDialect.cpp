@@ -177,6 +177,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == kSavedCopyAttrName) {
+    if (!llvm::isa<UnitAttr>(value) || !llvm::isa<CastOp>(op))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute of a tg.cast";
+    return success();
+  }
   if (name == kRecomputedAttrName) {
     if (!llvm::isa<UnitAttr>(value))
       return op->emitError() << "'" << name << "' must be a unit attribute";

@@ -22,6 +22,7 @@
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/LowPrecisionSaves.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Support/MinCut.h"
 
@@ -111,6 +112,9 @@ struct StepGraph {
   llvm::DenseSet<Operation *> forward; // constants included
   /// Forward ops with a result that a reverse-graph op reads.
   llvm::DenseSet<Operation *> readByBackward;
+  /// The type tg-low-precision-saves keeps saved activations in (null: as
+  /// they are).
+  Type savedElement;
 };
 
 StepGraph analyzeStep(func::FuncOp step) {
@@ -152,11 +156,29 @@ std::optional<int64_t> layerOf(Operation *op) {
     return a.getInt();
   return std::nullopt;
 }
-int64_t resultBytes(Operation *op) {
+/// The bytes of keeping `op`'s results: in `savedElement` where
+/// tg-low-precision-saves will keep them so.
+int64_t keptBytes(Operation *op, Type savedElement) {
   int64_t bytes = 0;
-  for (Value r : op->getResults())
-    bytes += getValueBytes(r);
+  for (OpResult r : op->getResults())
+    if (savedElement && isStorableInLowPrecision(r))
+      bytes += getTypeBytes(
+          llvm::cast<RankedTensorType>(r.getType()).clone(savedElement));
+    else
+      bytes += getValueBytes(r);
   return bytes;
+}
+
+/// The planned arena of `step` once its saved activations are kept in
+/// `savedElement` (null: as they are).
+int64_t plannedPeakOf(func::FuncOp step, Type savedElement) {
+  if (!savedElement)
+    return planMemory(step).arenaBytes;
+  auto copy = llvm::cast<func::FuncOp>(step->clone());
+  keepSavedActivationsIn(copy, savedElement);
+  int64_t peak = planMemory(copy).arenaBytes;
+  copy->erase();
+  return peak;
 }
 struct Applied {
   int64_t extraFlops = 0;
@@ -261,7 +283,8 @@ llvm::DenseSet<Operation *> minCutPlan(const StepGraph &graph, double lambda,
     // A view is free to recompute, so keep its operand instead (unless the
     // user pinned the view itself).
     bool mayKeep = a != "recompute" && (!isView(op) || a == "save");
-    cut.addEdge(in(i), out(i), mayKeep ? resultBytes(op) : kInfinite);
+    cut.addEdge(in(i), out(i),
+                mayKeep ? keptBytes(op, graph.savedElement) : kInfinite);
     double charge = lambda * static_cast<double>(getOpCost(op).flops);
     cut.addEdge(source, in(i),
                 mayRecompute ? static_cast<int64_t>(std::min(charge, 1e17))
@@ -288,10 +311,11 @@ constexpr double kFusedRecomputeFlopsPerElement = 16;
 
 /// Values a fused backward kernel recomputes from what the reverse graph
 /// reads anyway (SiLU and SiLU·up from the kept gate and up projections,
-/// RMSNorm's output from its kept input and weight): cheap forward ops whose
-/// operands are all kept anyway (read by the reverse graph, arguments,
-/// constants, views of those, or recomputed this way themselves), so that
-/// recomputing them adds FLOPs and keeps no new value alive.
+/// RMSNorm's output from its kept input and weight, and a product's bf16
+/// copy of those): cheap forward ops whose operands are all kept anyway
+/// (read by the reverse graph, arguments, constants, views of those, or
+/// recomputed this way themselves), so that recomputing them adds FLOPs and
+/// keeps no new value alive.
 llvm::DenseSet<Operation *> fusedRecomputePlan(const StepGraph &graph) {
   llvm::DenseSet<Operation *> recompute;
   llvm::DenseSet<Value> available;
@@ -317,8 +341,10 @@ llvm::DenseSet<Operation *> fusedRecomputePlan(const StepGraph &graph) {
         elements > 0 && !isMatmulClass(op) &&
         static_cast<double>(getOpCost(op).flops) <=
             kFusedRecomputeFlopsPerElement * static_cast<double>(elements);
-    if (!cheap || annotation(op) == "save" ||
-        !graph.readByBackward.contains(op))
+    // Ops the reverse graph does not read directly join too: a chain of
+    // them (RMSNorm's output and its bf16 copy for a weight gradient) is
+    // recomputed as far as a reader needs it, and no further.
+    if (!cheap || annotation(op) == "save")
       continue;
     recompute.insert(op);
     for (Value r : op->getResults())
@@ -338,7 +364,7 @@ struct Candidate {
 };
 
 /// Applies a candidate to a copy of the step and plans its memory.
-void evaluate(func::FuncOp step, Candidate &candidate) {
+void evaluate(func::FuncOp step, Candidate &candidate, Type savedElement) {
   IRMapping mapping;
   auto copy = llvm::cast<func::FuncOp>(step->clone(mapping));
   llvm::DenseSet<Operation *> mapped;
@@ -348,7 +374,7 @@ void evaluate(func::FuncOp step, Candidate &candidate) {
   Applied applied = applyRecompute(copy, graph, mapped);
   candidate.flops = applied.extraFlops;
   candidate.recomputesMatmul = applied.recomputesMatmul;
-  candidate.peak = planMemory(copy).arenaBytes;
+  candidate.peak = plannedPeakOf(copy, savedElement);
   copy->erase();
 }
 
@@ -405,7 +431,7 @@ FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
       if (c.recompute == set)
         return;
     Candidate c{std::move(label), std::move(set)};
-    evaluate(step, c);
+    evaluate(step, c, graph.savedElement);
     candidates.push_back(std::move(c));
   };
   add("none", {});
@@ -480,11 +506,13 @@ FailureOr<Candidate> searchBudgetPlan(func::FuncOp step, const StepGraph &graph,
 FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
                                                RematPolicy policy,
                                                MemoryBudget budget,
-                                               bool fusedRecompute) {
+                                               bool fusedRecompute,
+                                               Type savedElement) {
   RematResult result;
   result.policy = policy;
   StepGraph graph = analyzeStep(step);
-  result.plannedPeakWithout = planMemory(step).arenaBytes;
+  graph.savedElement = savedElement;
+  result.plannedPeakWithout = plannedPeakOf(step, savedElement);
 
   bool hasLayers = llvm::any_of(
       graph.forwardOps, [](Operation *op) { return layerOf(op).has_value(); });
@@ -496,7 +524,7 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     // the values free against what the recomputation holds alive.
     if (fusedRecompute) {
       Candidate fused{"fused recompute", fusedRecomputePlan(graph)};
-      evaluate(step, fused);
+      evaluate(step, fused, savedElement);
       if (!fused.recompute.empty() && fused.peak < result.plannedPeakWithout)
         recompute = std::move(fused.recompute);
     }
@@ -549,7 +577,7 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     d.name = getOpName(op);
     d.op = op->getName().getStringRef().str();
     llvm::raw_string_ostream(d.type) << op->getResult(0).getType();
-    d.bytes = resultBytes(op);
+    d.bytes = keptBytes(op, savedElement);
     d.recomputed = cloned;
     d.flops = cloned ? getOpCost(op).flops : 0;
     d.reason = kept && !readBefore.contains(op)
@@ -559,7 +587,7 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
       d.reason += " (also kept: the reverse graph reads the original too)";
     result.decisions.push_back(std::move(d));
   }
-  result.plannedPeak = planMemory(step).arenaBytes;
+  result.plannedPeak = plannedPeakOf(step, savedElement);
   return result;
 }
 
@@ -610,8 +638,18 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
           << trainStepName;
       return signalPassFailure();
     }
+    Type saved;
+    if (savedElementType == "bf16")
+      saved = BFloat16Type::get(&getContext());
+    else if (savedElementType == "f16")
+      saved = Float16Type::get(&getContext());
+    else if (!savedElementType.empty()) {
+      mlir::emitError(getOperation().getLoc(), "tg-remat: saved-element-type='")
+          << savedElementType << "' is not bf16 or f16";
+      return signalPassFailure();
+    }
     FailureOr<RematResult> result =
-        rematerialize(step, policy, budget, fusedRecompute);
+        rematerialize(step, policy, budget, fusedRecompute, saved);
     if (failed(result))
       return signalPassFailure();
     if (report)

@@ -65,6 +65,8 @@ MemoryPlan planMemory(func::FuncOp func);
 
 using tgc::formatBytes;
 
+/// Bytes of a statically shaped tensor or memref type (0 for others).
+int64_t getTypeBytes(Type type);
 /// Bytes of a statically shaped tensor or memref value.
 int64_t getValueBytes(Value value);
 

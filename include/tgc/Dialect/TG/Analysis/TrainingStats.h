@@ -67,8 +67,9 @@ struct SavedActivation {
 std::vector<SavedActivation> collectSavedActivations(func::FuncOp trainStep);
 
 /// The forward graph of `trainStep`: every op the loss (result #0) depends
-/// on, in schedule order. Everything else is the reverse graph (or the
-/// optimizer).
+/// on, and the low-precision copies of saved activations
+/// (tg-low-precision-saves), in schedule order. Everything else is the
+/// reverse graph (or the optimizer).
 llvm::SetVector<Operation *> getForwardOps(func::FuncOp trainStep);
 
 /// The location name of `op` (e.g. "model.layers.0.mlp.up_proj"), or its

@@ -70,6 +70,10 @@ def TG_Dialect : Dialect {
     /// Op attribute marking a forward op that tg-remat cloned into the
     /// reverse graph.
     static constexpr ::llvm::StringLiteral kRecomputedAttrName = "tg.recomputed";
+    /// Op attribute marking a low-precision copy of a saved activation that
+    /// tg-low-precision-saves made in the forward pass (only the reverse
+    /// graph reads it, so it is not in the loss's slice).
+    static constexpr ::llvm::StringLiteral kSavedCopyAttrName = "tg.saved_copy";
   }];
 }
 

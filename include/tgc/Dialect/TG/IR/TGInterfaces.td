@@ -36,6 +36,13 @@ def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
            "::mlir::ValueRange":$resultGrads,
            "::llvm::ArrayRef<bool>":$needsGrad,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+    InterfaceMethod<
+      [{Whether the reverse graph must read result `index` at full precision
+        when mixed precision stores the saved activations in bf16/f16
+        (`tg-low-precision-saves`): statistics such as attention's
+        logsumexp, and gradients computed in the forward sweep.}],
+      "bool", "keepsResultAtFullPrecision", (ins "unsigned":$index), [{}],
+      [{ return false; }]>,
   ];
 }
 

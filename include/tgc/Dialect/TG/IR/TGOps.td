@@ -37,6 +37,10 @@ class TG_Op<string mnemonic, list<Trait> traits = []>
 
 // Ops with a vector-Jacobian rule (see GradientRules.cpp).
 defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
+// ... and results the reverse graph reads at full precision under mixed
+// precision (statistics, gradients made in the forward sweep).
+defvar TG_DifferentiableKeepingFullPrecision = DeclareOpInterfaceMethods<
+    TG_GradientOpInterface, ["keepsResultAtFullPrecision"]>;
 
 // Ops whose result type follows from operands and properties.
 class TG_InferredOp<string mnemonic, list<Trait> traits = []>
@@ -458,7 +462,7 @@ def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def TG_AttentionOp : TG_InferredOp<"attention", [TG_Differentiable]> {
+def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPrecision]> {
   let summary = "Scaled dot-product attention, multi-head or grouped-query";
   let description = [{
     Inputs are already projected, in `[B, S, H, D]` layout: `query` is
@@ -518,7 +522,7 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
 }
 
 def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
-    [TG_MatrixProduct, TG_Differentiable]> {
+    [TG_MatrixProduct, TG_DifferentiableKeepingFullPrecision]> {
   let summary = "Vocabulary projection, mean cross-entropy and its gradients, fused over row chunks";
   let description = [{
     `cross_entropy(linear(input, weight, bias), targets)` without ever

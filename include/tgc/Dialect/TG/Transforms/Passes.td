@@ -295,6 +295,51 @@ def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGLowPrecisionSavesPass : Pass<"tg-low-precision-saves", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: the saved activations kept in bf16/f16";
+  let description = [{
+    Runs on every function with a reverse graph (the forward slice of the
+    loss, as `tg-remat` sees it); tgc runs it on `@train_step` right after
+    `tg-remat` for `--precision=bf16-mixed` and `fp16-mixed`. Each f32
+    forward value that the reverse graph reads (a saved activation, after
+    rematerialisation chose what to keep) is kept as a low-precision copy
+    made in the forward pass, right after the value, and widened back to
+    f32 in the reverse graph before its first reader there: what lives
+    across the step is half the bytes. Recomputed forward ops read the
+    widened copy, so they remake their values from what was kept.
+
+    The forward pass is unchanged: only the reverse graph reads rounded
+    values. A value that already has a low-precision copy (a product's
+    operand, or a product's operand reshaped) reuses it.
+    Kept at f32: 0-d values, what the terminator returns, and the results
+    an op declares through `keepsResultAtFullPrecision` (attention's
+    logsumexp, the gradients that `tg.linear_cross_entropy` makes in the
+    forward sweep).
+
+    Before:
+    ```mlir
+    %g = tg.linear %x, %w : ... -> tensor<8x32xf32>
+    %s = tg.silu %g : tensor<8x32xf32>
+    ...
+    %dg = tg.silu_grad %ds, %g : tensor<8x32xf32>
+    ```
+    After:
+    ```mlir
+    %g = tg.linear %x, %w : ... -> tensor<8x32xf32>
+    %gl = tg.cast %g : tensor<8x32xf32> -> tensor<8x32xbf16>
+    %s = tg.silu %g : tensor<8x32xf32>
+    ...
+    %gw = tg.cast %gl : tensor<8x32xbf16> -> tensor<8x32xf32>
+    %dg = tg.silu_grad %ds, %gw : tensor<8x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"elementType", "element-type", "std::string", "\"bf16\"",
+           "Type the saved activations are kept in: bf16 or f16">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGScheduleUpdatesPass : Pass<"tg-schedule-updates", "::mlir::ModuleOp"> {
   let summary = "Optimizer in the backward sweep: each update right after its "
                 "gradient";
@@ -370,6 +415,10 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     kept input. They add FLOPs but keep nothing new alive; the set is used
     only when it lowers the planned peak.
 
+    With `saved-element-type` (mixed precision) every plan counts the saved
+    activations in bf16/f16, as `tg-low-precision-saves` keeps them after
+    this pass: the budget applies to the step as it will run.
+
     `tg.remat = "save"` or `"recompute"` on a forward op wins over every
     policy. With `report` each decision (value, bytes, FLOPs, why) goes to
     stderr.
@@ -390,6 +439,9 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     Option<"fusedRecompute", "fused-recompute", "bool", "false",
            "Under policy none, recompute cheap values from values kept "
            "anyway (fused backward kernels)">,
+    Option<"savedElementType", "saved-element-type", "std::string", "\"\"",
+           "Plan for saved activations kept in bf16 or f16 "
+           "(tg-low-precision-saves, which runs next); empty: as they are">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to rewrite">,
   ];

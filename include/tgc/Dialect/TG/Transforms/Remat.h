@@ -64,10 +64,13 @@ struct RematResult {
 /// Fails, with a diagnostic on `step`, when no plan fits the budget. With
 /// `fusedRecompute` (fusion on) policy none still recomputes the cheap
 /// values a fused backward kernel can remake from values kept anyway, when
-/// that lowers the planned peak.
+/// that lowers the planned peak. With `savedElement` (bf16/f16) plans count
+/// the saved activations in that type, as tg-low-precision-saves will keep
+/// them after this rewrite (which does not apply it).
 FailureOr<RematResult> rematerialize(func::FuncOp step, RematPolicy policy,
                                      MemoryBudget budget = {},
-                                     bool fusedRecompute = false);
+                                     bool fusedRecompute = false,
+                                     Type savedElement = {});
 
 /// The --remat-report table.
 void printRematReport(llvm::raw_ostream &os, const RematResult &result);

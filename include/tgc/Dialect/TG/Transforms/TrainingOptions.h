@@ -52,6 +52,20 @@ inline llvm::StringRef stringifyPrecision(Precision precision) {
   return "fp32";
 }
 
+/// The element type of a mixed precision's low-precision values, as pass
+/// options spell it ("bf16", "f16"); empty for fp32.
+inline llvm::StringRef lowPrecisionElementType(Precision precision) {
+  switch (precision) {
+  case Precision::FP32:
+    return "";
+  case Precision::BF16Mixed:
+    return "bf16";
+  case Precision::FP16Mixed:
+    return "f16";
+  }
+  return "";
+}
+
 inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
   return llvm::StringSwitch<std::optional<FusionMode>>(text)
       .Case("none", FusionMode::None)

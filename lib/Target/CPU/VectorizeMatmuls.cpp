@@ -449,13 +449,40 @@ LogicalResult vectorizeTiles(ModuleOp module,
   return success();
 }
 
+/// Whether `op`, or an op nested in it, may write the buffer `root` (or a
+/// view of it): a write effect on it or on an unknown value, or, for ops
+/// that do not state their effects, an operand aliasing it.
+bool mayWriteBuffer(Operation *op, Value root) {
+  bool writes = false;
+  op->walk([&](Operation *inner) {
+    auto effects = llvm::dyn_cast<MemoryEffectOpInterface>(inner);
+    if (!effects) {
+      if (!inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+          llvm::any_of(inner->getOperands(),
+                       [&](Value v) { return tgc::rootBuffer(v) == root; }))
+        writes = true;
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &e : instances)
+      if (llvm::isa<MemoryEffects::Write>(e.getEffect()) &&
+          (!e.getValue() || tgc::rootBuffer(e.getValue()) == root))
+        writes = true;
+  });
+  return writes;
+}
+
 /// Products of bf16/f16 operands with an f32 accumulator: each narrow
 /// operand is widened into an f32 buffer once (planned in the arena like
 /// any temporary), and the product runs as an f32 one. Widening inside the
 /// register tiles instead converts every element of A once per column tile
 /// and of B once per row tile, and the extra registers spill accumulators
 /// (the tiny llama step ran 1.56x slower than in f32 that way). The copy
-/// costs O(MK + KN) against the product's O(MNK).
+/// costs O(MK + KN) against the product's O(MNK). Later products of the
+/// same block that read the same narrow buffer (the Q, K and V projections
+/// of one input, the weight gradients that share it) reuse the copy while
+/// nothing between them may write that buffer.
 void widenNarrowOperands(ModuleOp module) {
   SmallVector<linalg::LinalgOp> products;
   module.walk([&](linalg::LinalgOp op) {
@@ -473,6 +500,24 @@ void widenNarrowOperands(ModuleOp module) {
       products.push_back(op);
   });
   IRRewriter rewriter(module.getContext());
+  struct Widened {
+    Value wide;
+    Operation *widening; // the copy; its buffer is valid from here on
+  };
+  DenseMap<Value, Widened> widened;
+  auto reusable = [&](Value narrow, Operation *product) -> Value {
+    auto it = widened.find(narrow);
+    if (it == widened.end() ||
+        it->second.widening->getBlock() != product->getBlock() ||
+        !it->second.widening->isBeforeInBlock(product))
+      return {};
+    Value root = tgc::rootBuffer(narrow);
+    for (Operation *op = it->second.widening->getNextNode(); op != product;
+         op = op->getNextNode())
+      if (mayWriteBuffer(op, root))
+        return {};
+    return it->second.wide;
+  };
   for (linalg::LinalgOp op : products) {
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
@@ -481,11 +526,15 @@ void widenNarrowOperands(ModuleOp module) {
       auto type = llvm::cast<MemRefType>(operand->get().getType());
       if (type.getElementType() == f32)
         continue;
+      if (Value wide = reusable(operand->get(), op)) {
+        operand->set(wide);
+        continue;
+      }
       auto wide = memref::AllocOp::create(
           rewriter, loc, MemRefType::get(type.getShape(), f32));
       int64_t rank = type.getRank();
       AffineMap id = rewriter.getMultiDimIdentityMap(rank);
-      linalg::GenericOp::create(
+      auto copy = linalg::GenericOp::create(
           rewriter, loc, ValueRange{operand->get()}, ValueRange{wide},
           ArrayRef<AffineMap>{id, id},
           SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
@@ -493,6 +542,7 @@ void widenNarrowOperands(ModuleOp module) {
             Value x = arith::ExtFOp::create(b, l, f32, args[0]);
             linalg::YieldOp::create(b, l, x);
           });
+      widened[operand->get()] = {wide, copy};
       operand->set(wide);
     }
   }

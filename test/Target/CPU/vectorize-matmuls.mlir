@@ -131,6 +131,11 @@ func.func @batched_transposed_lhs(%p: memref<6x37x37xf32>, %d: memref<6x37x16xf3
 // CHECK: vector.fma
 // CHECK-NOT: arith.mulf
 // CHECK-NOT: linalg.matmul
+// Products reading the same bf16 buffer share its widened copy, until
+// something may write that buffer (here a copy into a view of it).
+// CHECK-LABEL: func.func @bf16_shared_operand
+// CHECK-COUNT-2: memref.alloc() : memref<64x256xf32>
+// CHECK-NOT: memref.alloc() : memref<64x256xf32>
 // CHECK-LABEL: func.func @after_bf16
 func.func @bf16_operands(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: memref<64x128xf32>) {
   linalg.matmul ins(%a, %b : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
@@ -139,6 +144,15 @@ func.func @bf16_operands(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: 
 func.func @bf16_transposed_a_odd(%a: memref<37x61xbf16>, %b: memref<37x53xbf16>, %c: memref<61x53xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
     ins(%a, %b : memref<37x61xbf16>, memref<37x53xbf16>) outs(%c : memref<61x53xf32>)
+  return
+}
+func.func @bf16_shared_operand(%x: memref<64x256xbf16>, %wq: memref<256x128xbf16>, %wk: memref<256x128xbf16>, %wv: memref<256x128xbf16>,
+                               %q: memref<64x128xf32>, %k: memref<64x128xf32>, %v: memref<64x128xf32>, %row: memref<256xbf16>) {
+  linalg.matmul ins(%x, %wq : memref<64x256xbf16>, memref<256x128xbf16>) outs(%q : memref<64x128xf32>)
+  linalg.matmul ins(%x, %wk : memref<64x256xbf16>, memref<256x128xbf16>) outs(%k : memref<64x128xf32>)
+  %r = memref.subview %x[3, 0] [1, 256] [1, 1] : memref<64x256xbf16> to memref<256xbf16, strided<[1], offset: 768>>
+  memref.copy %row, %r : memref<256xbf16> to memref<256xbf16, strided<[1], offset: 768>>
+  linalg.matmul ins(%x, %wv : memref<64x256xbf16>, memref<256x128xbf16>) outs(%v : memref<64x128xf32>)
   return
 }
 func.func @after_bf16() {

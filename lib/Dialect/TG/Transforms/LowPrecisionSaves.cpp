@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/Transforms/LowPrecisionSaves.h"
+#include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
@@ -30,8 +30,8 @@ bool mlir::tg::isStorableInLowPrecision(OpResult result) {
   if (op->hasTrait<OpTrait::ConstantLike>() || op->hasTrait<OptimizerStep>())
     return false;
   auto differentiable = llvm::dyn_cast<GradientOpInterface>(op);
-  return !differentiable || !differentiable.keepsResultAtFullPrecision(
-                                result.getResultNumber());
+  return !differentiable ||
+         !differentiable.keepsResultAtFullPrecision(result.getResultNumber());
 }
 
 namespace {
@@ -86,7 +86,6 @@ struct TGLowPrecisionSavesPass
         keepSavedActivationsIn(func, low);
     });
   }
-
 };
 
 } // namespace
@@ -143,9 +142,8 @@ void mlir::tg::keepSavedActivationsIn(func::FuncOp func, Type lowElement) {
       }
       b.setInsertionPoint(backwardUses.front()->getOwner());
       auto copyType = llvm::cast<RankedTensorType>(copy.getType());
-      Value widened = CastOp::create(b, op->getLoc(),
-                                     copyType.clone(type.getElementType()),
-                                     copy);
+      Value widened = CastOp::create(
+          b, op->getLoc(), copyType.clone(type.getElementType()), copy);
       if (widened.getType() != type)
         widened = ReshapeOp::create(b, op->getLoc(), type, widened);
       for (OpOperand *use : backwardUses)

@@ -70,7 +70,11 @@ struct TGAccumulateGradientsPass
       if (!step.getArgAttr(arg.getArgNumber(), TGDialect::kInputAttrName))
         continue;
       auto type = llvm::cast<RankedTensorType>(arg.getType());
-      if (type.getRank() == 0 || type.isDynamicDim(0))
+      // A 0-d input (tg-autodiff's loss scale) is the same for every
+      // micro-batch: each copy of the graph reads it whole.
+      if (type.getRank() == 0)
+        continue;
+      if (type.isDynamicDim(0))
         return step.emitError("tg-accumulate-gradients: input #")
                << arg.getArgNumber() << " has no batch dimension: " << type;
       SmallVector<int64_t> shape(type.getShape());

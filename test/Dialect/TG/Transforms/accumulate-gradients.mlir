@@ -25,6 +25,14 @@
 // ONE-SAME: tensor<2x8xf32> {tg.input = "x"}
 // ONE-NOT: tg.slice
 
+// With loss scaling the 0-d loss_scale input seeds every micro-batch's
+// reverse sweep whole (it has no rows to slice).
+// RUN: tgc-opt %S/optimizer.mlir --tg-autodiff=loss-scale --tg-accumulate-gradients=micro-batches=2 | FileCheck %s --check-prefix=SCALED
+// SCALED-LABEL: func.func @train_step
+// SCALED-SAME: tensor<4x8xf32> {tg.input = "x"}, %{{[^:]*}}: tensor<4xi32> {tg.input = "t"}, %[[S:[^:]*]]: tensor<f32> {tg.input = "loss_scale"})
+// SCALED: tg.cross_entropy_grad %[[S]]
+// SCALED: tg.cross_entropy_grad %[[S]]
+
 // RUN: not tgc-opt %S/Inputs/step-declaration.mlir --tg-accumulate-gradients=micro-batches=2 2>&1 | FileCheck %s --check-prefix=NOBODY
 // NOBODY: error: tg-accumulate-gradients: @train_step must have a single block
 // AFTER: error: tg-accumulate-gradients: run it right after tg-autodiff (before tg-optimizer)

@@ -133,12 +133,8 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
         return failedBuild();
       base = plainModule->lookupSymbol<func::FuncOp>("train_step");
     }
-    Type savedElement;
-    if (low == "bf16")
-      savedElement = BFloat16Type::get(base.getContext());
-    else if (low == "f16")
-      savedElement = Float16Type::get(base.getContext());
-    report.sweep = sweepRemat(base, savedElement);
+    report.sweep =
+        sweepRemat(base, tg::parseLowPrecisionType(base.getContext(), low));
   }
   if (!request.memoryTimeline.empty())
     if (llvm::Error err =

@@ -22,6 +22,14 @@ namespace mlir::tg {
 using namespace mlir;
 using namespace mlir::tg;
 
+Type mlir::tg::parseLowPrecisionType(MLIRContext *context, StringRef name) {
+  if (name == "bf16")
+    return BFloat16Type::get(context);
+  if (name == "f16")
+    return Float16Type::get(context);
+  return {};
+}
+
 bool mlir::tg::isStorableInLowPrecision(OpResult result) {
   Operation *op = result.getOwner();
   auto type = llvm::dyn_cast<RankedTensorType>(result.getType());
@@ -70,13 +78,8 @@ struct TGLowPrecisionSavesPass
   using Base::Base;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    Type low;
-    if (elementType == "bf16")
-      low = BFloat16Type::get(ctx);
-    else if (elementType == "f16")
-      low = Float16Type::get(ctx);
-    else {
+    Type low = parseLowPrecisionType(&getContext(), elementType);
+    if (!low) {
       getOperation().emitError("tg-low-precision-saves: element-type='")
           << elementType << "' is not bf16 or f16";
       return signalPassFailure();

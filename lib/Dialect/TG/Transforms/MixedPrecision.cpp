@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/LowPrecisionSaves.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,13 +28,8 @@ struct TGMixedPrecisionPass
   using Base::Base;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    Type low;
-    if (elementType == "bf16")
-      low = BFloat16Type::get(ctx);
-    else if (elementType == "f16")
-      low = Float16Type::get(ctx);
-    else {
+    Type low = parseLowPrecisionType(&getContext(), elementType);
+    if (!low) {
       getOperation().emitError("tg-mixed-precision: element-type='")
           << elementType << "' is not bf16 or f16";
       return signalPassFailure();

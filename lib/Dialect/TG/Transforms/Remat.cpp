@@ -638,12 +638,8 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
           << trainStepName;
       return signalPassFailure();
     }
-    Type saved;
-    if (savedElementType == "bf16")
-      saved = BFloat16Type::get(&getContext());
-    else if (savedElementType == "f16")
-      saved = Float16Type::get(&getContext());
-    else if (!savedElementType.empty()) {
+    Type saved = parseLowPrecisionType(&getContext(), savedElementType);
+    if (!saved && !savedElementType.empty()) {
       mlir::emitError(getOperation().getLoc(), "tg-remat: saved-element-type='")
           << savedElementType << "' is not bf16 or f16";
       return signalPassFailure();

@@ -1,7 +1,8 @@
 //===- LowPrecisionSaves.h - saved activations in bf16/f16 ------*- C++ -*-===//
 //
-// The C++ side of `tg-low-precision-saves`, shared with `tg-remat`, whose
-// plans count the bytes the saved activations will have.
+// The C++ side of `tg-low-precision-saves`, shared with `tg-remat` (whose
+// plans count the bytes the saved activations will have), `tgc stats` and
+// `tg-mixed-precision` (the low-precision type names).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::tg {
+
+/// The low-precision element type that mixed precision's pass options name
+/// ("bf16", "f16"); null for any other name.
+Type parseLowPrecisionType(MLIRContext *context, StringRef name);
 
 /// Whether `result`, of a forward op, may be kept in low precision when the
 /// reverse graph reads it: a ranked f32 tensor of rank >= 1 that its op does

@@ -39,9 +39,9 @@ std::vector<RematSweepRow> sweepRemat(func::FuncOp base, Type savedElement) {
                                   [](Diagnostic &) { return success(); });
     FailureOr<tg::RematResult> result = tg::rematerialize(
         copy, policy, budget, /*fusedRecompute=*/false, savedElement);
-    if (succeeded(result) && savedElement)
-      tg::keepSavedActivationsIn(copy, savedElement);
     if (succeeded(result)) {
+      if (savedElement)
+        tg::keepSavedActivationsIn(copy, savedElement);
       tg::TrainingStats stats = tg::computeTrainingStats(copy);
       row.budgetBytes = result->budgetBytes;
       row.plannedPeak = stats.plannedPeakBytes;

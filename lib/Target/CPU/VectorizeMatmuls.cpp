@@ -25,6 +25,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -450,27 +451,16 @@ LogicalResult vectorizeTiles(ModuleOp module,
 }
 
 /// Whether `op`, or an op nested in it, may write the buffer `root` (or a
-/// view of it): a write effect on it or on an unknown value, or, for ops
-/// that do not state their effects, an operand aliasing it.
+/// view of it): a write effect on it or on an unknown value, or effects
+/// that cannot be known.
 bool mayWriteBuffer(Operation *op, Value root) {
-  bool writes = false;
-  op->walk([&](Operation *inner) {
-    auto effects = llvm::dyn_cast<MemoryEffectOpInterface>(inner);
-    if (!effects) {
-      if (!inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
-          llvm::any_of(inner->getOperands(),
-                       [&](Value v) { return tgc::rootBuffer(v) == root; }))
-        writes = true;
-      return;
-    }
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    for (const MemoryEffects::EffectInstance &e : instances)
-      if (llvm::isa<MemoryEffects::Write>(e.getEffect()) &&
-          (!e.getValue() || tgc::rootBuffer(e.getValue()) == root))
-        writes = true;
-  });
-  return writes;
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
+      getEffectsRecursively(op);
+  return !effects ||
+         llvm::any_of(*effects, [&](const MemoryEffects::EffectInstance &e) {
+           return llvm::isa<MemoryEffects::Write>(e.getEffect()) &&
+                  (!e.getValue() || tgc::rootBuffer(e.getValue()) == root);
+         });
 }
 
 /// Products of bf16/f16 operands with an f32 accumulator: each narrow

@@ -29,6 +29,8 @@ void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
   l1CacheBytes = cpu.l1CacheBytes;
   l2CacheBytes = cpu.l2CacheBytes;
   amx = cpu.amx;
+  // vdpbf16ps on 512-bit vectors (the register tiles are built of them).
+  bf16Dot = cpu.avx512bf16 && cpu.vectorBits == 512;
   threads = cpu.threads;
 }
 
@@ -46,6 +48,7 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   matmuls.l2CacheBytes = options.l2CacheBytes;
   matmuls.tiles = options.matmulTiles;
   matmuls.amx = options.amx;
+  matmuls.bf16Dot = options.bf16Dot;
   matmuls.threads = options.threads;
   // Zeroing an output inside its tiles fuses the fill into the product.
   matmuls.fillTiles = fusion != tg::FusionMode::None;
@@ -82,7 +85,8 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
-  vectorToLLVM.amx = true; // amx tile ops (bf16 products)
+  vectorToLLVM.amx = true;       // amx tile ops (bf16 products)
+  vectorToLLVM.x86Vector = true; // avx512.dot (bf16 products)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(tg::createTGCLowerArenaAllocsPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

@@ -122,6 +122,7 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
     else
       d.vectorBits = 128, d.vectorRegisters = 16;
     d.amx = has("amx-tile") && has("amx-bf16");
+    d.avx512bf16 = has("avx512bf16");
   } else if (triple.isAArch64()) {
     d.vectorBits = 128, d.vectorRegisters = 32;
   }

@@ -11,7 +11,7 @@
 
 #include "tgc/Target/CPU/Passes.h"
 
-#include "AMXProducts.h"
+#include "BF16Products.h"
 #include "tgc/Conversion/ProductFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -839,6 +839,15 @@ struct TGCVectorizeMatmulsPass
     }
     if (amx)
       tgc::cpu::emitAMXProducts(module);
+    else if (bf16Dot && cpu.lanes == 16)
+      tgc::cpu::emitDotBF16Products(module, [&](int64_t m, int64_t n,
+                                                int64_t kPairs) {
+        // A pair of bf16 takes the bytes of one f32: the f32 model
+        // over K/2 sizes the tiles.
+        Tiles t = forced ? *forced : chooseTiles(m, n, kPairs, 1, cpu, threads);
+        return tgc::cpu::DotTiles{t.mt, t.nt, t.kt, t.mr,
+                                  roundUp(t.nr, cpu.lanes)};
+      });
     widenNarrowOperands(module);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {

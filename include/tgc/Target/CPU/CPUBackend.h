@@ -45,6 +45,10 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
       llvm::cl::init("")};
   Option<bool> amx{*this, "amx", llvm::cl::desc("AMX tiles for bf16 matmuls"),
                    llvm::cl::init(false)};
+  Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("AVX512-BF16 dot products for bf16 matmuls"),
+      llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads the matmuls' output tiles are balanced for"),

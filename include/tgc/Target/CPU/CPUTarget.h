@@ -29,6 +29,7 @@ struct CPUDescription {
   int64_t l1CacheBytes = 32768;   // L1 data cache per core
   int64_t l2CacheBytes = 1 << 20; // L2 cache per core
   bool amx = false;               // AMX bf16 tiles (tdpbf16ps)
+  bool avx512bf16 = false;        // AVX512-BF16 dot products (vdpbf16ps)
   int64_t threads = 0; // CPUs the step's threads run on (host only; 0: unknown)
 };
 

@@ -93,6 +93,15 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     sets: together they do not converge on 1-row register tiles (M = 1, or
     odd M under a divisor rule) and on constant masks, and memory grows
     without bound.
+
+    bf16 x bf16 -> f32 products (mixed precision): with `amx` they run on
+    AMX tiles; else with `bf16-dot` (AVX512-BF16 on 512-bit vectors) on
+    `x86vector.avx512.dot` (vdpbf16ps, 32 multiply-adds per instruction):
+    B packed as pairs along K, A's pairs broadcast, MR x NR register tiles
+    of C kept in registers across blocks of KT pairs, sized by the same
+    model over K/2 (a pair has the bytes of one f32), the remainders as
+    static smaller tiles (the last vector masked). Otherwise their narrow
+    operands are widened to f32 once and the product is scheduled as above.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", "512",
@@ -111,11 +120,14 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "reads it (tgc/Conversion/ProductFusion.h)">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "The target has AVX512-BF16 dot products (vdpbf16ps) on 512-bit "
+           "vectors: bf16 products use them where AMX is off">,
     Option<"threads", "threads", "int64_t", "0",
            "Threads the output tiles are balanced for (0 or 1: none)">,
   ];
   let dependentDialects = [
-    "::mlir::amx::AMXDialect",
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
     "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
     "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect"

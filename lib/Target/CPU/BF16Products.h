@@ -1,0 +1,34 @@
+//===- BF16Products.h - bf16 matmuls on AMX tiles or AVX512-BF16 -*- C++
+//-*-===//
+#ifndef TGC_LIB_TARGET_CPU_BF16PRODUCTS_H
+#define TGC_LIB_TARGET_CPU_BF16PRODUCTS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace tgc::cpu {
+/// Replaces each bf16 x bf16 -> f32 `linalg.matmul` on static memrefs (A
+/// read as [M, K] or [K, M], B as [K, N] or [N, K]) with padded, packed
+/// operands and AMX tile products.
+void emitAMXProducts(mlir::ModuleOp module);
+
+/// Tiles of a product on `vdpbf16ps`, in pairs of K: MT x NT output tiles
+/// (the parallel loop), KT pairs deep cache blocks, MR x NR register tiles
+/// (NR a multiple of 16).
+struct DotTiles {
+  int64_t mt, nt, kt, mr, nr;
+};
+
+/// Replaces the same products as emitAMXProducts, where C's rows have unit
+/// stride, with AVX512-BF16 dot products (`x86vector.avx512.dot` on 512-bit
+/// vectors): B packed as pairs along K, register tiles of C accumulated
+/// across blocks of K pairs. `chooseTiles(M, N, K pairs)` sizes each
+/// product's tiles.
+void emitDotBF16Products(
+    mlir::ModuleOp module,
+    llvm::function_ref<DotTiles(int64_t m, int64_t n, int64_t kPairs)>
+        chooseTiles);
+} // namespace tgc::cpu
+
+#endif // TGC_LIB_TARGET_CPU_BF16PRODUCTS_H

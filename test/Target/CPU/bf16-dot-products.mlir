@@ -1,0 +1,92 @@
+// bf16 x bf16 -> f32 products on AVX512-BF16 dot products (bf16-dot=true,
+// amx off): B packed as pairs along K ([K/2][N'][2], zero padded), A's
+// pairs read in place where they are adjacent (row-major, K even) and
+// packed otherwise, output tiles in an scf.forall, register tiles of C
+// carried across the K pairs and updated by x86vector.avx512.dot. Awkward
+// sizes: K odd, M = 61 (a remainder of rows), N = 10 (one masked vector).
+// With amx=true the AMX path wins; f16 and strided-row products are
+// widened to f32.
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=512 vector-registers=32 tiles=32,64,64,4,32" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true amx=true vector-bits=512 vector-registers=32" | FileCheck %s --check-prefix=AMX
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=256 vector-registers=16" | FileCheck %s --check-prefix=AVX2
+
+// CHECK-LABEL: func.func @row_major
+// CHECK-NOT: memref<64x256xbf16> to
+// CHECK: %[[BP:.*]] = memref.alloc() : memref<128x128x2xbf16>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<256x128xbf16>)
+// CHECK: scf.forall (%[[I0:.*]], %[[J0:.*]]) = (0, 0) to (64, 128) step (32, 64)
+// CHECK: scf.for %[[K0:.*]] = %c0 to %c128 step %c64
+// CHECK: scf.for %[[J:.*]] = %[[J0]] to %{{.*}} step %c32
+// CHECK: scf.for %[[I:.*]] = %[[I0]] to %{{.*}} step %c4
+// CHECK-COUNT-8: vector.load %arg2[{{.*}}] : memref<64x128xf32>, vector<16xf32>
+// CHECK: scf.for %[[KK:.*]] = %[[K0]] to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.load %[[BP]][%[[KK]], {{.*}}] : memref<128x128x2xbf16>, vector<32xbf16>
+// CHECK: vector.load %[[BP]][%[[KK]], {{.*}}] : memref<128x128x2xbf16>, vector<32xbf16>
+// CHECK: %[[PAIR:.*]] = vector.load %arg0[%[[I]], {{.*}}] : memref<64x256xbf16>, vector<2xbf16>
+// CHECK: %[[WORD:.*]] = vector.bitcast %[[PAIR]] : vector<2xbf16> to vector<1xi32>
+// CHECK: %[[SCALAR:.*]] = vector.extract %[[WORD]][0] : i32 from vector<1xi32>
+// CHECK: %[[ALL:.*]] = vector.broadcast %[[SCALAR]] : i32 to vector<16xi32>
+// CHECK: %[[AS:.*]] = vector.bitcast %[[ALL]] : vector<16xi32> to vector<32xbf16>
+// CHECK: x86vector.avx512.dot %{{.*}}, %[[AS]], %{{.*}} : vector<32xbf16> -> vector<16xf32>
+// CHECK-COUNT-7: x86vector.avx512.dot
+// CHECK: scf.yield
+// CHECK-COUNT-8: vector.store %{{.*}}, %arg2[{{.*}}] : memref<64x128xf32>, vector<16xf32>
+// CHECK-NOT: scf.if
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+// AMX-LABEL: func.func @row_major
+// AMX: amx.tile_mulf
+// AMX-NOT: x86vector
+// AVX2-LABEL: func.func @row_major
+// AVX2-NOT: x86vector
+// AVX2: arith.extf %{{.*}} : bf16 to f32
+func.func @row_major(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+
+// A read as [K, M] (a weight gradient) with K = 37: packed [61][38] with a
+// zero after K; B's last pair holds B[36] and a zero; 61 rows = 15 tiles of
+// 4 and a 1-row remainder under scf.if; 10 columns = one masked vector.
+// CHECK-LABEL: func.func @transposed_a_awkward
+// CHECK: %[[MASK:.*]] = arith.constant dense<[true, true, true, true, true, true, true, true, true, true, false, false, false, false, false, false]> : vector<16xi1>
+// CHECK: %[[AP:.*]] = memref.alloc() : memref<61x38xbf16>
+// CHECK: linalg.fill {{.*}} outs(%[[AP]] : memref<61x38xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%arg0 : memref<37x61xbf16>)
+// CHECK: %[[BP:.*]] = memref.alloc() : memref<19x16x2xbf16>
+// CHECK: linalg.fill {{.*}} outs(%[[BP]] : memref<19x16x2xbf16>)
+// CHECK: scf.forall (%{{.*}}) = (0) to (61) step (32)
+// CHECK: vector.maskedload %arg2[{{.*}}], %[[MASK]]
+// CHECK: scf.for {{.*}} = %c0 to %c19 step %c1
+// CHECK: vector.load %[[AP]]
+// CHECK: x86vector.avx512.dot
+// CHECK: vector.maskedstore %arg2
+// CHECK: scf.if
+// CHECK: vector.maskedload
+// CHECK: x86vector.avx512.dot
+// CHECK-NOT: x86vector.avx512.dot
+// CHECK: vector.maskedstore
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @transposed_a_awkward(%a: memref<37x61xbf16>, %b: memref<37x10xbf16>, %c: memref<61x10xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<37x61xbf16>, memref<37x10xbf16>) outs(%c : memref<61x10xf32>)
+  return
+}
+
+// f16 operands, and C with rows of non-unit stride: widened to f32.
+// CHECK-LABEL: func.func @f16_product
+// CHECK-NOT: x86vector
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK-LABEL: func.func @strided_rows
+// CHECK-NOT: x86vector
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+func.func @f16_product(%a: memref<16x32xf16>, %b: memref<32x16xf16>, %c: memref<16x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x32xf16>, memref<32x16xf16>) outs(%c : memref<16x16xf32>)
+  return
+}
+func.func @strided_rows(%a: memref<16x32xbf16>, %b: memref<32x16xbf16>, %c: memref<16x16xf32, strided<[1, 16]>>) {
+  linalg.matmul ins(%a, %b : memref<16x32xbf16>, memref<32x16xbf16>) outs(%c : memref<16x16xf32, strided<[1, 16]>>)
+  return
+}

@@ -49,13 +49,16 @@ tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
 tools = ["tgc-opt", "tgc", "tgc-ref"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-# AMX bf16 tiles on this machine: executables compiled for the host run
-# their bf16 products on them (--precision=bf16-mixed).
+# AMX bf16 tiles or AVX512-BF16 on this machine: executables compiled for
+# the host run their bf16 products on them (--precision=bf16-mixed).
 try:
     with open("/proc/cpuinfo") as cpuinfo:
         flags = next((l.split(":", 1)[1].split() for l in cpuinfo
                       if l.startswith("flags")), [])
     if "amx_bf16" in flags and "amx_tile" in flags:
         config.available_features.add("amx")
+    # AVX512-BF16 (vdpbf16ps): the bf16 products' path where AMX is absent.
+    if "avx512_bf16" in flags:
+        config.available_features.add("avx512bf16")
 except OSError:
     pass

@@ -123,9 +123,19 @@ Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
   MLIRContext *ctx = b.getContext();
   AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
              d2 = getAffineDimExpr(2, ctx);
-  Value bp3 =
-      tileBuffer(b, loc, MemRefType::get({kp / 2, np, 2}, b.getBF16Type()),
-                 kp != k || np != n);
+  auto type = MemRefType::get({kp / 2, np, 2}, b.getBF16Type());
+  Value bp3 = memref::AllocOp::create(b, loc, type);
+  // Zeros in the padding only (the copies below write the rest).
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
+  auto zeros = [&](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
+    if (llvm::all_of(sizes, [](int64_t size) { return size > 0; }))
+      linalg::FillOp::create(b, loc, zero, view(b, loc, bp3, offsets, sizes));
+  };
+  zeros({0, n, 0}, {kp / 2, np - n, 2});
+  zeros({(k + 1) / 2, 0, 0}, {kp / 2 - (k + 1) / 2, n, 2});
+  if (k % 2)
+    zeros({k / 2, 0, 1}, {1, n, 1});
   auto bMap = [&](AffineExpr row, AffineExpr col) {
     return transposed ? AffineMap::get(3, 0, {col, row}, ctx)
                       : AffineMap::get(3, 0, {row, col}, ctx);
@@ -282,23 +292,36 @@ private:
   }
 
   /// A where its pairs along K are adjacent in memory (read as [M, K], K
-  /// even, rows of unit stride), else a packed [M][2 Kpairs] copy with a
-  /// zero after an odd K; B as pairs along K (packPairsAlongK).
+  /// even, rows of unit stride); read as [K, M] (a weight gradient), packed
+  /// as pairs along K like B (two rows interleaved: a transpose of 16-bit
+  /// elements cost 7% of the tiny llama's step); else a [M][2 Kpairs] copy
+  /// with a zero after an odd K. B as pairs along K (packPairsAlongK).
   void pack(linalg::MatmulOp op, Layout layout) {
     Value a = op.getDpsInputs()[0];
     auto aType = llvm::cast<MemRefType>(a.getType());
     ap = a;
-    if (layout.transposedA || k % 2 || !hasUnitRows(aType)) {
-      MLIRContext *ctx = b.getContext();
+    if (layout.transposedA) {
+      aPairsAlongK = true;
+      ap =
+          packPairsAlongK(b, loc, a, /*transposed=*/false, k, m, 2 * kPairs, m);
+    } else if (k % 2 || !hasUnitRows(aType)) {
       ap = tileBuffer(b, loc, MemRefType::get({m, 2 * kPairs}, b.getBF16Type()),
                       k % 2);
-      AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
       copyInto(b, loc, a, view(b, loc, ap, {0, 0}, {m, k}),
-               layout.transposedA ? AffineMap::get(2, 0, {d1, d0}, ctx)
-                                  : b.getMultiDimIdentityMap(2));
+               b.getMultiDimIdentityMap(2));
     }
     bp = packPairsAlongK(b, loc, op.getDpsInputs()[1], layout.transposedB, k, n,
                          2 * kPairs, roundUp(n, kLanes));
+  }
+
+  /// Row `row`'s pair `pair` of A (two bf16 along K).
+  Value pairOfA(Value row, Value pair) {
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    if (aPairsAlongK)
+      return vector::LoadOp::create(b, loc, pairType, ap,
+                                    ValueRange{pair, mul(row, 2)});
+    return vector::LoadOp::create(b, loc, pairType, ap,
+                                  ValueRange{row, mul(pair, 2)});
   }
 
   /// One MT x NT output tile at (i0, j0): per block of KT pairs, the whole
@@ -361,20 +384,18 @@ private:
         [&](OpBuilder &nested, Location, Value kk, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
-          Value jPairs = mul(j, 2), kElems = mul(kk, 2);
+          Value jPairs = mul(j, 2);
           SmallVector<Value> bs;
           for (int64_t v = 0; v < vectors; ++v)
             bs.push_back(vector::LoadOp::create(
                 b, loc, bf16x32, bp,
                 ValueRange{kk, add(jPairs, 2 * kLanes * v)}));
           SmallVector<Value> next;
-          auto pairType = VectorType::get({2}, b.getBF16Type());
           auto i32x1 = VectorType::get({1}, b.getI32Type());
           auto i32x16 = VectorType::get({kLanes}, b.getI32Type());
           for (int64_t r = 0; r < rows; ++r) {
-            Value pair = vector::LoadOp::create(b, loc, pairType, ap,
-                                                ValueRange{add(i, r), kElems});
-            Value word = vector::BitCastOp::create(b, loc, i32x1, pair);
+            Value word = vector::BitCastOp::create(b, loc, i32x1,
+                                                   pairOfA(add(i, r), kk));
             Value all = vector::BroadcastOp::create(b, loc, i32x16, word);
             Value as = vector::BitCastOp::create(b, loc, bf16x32, all);
             for (int64_t v = 0; v < vectors; ++v)
@@ -398,6 +419,7 @@ private:
   Location loc;
   DotTiles t;
   Value c, ap, bp;
+  bool aPairsAlongK = false; // ap is [K/2][2 M], else [M][>= K]
   int64_t m, n, k, kPairs;
 };
 } // namespace

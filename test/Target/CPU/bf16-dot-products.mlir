@@ -46,16 +46,19 @@ func.func @row_major(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: memr
   return
 }
 
-// A read as [K, M] (a weight gradient) with K = 37: packed [61][38] with a
-// zero after K; B's last pair holds B[36] and a zero; 61 rows = 15 tiles of
-// 4 and a 1-row remainder under scf.if; 10 columns = one masked vector.
+// A read as [K, M] (a weight gradient) with K = 37: packed as pairs along K
+// like B ([19][61][2], two rows interleaved, not a transpose), a zero after
+// K only in the padding; 61 rows = 15 tiles of 4 and a 1-row remainder
+// under scf.if; 10 columns = one masked vector (B's columns 10-15 zero).
 // CHECK-LABEL: func.func @transposed_a_awkward
 // CHECK: %[[MASK:.*]] = arith.constant dense<[true, true, true, true, true, true, true, true, true, true, false, false, false, false, false, false]> : vector<16xi1>
-// CHECK: %[[AP:.*]] = memref.alloc() : memref<61x38xbf16>
-// CHECK: linalg.fill {{.*}} outs(%[[AP]] : memref<61x38xbf16>)
+// CHECK: %[[AP:.*]] = memref.alloc() : memref<19x61x2xbf16>
+// CHECK: %[[APAD:.*]] = memref.subview %[[AP]][18, 0, 1] [1, 61, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[APAD]] :
 // CHECK: linalg.generic {{.*}} ins(%arg0 : memref<37x61xbf16>)
 // CHECK: %[[BP:.*]] = memref.alloc() : memref<19x16x2xbf16>
-// CHECK: linalg.fill {{.*}} outs(%[[BP]] : memref<19x16x2xbf16>)
+// CHECK: %[[BPAD:.*]] = memref.subview %[[BP]][0, 10, 0] [19, 6, 2]
+// CHECK: linalg.fill {{.*}} outs(%[[BPAD]] :
 // CHECK: scf.forall (%{{.*}}) = (0) to (61) step (32)
 // CHECK: vector.maskedload %arg2[{{.*}}], %[[MASK]]
 // CHECK: scf.for {{.*}} = %c0 to %c19 step %c1

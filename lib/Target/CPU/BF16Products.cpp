@@ -265,7 +265,8 @@ private:
   Value min(Value x, int64_t y) {
     return arith::MinSIOp::create(b, loc, x, index(y));
   }
-  /// The start of the last whole step of `step` in [from, to).
+  /// The end of the whole steps of `step` from `from` towards `to` (where
+  /// the remainder, if any, starts).
   Value wholeEnd(Value from, Value to, int64_t step) {
     Value span = arith::SubIOp::create(b, loc, to, from);
     Value whole = arith::DivUIOp::create(b, loc, span, index(step));

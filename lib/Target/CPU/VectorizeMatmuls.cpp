@@ -558,8 +558,9 @@ bool isScheduledProduct(linalg::LinalgOp op) {
          });
 }
 
-/// f32 products only: bf16/f16 operands are widened or become AMX tiles
-/// first, which this schedule's fill placement does not follow.
+/// f32 products only: bf16/f16 operands are widened, or become AMX tiles or
+/// vdpbf16ps products, first, which this schedule's fill placement does
+/// not follow.
 bool isF32Product(linalg::LinalgOp op) {
   return llvm::all_of(op->getOperandTypes(),
                       [](Type t) { return getElementTypeOrSelf(t).isF32(); });

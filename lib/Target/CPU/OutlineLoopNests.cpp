@@ -10,12 +10,16 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCOUTLINELOOPNESTSPASS
@@ -140,6 +144,90 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
   for (auto [i, s] : llvm::enumerate(storage))
     if (s && llvm::count(storage, s) == 1)
       outlined.setArgAttr(i, "llvm.noalias", UnitAttr::get(step.getContext()));
+}
+
+/// For a nest that reads a parameter (or optimizer state) and writes its
+/// new value: the runtime passes one buffer for both when it updates in
+/// place and distinct ones otherwise (evaluation into scratch buffers), never
+/// overlapping ones. LLVM vectorises a loop over two pointers that may alias
+/// only behind a run-time check that they are far apart, which fails when
+/// they are equal, so every in-place update ran its scalar loop. The nest
+/// gets two versions, chosen at run time by comparing the pointers: one
+/// where each group of arguments that may share a buffer is one argument,
+/// one where they are distinct; in both every memref argument is noalias.
+void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
+                          func::CallOp call, func::FuncOp step) {
+  llvm::MapVector<const void *, SmallVector<unsigned>> groups;
+  for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+    if (!llvm::isa<MemRefType>(operand.getType()))
+      continue;
+    const void *s = storageOf(operand, step);
+    if (!s)
+      return; // something unknown might alias the rest
+    groups[s].push_back(i);
+  }
+  SmallVector<SmallVector<unsigned>> shared;
+  for (auto &[s, members] : groups) {
+    if (members.size() < 2)
+      continue;
+    Type type = call.getOperand(members.front()).getType();
+    if (llvm::any_of(members, [&](unsigned i) {
+          return call.getOperand(i).getType() != type;
+        }))
+      return;
+    shared.push_back(members);
+  }
+  if (shared.empty())
+    return;
+  // The versions; `outlined` becomes the dispatcher (its callers stay one
+  // call: a parallel loop's body must stay one block for OpenMP).
+  rewriter.setInsertionPointAfter(outlined);
+  auto inPlace = llvm::cast<func::FuncOp>(rewriter.clone(*outlined));
+  inPlace.setSymName((outlined.getSymName() + "_in_place").str());
+  auto distinct = llvm::cast<func::FuncOp>(rewriter.clone(*outlined));
+  distinct.setSymName((outlined.getSymName() + "_distinct").str());
+  Block &entry = inPlace.getBody().front();
+  for (ArrayRef<unsigned> members : shared)
+    for (unsigned i : members.drop_front())
+      entry.getArgument(i).replaceAllUsesWith(
+          entry.getArgument(members.front()));
+  UnitAttr unit = rewriter.getUnitAttr();
+  for (func::FuncOp version : {inPlace, distinct})
+    for (auto [i, type] : llvm::enumerate(version.getArgumentTypes()))
+      if (llvm::isa<MemRefType>(type))
+        version.setArgAttr(i, "llvm.noalias", unit);
+
+  Block &body = outlined.getBody().front();
+  rewriter.eraseBlock(&body);
+  Block *dispatch = rewriter.createBlock(
+      &outlined.getBody(), {}, outlined.getArgumentTypes(),
+      SmallVector<Location>(outlined.getNumArguments(), outlined.getLoc()));
+  Location loc = outlined.getLoc();
+  Value same;
+  for (ArrayRef<unsigned> members : shared) {
+    auto pointer = [&](unsigned i) {
+      return memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, dispatch->getArgument(i));
+    };
+    Value first = pointer(members.front());
+    for (unsigned i : members.drop_front()) {
+      Value equal = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::eq, first, pointer(i));
+      same = same ? arith::AndIOp::create(rewriter, loc, same, equal) : equal;
+    }
+  }
+  SmallVector<Value> operands(dispatch->getArguments());
+  scf::IfOp::create(
+      rewriter, loc, same,
+      [&](OpBuilder &b, Location loc) {
+        func::CallOp::create(b, loc, inPlace, operands);
+        scf::YieldOp::create(b, loc);
+      },
+      [&](OpBuilder &b, Location loc) {
+        func::CallOp::create(b, loc, distinct, operands);
+        scf::YieldOp::create(b, loc);
+      });
+  func::ReturnOp::create(rewriter, loc);
 }
 
 /// A hash of what `sameFunction` compares, cheap to compute: signature, op
@@ -323,6 +411,7 @@ struct TGCOutlineLoopNestsPass
     // The region now only calls the function: replace it by the call.
     rewriter.moveOpBefore(call, region);
     rewriter.eraseOp(region);
+    versionSharedStorage(rewriter, *outlined, call, func);
     return success();
   }
 };

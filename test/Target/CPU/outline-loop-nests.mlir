@@ -1,7 +1,8 @@
 // Each top-level loop nest becomes a private function of its own; constants
 // and views are cloned in, so it takes root buffers. Arguments get
 // llvm.noalias only when no other argument can share their storage: a
-// parameter and its updated value (same tg.param name) may be one buffer.
+// parameter and its updated value (same tg.param name) may be one buffer,
+// and such a nest gets a version for each case.
 // RUN: tgc-opt %s --tgc-outline-loop-nests | FileCheck %s
 // RUN: tgc-opt %s --tgc-outline-loop-nests | FileCheck %s --check-prefix=MERGE
 
@@ -10,9 +11,26 @@
 // CHECK-SAME: attributes {tgc.outlined}
 // CHECK: memref.subview
 
-// The parameter and its new value may alias: neither is noalias.
-// CHECK-LABEL: func.func private @step_nest1(%{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>)
+// The parameter and its new value are one buffer (updated in place) or two
+// distinct ones: @step_nest1 compares the pointers and calls a version for
+// each, both noalias; in the in-place one the two are one argument, so
+// LLVM's vectoriser needs no run-time alias check (it failed on equal
+// pointers and ran the update's scalar loop).
+// CHECK: func.func private @step_nest1(%[[OLD:[^:]*]]: memref<16xf32>, %[[NEW:[^:]*]]: memref<16xf32>)
 // CHECK-SAME: attributes {tgc.outlined}
+// CHECK: %[[P0:.*]] = memref.extract_aligned_pointer_as_index %[[OLD]]
+// CHECK: %[[P1:.*]] = memref.extract_aligned_pointer_as_index %[[NEW]]
+// CHECK: %[[SAME:.*]] = arith.cmpi eq, %[[P0]], %[[P1]] : index
+// CHECK: scf.if %[[SAME]] {
+// CHECK-NEXT: func.call @step_nest1_in_place(%[[OLD]], %[[NEW]])
+// CHECK-NEXT: } else {
+// CHECK-NEXT: func.call @step_nest1_distinct(%[[OLD]], %[[NEW]])
+// CHECK: func.func private @step_nest1_in_place(%[[W:[^:]*]]: memref<16xf32> {llvm.noalias}, %{{[^:]*}}: memref<16xf32> {llvm.noalias})
+// CHECK: memref.load %[[W]]
+// CHECK: memref.store %{{.*}}, %[[W]]
+// CHECK: func.func private @step_nest1_distinct(%[[A:[^:]*]]: memref<16xf32> {llvm.noalias}, %[[B:[^:]*]]: memref<16xf32> {llvm.noalias})
+// CHECK: memref.load %[[A]]
+// CHECK: memref.store %{{.*}}, %[[B]]
 
 // CHECK-LABEL: func.func @step
 // CHECK: %[[T:.*]] = memref.alloc() : memref<16xf32>

@@ -38,8 +38,20 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
     model's identical layers) are then merged into one, called from each
     place, so the LLVM lowering and LLVM's code generation see one layer's
     kernels instead of one copy per layer.
+
+    A nest that takes a parameter (or optimizer state) and its updated
+    value (the same `tg.param`/`tg.state` name: one buffer when the runtime
+    updates in place, two otherwise, never overlapping) gets two versions,
+    `@<fn>_nest<i>_in_place` with each such group as one argument and
+    `@<fn>_nest<i>_distinct`, all memref arguments `noalias` in both;
+    `@<fn>_nest<i>` compares the pointers and calls one (its callers stay
+    a single call, as a parallel loop's body must for OpenMP). LLVM vectorises a loop
+    over two pointers that may alias only behind a run-time check that
+    they are far apart, which fails when they are equal: every in-place
+    update (AdamW, SGD) otherwise ran scalar.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
 def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {

@@ -58,6 +58,8 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   // Large elementwise and reduction ops: parallel chunks too.
   pm.addPass(createTGCParallelizeLoopsPass());
   pm.addPass(createForallToParallelLoopPass());
+  // Row sums and norms in vector lanes.
+  pm.addPass(createTGCReassociateReductionsPass());
 }
 
 void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,

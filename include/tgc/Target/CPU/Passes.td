@@ -171,4 +171,22 @@ def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TGCReassociateReductionsPass : Pass<"tgc-reassociate-reductions", "::mlir::ModuleOp"> {
+  let summary = "Lets LLVM vectorise the step's floating-point reductions";
+  let description = [{
+    In each `linalg.generic` with a reduction loop, the float op that
+    combines the accumulator (its output's block argument) with the next
+    value (`arith.addf`, `mulf`, `maximumf`, `minimumf`, `maxnumf`,
+    `minnumf`) gets the `reassoc` fast-math flag. Without it LLVM must add
+    in the loop's order and keeps such loops scalar: RMSNorm's and
+    LayerNorm's row sums, the global gradient norm (one serial loop over
+    every gradient before the optimizer, which the other threads waited
+    for), the cross-entropy's sums. With it a sum runs in vector lanes and
+    is combined at the end, which changes its rounding by a few ulps of
+    the sum (the same for every run of one executable). Only the combining
+    op is marked: the rest of the body keeps its strict semantics.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // TGC_TARGET_CPU_PASSES_TD

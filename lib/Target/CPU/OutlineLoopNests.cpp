@@ -152,9 +152,10 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
 /// overlapping ones. LLVM vectorises a loop over two pointers that may alias
 /// only behind a run-time check that they are far apart, which fails when
 /// they are equal, so every in-place update ran its scalar loop. The nest
-/// gets two versions, chosen at run time by comparing the pointers: one
-/// where each group of arguments that may share a buffer is one argument,
-/// one where they are distinct; in both every memref argument is noalias.
+/// gets versions chosen at run time by comparing the pointers: one where
+/// each group of arguments that may share a buffer is one argument, one
+/// where they are all distinct (in both every memref argument is noalias),
+/// and, where some might be shared and others not, the nest as it was.
 void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
                           func::CallOp call, func::FuncOp step) {
   llvm::MapVector<const void *, SmallVector<unsigned>> groups;
@@ -186,6 +187,14 @@ void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
   inPlace.setSymName((outlined.getSymName() + "_in_place").str());
   auto distinct = llvm::cast<func::FuncOp>(rewriter.clone(*outlined));
   distinct.setSymName((outlined.getSymName() + "_distinct").str());
+  int64_t pairs = 0;
+  for (ArrayRef<unsigned> members : shared)
+    pairs += members.size() - 1;
+  func::FuncOp mixed;
+  if (pairs > 1) {
+    mixed = llvm::cast<func::FuncOp>(rewriter.clone(*outlined));
+    mixed.setSymName((outlined.getSymName() + "_some_shared").str());
+  }
   Block &entry = inPlace.getBody().front();
   for (ArrayRef<unsigned> members : shared)
     for (unsigned i : members.drop_front())
@@ -203,7 +212,8 @@ void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
       &outlined.getBody(), {}, outlined.getArgumentTypes(),
       SmallVector<Location>(outlined.getNumArguments(), outlined.getLoc()));
   Location loc = outlined.getLoc();
-  Value same;
+  // All pairs equal, and all pairs different.
+  Value same, apart;
   for (ArrayRef<unsigned> members : shared) {
     auto pointer = [&](unsigned i) {
       return memref::ExtractAlignedPointerAsIndexOp::create(
@@ -211,20 +221,29 @@ void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
     };
     Value first = pointer(members.front());
     for (unsigned i : members.drop_front()) {
+      Value other = pointer(i);
       Value equal = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::eq, first, pointer(i));
+          rewriter, loc, arith::CmpIPredicate::eq, first, other);
+      Value different = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ne, first, other);
       same = same ? arith::AndIOp::create(rewriter, loc, same, equal) : equal;
+      apart = apart ? arith::AndIOp::create(rewriter, loc, apart, different)
+                    : different;
     }
   }
   SmallVector<Value> operands(dispatch->getArguments());
+  auto callOf = [&](func::FuncOp callee) {
+    return [&, callee](OpBuilder &b, Location loc) {
+      func::CallOp::create(b, loc, callee, operands);
+      scf::YieldOp::create(b, loc);
+    };
+  };
   scf::IfOp::create(
-      rewriter, loc, same,
-      [&](OpBuilder &b, Location loc) {
-        func::CallOp::create(b, loc, inPlace, operands);
-        scf::YieldOp::create(b, loc);
-      },
-      [&](OpBuilder &b, Location loc) {
-        func::CallOp::create(b, loc, distinct, operands);
+      rewriter, loc, same, callOf(inPlace), [&](OpBuilder &b, Location loc) {
+        if (mixed)
+          scf::IfOp::create(b, loc, apart, callOf(distinct), callOf(mixed));
+        else
+          func::CallOp::create(b, loc, distinct, operands);
         scf::YieldOp::create(b, loc);
       });
   func::ReturnOp::create(rewriter, loc);

@@ -47,9 +47,9 @@ struct TGCReassociateReductionsPass
         arith::FastMathFlags flags = arith::FastMathFlags::reassoc;
         if (arith::FastMathFlagsAttr old = fastmath.getFastMathFlagsAttr())
           flags = flags | old.getValue();
-        combiner->setAttr(fastmath.getFastMathAttrName(),
-                          arith::FastMathFlagsAttr::get(op.getContext(),
-                                                        flags));
+        combiner->setAttr(
+            fastmath.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(op.getContext(), flags));
       }
     });
   }

@@ -59,6 +59,35 @@ func.func @step(%x: memref<32xf32>,
   return
 }
 
+// Two pairs (a parameter and its optimizer state, as AdamW's loop takes
+// them): both equal, both different, and otherwise the nest as it was
+// (neither pair noalias).
+// CHECK: func.func private @update_nest0(%{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>)
+// CHECK: %[[SAME:.*]] = arith.andi
+// CHECK: %[[APART:.*]] = arith.andi
+// CHECK: scf.if %[[SAME]] {
+// CHECK-NEXT: func.call @update_nest0_in_place(
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.if %[[APART]] {
+// CHECK-NEXT: func.call @update_nest0_distinct(
+// CHECK-NEXT: } else {
+// CHECK-NEXT: func.call @update_nest0_some_shared(
+// CHECK: func.func private @update_nest0_some_shared(%{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>, %{{[^:]*}}: memref<16xf32>)
+func.func @update(%w: memref<16xf32> {tg.param = "w"}, %m: memref<16xf32> {tg.state = "m"},
+                  %w_new: memref<16xf32> {tg.param = "w"}, %m_new: memref<16xf32> {tg.state = "m"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %w[%i] : memref<16xf32>
+    %s = memref.load %m[%i] : memref<16xf32>
+    %u = arith.subf %v, %s : f32
+    memref.store %u, %w_new[%i] : memref<16xf32>
+    memref.store %v, %m_new[%i] : memref<16xf32>
+  }
+  return
+}
+
 // A parallel loop: its whole body (here straight-line code and a loop, as a
 // matmul tile whose single-trip loops folded away leaves it) becomes one
 // noalias function, then the parallel loop itself another, so OpenMP's

@@ -41,11 +41,13 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
 
     A nest that takes a parameter (or optimizer state) and its updated
     value (the same `tg.param`/`tg.state` name: one buffer when the runtime
-    updates in place, two otherwise, never overlapping) gets two versions,
+    updates in place, two otherwise, never overlapping) gets versions:
     `@<fn>_nest<i>_in_place` with each such group as one argument and
-    `@<fn>_nest<i>_distinct`, all memref arguments `noalias` in both;
-    `@<fn>_nest<i>` compares the pointers and calls one (its callers stay
-    a single call, as a parallel loop's body must for OpenMP). LLVM vectorises a loop
+    `@<fn>_nest<i>_distinct`, all memref arguments `noalias` in both, and
+    where it takes several such pairs, `@<fn>_nest<i>_some_shared`, the
+    nest as it was, for pairs partly shared; `@<fn>_nest<i>` compares the
+    pointers and calls one (its callers stay a single call, as a parallel
+    loop's body must for OpenMP). LLVM vectorises a loop
     over two pointers that may alias only behind a run-time check that
     they are far apart, which fails when they are equal: every in-place
     update (AdamW, SGD) otherwise ran scalar.

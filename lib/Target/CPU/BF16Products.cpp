@@ -115,6 +115,17 @@ bool hasUnitRows(MemRefType type) {
          strides.back() == 1;
 }
 
+/// Zeros `buffer[offsets : offsets + sizes]` (nothing when a size is 0): the
+/// padding of a packed operand, which its copy does not write.
+void zeroRegion(OpBuilder &b, Location loc, Value buffer,
+                ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
+  if (llvm::any_of(sizes, [](int64_t size) { return size <= 0; }))
+    return;
+  Type element = llvm::cast<MemRefType>(buffer.getType()).getElementType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  linalg::FillOp::create(b, loc, zero, view(b, loc, buffer, offsets, sizes));
+}
+
 /// B ([K, N], or [N, K] when `transposed`) as pairs along K: a new
 /// [Kp/2][Np][2] buffer with bp[k2, j, p] = B[2 k2 + p, j], zero where that
 /// is outside B, viewed as [Kp/2][2 Np].
@@ -126,16 +137,10 @@ Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
   auto type = MemRefType::get({kp / 2, np, 2}, b.getBF16Type());
   Value bp3 = memref::AllocOp::create(b, loc, type);
   // Zeros in the padding only (the copies below write the rest).
-  Value zero =
-      arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
-  auto zeros = [&](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
-    if (llvm::all_of(sizes, [](int64_t size) { return size > 0; }))
-      linalg::FillOp::create(b, loc, zero, view(b, loc, bp3, offsets, sizes));
-  };
-  zeros({0, n, 0}, {kp / 2, np - n, 2});
-  zeros({(k + 1) / 2, 0, 0}, {kp / 2 - (k + 1) / 2, n, 2});
+  zeroRegion(b, loc, bp3, {0, n, 0}, {kp / 2, np - n, 2});
+  zeroRegion(b, loc, bp3, {(k + 1) / 2, 0, 0}, {kp / 2 - (k + 1) / 2, n, 2});
   if (k % 2)
-    zeros({k / 2, 0, 1}, {1, n, 1});
+    zeroRegion(b, loc, bp3, {k / 2, 0, 1}, {1, n, 1});
   auto bMap = [&](AffineExpr row, AffineExpr col) {
     return transposed ? AffineMap::get(3, 0, {col, row}, ctx)
                       : AffineMap::get(3, 0, {row, col}, ctx);
@@ -306,8 +311,9 @@ private:
       ap =
           packPairsAlongK(b, loc, a, /*transposed=*/false, k, m, 2 * kPairs, m);
     } else if (k % 2 || !hasUnitRows(aType)) {
-      ap = tileBuffer(b, loc, MemRefType::get({m, 2 * kPairs}, b.getBF16Type()),
-                      k % 2);
+      ap = memref::AllocOp::create(
+          b, loc, MemRefType::get({m, 2 * kPairs}, b.getBF16Type()));
+      zeroRegion(b, loc, ap, {0, k}, {m, 2 * kPairs - k});
       copyInto(b, loc, a, view(b, loc, ap, {0, 0}, {m, k}),
                b.getMultiDimIdentityMap(2));
     }
@@ -365,27 +371,29 @@ private:
           ArrayRef<int64_t>{lastLanes});
     Value zero = arith::ConstantOp::create(
         b, loc, f32x16, DenseElementsAttr::get(f32x16, 0.0f));
-    SmallVector<SmallVector<Value>> at(rows); // C indices per row, vector
+    // C's rows and the first column of each vector.
+    SmallVector<Value> rowOf, colOf;
+    for (int64_t r = 0; r < rows; ++r)
+      rowOf.push_back(add(i, r));
+    for (int64_t v = 0; v < vectors; ++v)
+      colOf.push_back(add(j, v * kLanes));
     SmallVector<Value> accumulators;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vectors; ++v) {
-        Value row = add(i, r), col = add(j, v * kLanes);
-        at[r].push_back(col);
+        SmallVector<Value, 2> at{rowOf[r], colOf[v]};
         accumulators.push_back(
             v + 1 == vectors && mask
-                ? vector::MaskedLoadOp::create(b, loc, f32x16, c,
-                                               ValueRange{row, col}, mask, zero)
+                ? vector::MaskedLoadOp::create(b, loc, f32x16, c, at, mask,
+                                               zero)
                       .getResult()
-                : vector::LoadOp::create(b, loc, f32x16, c,
-                                         ValueRange{row, col})
-                      .getResult());
+                : vector::LoadOp::create(b, loc, f32x16, c, at).getResult());
       }
+    Value jPairs = mul(j, 2);
     auto loop = scf::ForOp::create(
         b, loc, k0, kEnd, index(1), accumulators,
         [&](OpBuilder &nested, Location, Value kk, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
-          Value jPairs = mul(j, 2);
           SmallVector<Value> bs;
           for (int64_t v = 0; v < vectors; ++v)
             bs.push_back(vector::LoadOp::create(
@@ -395,8 +403,8 @@ private:
           auto i32x1 = VectorType::get({1}, b.getI32Type());
           auto i32x16 = VectorType::get({kLanes}, b.getI32Type());
           for (int64_t r = 0; r < rows; ++r) {
-            Value word = vector::BitCastOp::create(b, loc, i32x1,
-                                                   pairOfA(add(i, r), kk));
+            Value word =
+                vector::BitCastOp::create(b, loc, i32x1, pairOfA(rowOf[r], kk));
             Value all = vector::BroadcastOp::create(b, loc, i32x16, word);
             Value as = vector::BitCastOp::create(b, loc, bf16x32, all);
             for (int64_t v = 0; v < vectors; ++v)
@@ -407,12 +415,12 @@ private:
         });
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vectors; ++v) {
-        Value sum = loop.getResult(r * vectors + v), row = add(i, r);
+        Value sum = loop.getResult(r * vectors + v);
+        SmallVector<Value, 2> at{rowOf[r], colOf[v]};
         if (v + 1 == vectors && mask)
-          vector::MaskedStoreOp::create(b, loc, c, ValueRange{row, at[r][v]},
-                                        mask, sum);
+          vector::MaskedStoreOp::create(b, loc, c, at, mask, sum);
         else
-          vector::StoreOp::create(b, loc, sum, c, ValueRange{row, at[r][v]});
+          vector::StoreOp::create(b, loc, sum, c, at);
       }
   }
 

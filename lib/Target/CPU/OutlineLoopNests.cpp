@@ -125,11 +125,10 @@ const void *storageOf(Value value, func::FuncOp step) {
   return arg.getAsOpaquePointer();
 }
 
-/// Marks the outlined function's memref arguments `llvm.noalias` when each
-/// lives in storage no other argument shares: distinct allocs, or distinct
-/// buffers of the caller (allocs live at the same time never overlap in the
-/// arena plan).
-void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
+/// storageOf each operand of `call` (null for non-memrefs); nullopt when a
+/// memref's storage is unknown (it might alias any other).
+std::optional<SmallVector<const void *>> storageOfOperands(func::CallOp call,
+                                                           func::FuncOp step) {
   SmallVector<const void *> storage;
   for (Value operand : call.getOperands()) {
     if (!llvm::isa<MemRefType>(operand.getType())) {
@@ -138,11 +137,23 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
     }
     const void *s = storageOf(operand, step);
     if (!s)
-      return; // something unknown might alias the rest
+      return std::nullopt;
     storage.push_back(s);
   }
-  for (auto [i, s] : llvm::enumerate(storage))
-    if (s && llvm::count(storage, s) == 1)
+  return storage;
+}
+
+/// Marks the outlined function's memref arguments `llvm.noalias` when each
+/// lives in storage no other argument shares: distinct allocs, or distinct
+/// buffers of the caller (allocs live at the same time never overlap in the
+/// arena plan).
+void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
+  std::optional<SmallVector<const void *>> storage =
+      storageOfOperands(call, step);
+  if (!storage)
+    return;
+  for (auto [i, s] : llvm::enumerate(*storage))
+    if (s && llvm::count(*storage, s) == 1)
       outlined.setArgAttr(i, "llvm.noalias", UnitAttr::get(step.getContext()));
 }
 
@@ -158,15 +169,14 @@ void markNoAlias(func::FuncOp outlined, func::CallOp call, func::FuncOp step) {
 /// and, where some might be shared and others not, the nest as it was.
 void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
                           func::CallOp call, func::FuncOp step) {
+  std::optional<SmallVector<const void *>> storage =
+      storageOfOperands(call, step);
+  if (!storage)
+    return;
   llvm::MapVector<const void *, SmallVector<unsigned>> groups;
-  for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
-    if (!llvm::isa<MemRefType>(operand.getType()))
-      continue;
-    const void *s = storageOf(operand, step);
-    if (!s)
-      return; // something unknown might alias the rest
-    groups[s].push_back(i);
-  }
+  for (auto [i, s] : llvm::enumerate(*storage))
+    if (s)
+      groups[s].push_back(i);
   SmallVector<SmallVector<unsigned>> shared;
   for (auto &[s, members] : groups) {
     if (members.size() < 2)
@@ -212,7 +222,7 @@ void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
       &outlined.getBody(), {}, outlined.getArgumentTypes(),
       SmallVector<Location>(outlined.getNumArguments(), outlined.getLoc()));
   Location loc = outlined.getLoc();
-  // All pairs equal, and all pairs different.
+  // All pairs equal, and (with several pairs) all pairs different.
   Value same, apart;
   for (ArrayRef<unsigned> members : shared) {
     auto pointer = [&](unsigned i) {
@@ -224,9 +234,11 @@ void versionSharedStorage(IRRewriter &rewriter, func::FuncOp outlined,
       Value other = pointer(i);
       Value equal = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::eq, first, other);
+      same = same ? arith::AndIOp::create(rewriter, loc, same, equal) : equal;
+      if (!mixed)
+        continue; // one pair: different is not equal
       Value different = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::ne, first, other);
-      same = same ? arith::AndIOp::create(rewriter, loc, same, equal) : equal;
       apart = apart ? arith::AndIOp::create(rewriter, loc, apart, different)
                     : different;
     }

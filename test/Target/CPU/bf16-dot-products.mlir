@@ -93,3 +93,17 @@ func.func @strided_rows(%a: memref<16x32xbf16>, %b: memref<32x16xbf16>, %c: memr
   linalg.matmul ins(%a, %b : memref<16x32xbf16>, memref<32x16xbf16>) outs(%c : memref<16x16xf32, strided<[1, 16]>>)
   return
 }
+
+// A read as [M, K] with K = 37 odd: packed [8][38] with a zero written only
+// into its last column (the pair after K), then the dot products.
+// CHECK-LABEL: func.func @odd_k_row_major
+// CHECK: %[[AP:.*]] = memref.alloc() : memref<8x38xbf16>
+// CHECK: %[[APAD:.*]] = memref.subview %[[AP]][0, 37] [8, 1] [1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[APAD]] :
+// CHECK-NOT: linalg.fill {{.*}} outs(%[[AP]] :
+// CHECK: linalg.generic {{.*}} ins(%arg0 : memref<8x37xbf16>)
+// CHECK: x86vector.avx512.dot
+func.func @odd_k_row_major(%a: memref<8x37xbf16>, %b: memref<37x16xbf16>, %c: memref<8x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<8x37xbf16>, memref<37x16xbf16>) outs(%c : memref<8x16xf32>)
+  return
+}

@@ -63,6 +63,7 @@ struct CountKernelsPass
     // What the target does inside its products' tiles is no kernel: the
     // fill of the output, and the epilogue, which reads the output's tile
     // in cache (its other buffers count).
+    llvm::StringMap<size_t> sourceIndex;
     llvm::DenseSet<Operation *> tiledFills;
     llvm::DenseMap<Operation *, Value> epilogueOutputs;
     getOperation().walk([&](linalg::LinalgOp product) {
@@ -85,10 +86,33 @@ struct CountKernelsPass
             rootBuffer(operand) != epilogue->second)
           bytes += tg::getValueBytes(operand);
       int64_t n = repeats(op);
-      if (epilogue == epilogueOutputs.end())
-        counts->kernels += n;
+      int64_t kernels = epilogue == epilogueOutputs.end() ? n : 0;
+      counts->kernels += kernels;
       counts->bytesMoved += n * bytes;
+      KernelSource &source =
+          sourceOf(sourceIndex, op->getLoc(), op->getName().getStringRef());
+      source.kernels += kernels;
+      source.bytesMoved += n * bytes;
     });
+  }
+
+  /// The tally of `op` ops from the module named by `loc` (the first name in
+  /// it; "" when it has none).
+  KernelSource &
+  sourceOf(llvm::StringMap<size_t> &index, Location loc, StringRef op) {
+    std::string module;
+    loc->walk([&](Location inner) {
+      if (auto name = dyn_cast<NameLoc>(inner)) {
+        module = name.getName().str();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    auto [it, added] =
+        index.try_emplace(module + " " + op.str(), counts->bySource.size());
+    if (added)
+      counts->bySource.push_back({module, op.str(), 0, 0});
+    return counts->bySource[it->second];
   }
 
   KernelCounts *counts;

@@ -113,6 +113,12 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
     report.compiledArenaBytes = *arena;
     report.kernels = counts.kernels;
     report.bytesMoved = counts.bytesMoved;
+    report.kernelSources = std::move(counts.bySource);
+    llvm::sort(report.kernelSources,
+               [](const KernelSource &a, const KernelSource &b) {
+                 return std::tie(b.bytesMoved, a.module, a.op) <
+                        std::tie(a.bytesMoved, b.module, b.op);
+               });
   }
   if (sweep) {
     // The sweep starts from the step without rematerialisation (and, for

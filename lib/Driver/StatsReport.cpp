@@ -72,6 +72,19 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
         "  kernels {0}, bytes moved {1} (every loop nest of the "
         "bufferized step and the buffers it reads and writes)\n",
         withCommas(*r.kernels), formatBytes(*r.bytesMoved));
+  if (!r.kernelSources.empty()) {
+    constexpr size_t kShown = 12;
+    os << llvm::formatv("  most bytes moved (model module, op; all of them "
+                        "in --json's bytes_moved_by_source):\n");
+    for (const KernelSource &source :
+         llvm::ArrayRef(r.kernelSources)
+             .take_front(std::min(kShown, r.kernelSources.size())))
+      os << llvm::formatv("    {0,-50}{1,-24}{2,8} kernels{3,14}\n",
+                          source.module.empty() ? "(no module)"
+                                                : source.module,
+                          source.op, withCommas(source.kernels),
+                          formatBytes(source.bytesMoved));
+  }
 }
 
 void printSweepTable(llvm::raw_ostream &os, const StatsReport &r) {
@@ -207,6 +220,15 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
       root["kernels"] = *report.kernels;
     if (report.bytesMoved)
       root["bytes_moved"] = *report.bytesMoved;
+    if (!report.kernelSources.empty()) {
+      llvm::json::Array sources;
+      for (const KernelSource &source : report.kernelSources)
+        sources.push_back(llvm::json::Object{{"module", source.module},
+                                             {"op", source.op},
+                                             {"kernels", source.kernels},
+                                             {"bytes", source.bytesMoved}});
+      root["bytes_moved_by_source"] = std::move(sources);
+    }
   }
   if (report.sweep) {
     llvm::json::Array rows;

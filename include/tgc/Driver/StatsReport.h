@@ -3,6 +3,7 @@
 #define TGC_DRIVER_STATSREPORT_H
 
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
+#include "tgc/Driver/Compile.h"
 #include "tgc/Frontend/ModelConfig.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -42,6 +43,8 @@ struct StatsReport {
   /// With --memory: loop nests and bytes read + written by the bufferized
   /// step (before the target's schedule).
   std::optional<int64_t> kernels, bytesMoved;
+  /// With --memory: the same per model module and op, most bytes first.
+  std::vector<KernelSource> kernelSources;
   /// With --remat-sweep.
   std::optional<std::vector<RematSweepRow>> sweep;
 };

@@ -68,8 +68,7 @@ bool isCheapToRecompute(linalg::GenericOp producer, int64_t readers) {
     return false;
   unsigned ops = 0;
   for (Operation &op : producer.getBody()->without_terminator()) {
-    if (!isPure(&op) || op.getNumRegions() != 0 ||
-        isa<tensor::ExtractOp, linalg::IndexOp>(op))
+    if (!isPure(&op) || op.getNumRegions() != 0 || isa<tensor::ExtractOp>(op))
       return false;
     ++ops;
   }
@@ -113,7 +112,7 @@ bool readsBeforeUpdates(
 bool overwrittenBetween(linalg::GenericOp reader, Operation *at) {
   Block *block = at->getBlock();
   Operation *from = block->findAncestorOpInBlock(*reader);
-  ValueRange inputs = reader.getDpsInputs();
+  SmallVector<Value> inputs(reader.getDpsInputs());
   auto overwrites = [&](OpOperand &use) {
     Operation *owner = use.getOwner();
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))
@@ -151,13 +150,86 @@ bool overwrittenBetween(linalg::GenericOp reader, Operation *at) {
   return false;
 }
 
+/// Where two sibling generics fuse: at the later one, or at the earlier one
+/// when the earlier's results are read before the later (SwiGLU's gradient
+/// reads gate and up after the product that reads their recomputed
+/// product), which then needs every operand of the later to exist there.
+enum class SiblingPlace { None, AtLater, AtEarlier };
+
+/// Whether every operand of `later` exists before `earlier` (same block),
+/// or is a fresh init (tensor.empty, or a fill of one with a value that
+/// exists there) that can move before it.
+bool operandsAvailableAt(linalg::GenericOp later, Operation *earlier) {
+  // Block arguments are those of the common block or of one around it.
+  auto before = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return true;
+    Operation *inBlock = earlier->getBlock()->findAncestorOpInBlock(*def);
+    return !inBlock || inBlock->isBeforeInBlock(earlier);
+  };
+  auto movableEmpty = [&](Value v) {
+    auto empty = v.getDefiningOp<tensor::EmptyOp>();
+    return before(v) ||
+           (empty && empty->getBlock() == earlier->getBlock() &&
+            empty->getNumOperands() == 0);
+  };
+  if (!llvm::all_of(later.getDpsInputs(), before))
+    return false;
+  for (Value init : later.getDpsInits()) {
+    if (before(init) || movableEmpty(init))
+      continue;
+    auto fill = init.getDefiningOp<linalg::FillOp>();
+    if (!fill || fill->getBlock() != earlier->getBlock() ||
+        !before(fill.getInputs()[0]) || !movableEmpty(fill.getOutputs()[0]))
+      return false;
+  }
+  return true;
+}
+
+/// Whether the ops between `earlier` and `later` (at most a few) are only
+/// those that read `earlier`'s results, directly or through each other (the
+/// product that reads a recomputed SwiGLU output), and ops that move no
+/// data. Moving `later` up then keeps its results alive only across what
+/// needed `earlier` first, not across unrelated work (a gradient's norm
+/// hoisted into the forward pass would keep it alive all step).
+bool onlyDependentsBetween(Operation *earlier, Operation *later) {
+  constexpr int kMaxOpsBetween = 32;
+  llvm::SmallPtrSet<Operation *, 16> dependents{earlier};
+  int between = 0;
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode()) {
+    if (!op || ++between > kMaxOpsBetween)
+      return false;
+    bool dependent = op->walk([&](Operation *inner) {
+                         for (Value v : inner->getOperands())
+                           if (Operation *def = v.getDefiningOp();
+                               def && dependents.contains(def))
+                             return WalkResult::interrupt();
+                         return WalkResult::advance();
+                       })
+                         .wasInterrupted();
+    if (dependent) {
+      dependents.insert(op);
+      continue;
+    }
+    bool movesNoData =
+        isa<tensor::EmptyOp, linalg::FillOp, tensor::ExpandShapeOp,
+            tensor::CollapseShapeOp>(op) ||
+        (isPure(op) && op->getNumRegions() == 0 && op->getNumOperands() == 0);
+    if (!movesNoData)
+      return false;
+  }
+  return true;
+}
+
 /// Sibling fusion: two generics over the same loops that read a common
-/// input become one generic with the results of both, placed at the later
-/// one, so the shared input is read once (a SiLU gradient and the up
-/// projection's gradient both read the incoming gradient, gate and up).
-/// `earlier` must come before `later` in their block, and none of its
-/// results may be read before `later`.
-bool canFuseSiblings(
+/// input become one generic with the results of both, so the shared input
+/// is read once (a SiLU gradient and the up projection's gradient both read
+/// the incoming gradient, gate and up). `earlier` must come before `later`
+/// in their block. The fused op goes at `later` when none of `earlier`'s
+/// results is read before it, else at `earlier` (SiblingPlace).
+SiblingPlace canFuseSiblings(
     linalg::GenericOp earlier, linalg::GenericOp later,
     const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {
   if (earlier->getBlock() != later->getBlock() ||
@@ -168,7 +240,7 @@ bool canFuseSiblings(
       earlier.getStaticLoopRanges() != later.getStaticLoopRanges() ||
       llvm::any_of(earlier.getStaticLoopRanges(), ShapedType::isDynamic) ||
       earlier.getNumDpsInputs() + later.getNumDpsInputs() > kMaxFusedInputs)
-    return false;
+    return SiblingPlace::None;
   // Fresh results only: a generic that updates a loop's iter_arg in place
   // (attention's running sums) stays where the loop's chain of in-place
   // updates has it.
@@ -181,21 +253,31 @@ bool canFuseSiblings(
     });
   };
   if (!fresh(earlier) || !fresh(later))
-    return false;
+    return SiblingPlace::None;
   Block *block = later->getBlock();
+  bool readBeforeLater = false;
   for (Operation *user : earlier->getUsers()) {
     Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (!inBlock || inBlock == later.getOperation() ||
-        inBlock->isBeforeInBlock(later))
-      return false;
+    if (!inBlock || inBlock == later.getOperation())
+      return SiblingPlace::None;
+    readBeforeLater |= inBlock->isBeforeInBlock(later);
   }
-  if (overwrittenBetween(earlier, later))
-    return false;
-  return readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later);
+  if (readBeforeLater) {
+    // At `earlier`, `later` reads its inputs sooner: never a value written
+    // after (tensor SSA), and before any in-place update that follows.
+    return operandsAvailableAt(later, earlier) &&
+                   onlyDependentsBetween(earlier, later)
+               ? SiblingPlace::AtEarlier
+               : SiblingPlace::None;
+  }
+  if (overwrittenBetween(earlier, later) ||
+      !readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later))
+    return SiblingPlace::None;
+  return SiblingPlace::AtLater;
 }
 
 linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a,
-                               linalg::GenericOp b) {
+                               linalg::GenericOp b, SiblingPlace place) {
   SmallVector<Value> inputs(a.getDpsInputs()), inits(a.getDpsInits());
   llvm::append_range(inputs, b.getDpsInputs());
   llvm::append_range(inits, b.getDpsInits());
@@ -210,7 +292,22 @@ linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a,
   llvm::append_range(maps, mapsOf(b, true));
   llvm::append_range(maps, mapsOf(a, false));
   llvm::append_range(maps, mapsOf(b, false));
-  rewriter.setInsertionPoint(b);
+  if (place == SiblingPlace::AtEarlier) {
+    // b's fresh inits (operandsAvailableAt) move up to a.
+    for (Value init : b.getDpsInits()) {
+      Operation *def = init.getDefiningOp();
+      if (!def || def->getBlock() != a->getBlock() ||
+          def->isBeforeInBlock(a))
+        continue;
+      if (auto fill = dyn_cast<linalg::FillOp>(def))
+        if (Operation *empty = fill.getOutputs()[0].getDefiningOp();
+            empty && empty->getBlock() == a->getBlock() &&
+            a->isBeforeInBlock(empty))
+          rewriter.moveOpBefore(empty, a);
+      rewriter.moveOpBefore(def, a);
+    }
+  }
+  rewriter.setInsertionPoint(place == SiblingPlace::AtEarlier ? a : b);
   Location loc = rewriter.getFusedLoc({a.getLoc(), b.getLoc()});
   unsigned na = a.getNumDpsInputs(), nb = b.getNumDpsInputs(),
            ra = a.getNumDpsInits();
@@ -264,6 +361,7 @@ bool fuseAllSiblings(
           continue;
         Value input = operand->get();
         linalg::GenericOp partner;
+        SiblingPlace place = SiblingPlace::None;
         for (Operation *user : input.getUsers()) {
           auto earlier = dyn_cast<linalg::GenericOp>(user);
           if (earlier && earlier != later && !fusedAway.contains(earlier) &&
@@ -273,7 +371,8 @@ bool fuseAllSiblings(
                                     earlier.getMatchingIndexingMap(other)
                                         .isPermutation();
                            }) &&
-              canFuseSiblings(earlier, later, inPlace)) {
+              (place = canFuseSiblings(earlier, later, inPlace)) !=
+                  SiblingPlace::None) {
             partner = earlier;
             break;
           }
@@ -282,7 +381,7 @@ bool fuseAllSiblings(
           continue;
         fusedAway.insert(partner);
         fusedAway.insert(later);
-        fuseSiblings(rewriter, partner, later);
+        fuseSiblings(rewriter, partner, later, place);
         changed = any = true;
         break;
       }

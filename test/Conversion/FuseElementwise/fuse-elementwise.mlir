@@ -159,6 +159,73 @@ func.func @used_between(%a: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8x8
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// SwiGLU's backward: the recomputed silu(g)·u is read by the down
+// projection's weight-gradient product before the gradient loop, which
+// reads g and u too and whose inputs (dh) exist before the recompute. The
+// two fuse at the earlier one (g and u read once); the product follows.
+// CHECK-LABEL: func.func @siblings_at_earlier
+// CHECK: %[[F:.*]]:3 = linalg.generic
+// CHECK: linalg.matmul ins(%[[F]]#0,
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @siblings_at_earlier(%g: tensor<8x8xf32>, %u: tensor<8x8xf32>, %dh: tensor<8x8xf32>, %dy: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%g, %u : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = math.exp %a : f32
+    %r = arith.mulf %s, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %dw = linalg.matmul ins(%h, %dy : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e3 = tensor.empty() : tensor<8x8xf32>
+  %e4 = tensor.empty() : tensor<8x8xf32>
+  %grads:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%dh, %g, %u : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) outs(%e3, %e4 : tensor<8x8xf32>, tensor<8x8xf32>) {
+  ^bb0(%d: f32, %a: f32, %b: f32, %o: f32, %o2: f32):
+    %s = math.exp %a : f32
+    %du = arith.mulf %d, %s : f32
+    %dg = arith.mulf %d, %b : f32
+    linalg.yield %du, %dg : f32, f32
+  } -> (tensor<8x8xf32>, tensor<8x8xf32>)
+  return %dw, %grads#0, %grads#1 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Not fused: between the two runs a product that does not read the
+// earlier's result; hoisting the later above it would keep its results
+// alive across unrelated work (a gradient's norm moved into the forward).
+// CHECK-LABEL: func.func @unrelated_between
+// CHECK: linalg.generic
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK: linalg.generic
+func.func @unrelated_between(%g: tensor<8x8xf32>, %dh: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%g : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %p = linalg.matmul ins(%h, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %q = linalg.matmul ins(%dh, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %d = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%dh, %g : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e2 : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  return %p, %q, %d : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
 #id = affine_map<(d0) -> (d0)>
 
 // In a loop, a running value updated in place (its tensor the destination

@@ -96,28 +96,59 @@ inline bool availableBefore(mlir::Value v, mlir::Operation *op) {
   return false;
 }
 
+/// Whether `epilogue` runs over the product's output `acc` itself: its
+/// loops are acc's dimensions, each operand on acc is acc with the identity
+/// map, and the others are read through projected permutations (a row's
+/// statistic broadcast along it), so an output tile's offsets and sizes
+/// select each operand's tile. Such a loop may use linalg.index (a causal
+/// mask) and may update acc in place.
+inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
+                             mlir::Value acc) {
+  auto accType = llvm::cast<mlir::MemRefType>(acc.getType());
+  if (epilogue.getStaticLoopRanges() !=
+      llvm::SmallVector<int64_t>(accType.getShape()))
+    return false;
+  for (mlir::OpOperand &operand : epilogue->getOpOperands()) {
+    mlir::AffineMap map = epilogue.getMatchingIndexingMap(&operand);
+    if (rootBuffer(operand.get()) == acc
+            ? operand.get() != acc || !map.isIdentity()
+            : !map.isProjectedPermutation())
+      return false;
+  }
+  return true;
+}
+
 /// The elementwise loop that reads `product`'s output right after it, as
 /// its epilogue: the next op touching the output buffer is a
-/// linalg.generic with only parallel loops and identity maps, no index
-/// ops, whose operands all hold M x N elements in the output's order
-/// (isRowMajorLike), which reads the output (directly or through one
-/// expand_shape) and is its last reader, and writes a buffer the product
-/// does not read. No op between the two (at most a few) touches any of the
-/// loop's buffers, whose buffers exist before the product or are allocated
-/// (or reshaped) in between and can move before it. 2-D products with a
-/// whole buffer as output only.
+/// linalg.generic with only parallel loops that reads the output and
+/// either
+///  - runs over the output itself (isDirectEpilogue): 2-D products and
+///    batch matmuls (attention's scale and causal mask on the scores, in
+///    place; its dS = P·(dP − D) reading dP); or
+///  - (2-D products) has identity maps and no index ops, and all its
+///    operands hold M x N elements in the output's order (isRowMajorLike),
+///    reading the output directly or through one expand_shape (a residual
+///    add in [B, S, D]).
+/// It writes a buffer the product does not read, or (direct) updates the
+/// output in place; otherwise it is the output's last reader. No op between
+/// the two (at most a few) touches any of the loop's buffers, whose buffers
+/// exist before the product or are allocated (or reshaped) in between and
+/// can move before it. Products with a whole buffer as output only.
 inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
   constexpr int kMaxOpsBetween = 16;
+  bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(product);
   if (!product.hasPureBufferSemantics() || product.getNumDpsInits() != 1 ||
-      !llvm::isa<mlir::linalg::MatmulOp>(product))
+      !(batched || llvm::isa<mlir::linalg::MatmulOp>(product)))
     return {};
   mlir::Value acc = product.getDpsInits()[0];
   auto accType = llvm::dyn_cast<mlir::MemRefType>(acc.getType());
-  if (!accType || !accType.hasStaticShape() || accType.getRank() != 2 ||
+  if (!accType || !accType.hasStaticShape() ||
+      accType.getRank() != (batched ? 3 : 2) ||
       !accType.getLayout().isIdentity() ||
       !acc.getDefiningOp<mlir::memref::AllocOp>())
     return {};
-  int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
+  int64_t m = accType.getDimSize(accType.getRank() - 2),
+          n = accType.getDimSize(accType.getRank() - 1);
   mlir::linalg::GenericOp epilogue;
   int seen = 0;
   // Views and allocations touch no memory.
@@ -132,48 +163,61 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
     break;
   }
   if (!epilogue || !epilogue.hasPureBufferSemantics() ||
-      epilogue.getNumDpsInits() != 1 || epilogue.getNumReductionLoops() != 0 ||
-      !llvm::all_of(epilogue.getIndexingMapsArray(),
-                    [](mlir::AffineMap map) { return map.isIdentity(); }) ||
-      !epilogue.getBody()->getOps<mlir::linalg::IndexOp>().empty())
+      epilogue.getNumDpsInits() != 1 || epilogue.getNumReductionLoops() != 0)
     return {};
+  bool direct = isDirectEpilogue(epilogue, acc);
+  if (!direct &&
+      (batched ||
+       !llvm::all_of(epilogue.getIndexingMapsArray(),
+                     [](mlir::AffineMap map) { return map.isIdentity(); }) ||
+       !epilogue.getBody()->getOps<mlir::linalg::IndexOp>().empty()))
+    return {};
+  mlir::Value out = rootBuffer(epilogue.getDpsInits()[0]);
+  bool inPlace = out == acc;
   bool readsAcc = false;
   for (mlir::OpOperand &operand : epilogue->getOpOperands()) {
     mlir::Value v = operand.get();
-    if (!isRowMajorLike(v, m, n))
+    if (!direct && !isRowMajorLike(v, m, n))
       return {};
-    if (rootBuffer(v) == acc) {
-      // Read as an input, directly or through one expand_shape (another view
-      // of the output, e.g. a collapse of a one-row product, is not fused).
-      auto expand = v.getDefiningOp<mlir::memref::ExpandShapeOp>();
-      if (epilogue.isDpsInit(&operand) ||
-          (v != acc && (!expand || expand.getSrc() != acc)))
+    if (rootBuffer(v) != acc)
+      continue;
+    if (epilogue.isDpsInit(&operand)) {
+      // Updated in place: read through the loop's output argument.
+      if (!direct || !epilogue.payloadUsesValueFromOperand(&operand))
         return {};
       readsAcc = true;
+      continue;
     }
+    // Read as an input, directly or through one expand_shape (another view
+    // of the output, e.g. a collapse of a one-row product, is not fused).
+    auto expand = v.getDefiningOp<mlir::memref::ExpandShapeOp>();
+    if (inPlace || (v != acc && (!expand || expand.getSrc() != acc)))
+      return {};
+    readsAcc = true;
   }
-  mlir::Value out = rootBuffer(epilogue.getDpsInits()[0]);
-  if (!readsAcc || out == acc ||
+  if (!readsAcc ||
       !llvm::all_of(epilogue->getOperands(),
                     [&](mlir::Value v) {
-                      return v == acc || rootBuffer(v) == acc ||
+                      return rootBuffer(v) == acc ||
                              availableBefore(v, product);
                     }) ||
-      llvm::any_of(product.getDpsInputs(),
-                   [&](mlir::Value in) { return rootBuffer(in) == out; }))
+      (!inPlace && llvm::any_of(product.getDpsInputs(), [&](mlir::Value in) {
+        return rootBuffer(in) == out;
+      })))
     return {};
-  // Nothing between touches the loop's buffers, and nothing after it reads
-  // the product's output.
+  // Nothing between touches the loop's buffers, and (unless it leaves its
+  // result in the output) nothing after it reads the product's output.
   for (mlir::Operation *op = product->getNextNode(); op != epilogue;
        op = op->getNextNode())
     for (mlir::Value v : epilogue->getOperands())
       if (!movesNoData(op) && touchesBuffer(op, rootBuffer(v)))
         return {};
-  for (mlir::Operation *op = epilogue->getNextNode(); op;
-       op = op->getNextNode())
-    if (!movesNoData(op) && touchesBuffer(op, acc) &&
-        !llvm::isa<mlir::memref::DeallocOp>(op))
-      return {};
+  if (!inPlace)
+    for (mlir::Operation *op = epilogue->getNextNode(); op;
+         op = op->getNextNode())
+      if (!movesNoData(op) && touchesBuffer(op, acc) &&
+          !llvm::isa<mlir::memref::DeallocOp>(op))
+        return {};
   return epilogue;
 }
 

@@ -15,6 +15,7 @@
 #include "tgc/Conversion/ProductFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -663,6 +664,69 @@ Value asMatrix(OpBuilder &b, Location loc, Value v) {
       b, loc, v, ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
 }
 
+/// The view of the whole output `acc` that an output tile `out` is: `out`
+/// itself, or the view it is a rank-reducing view of (a batch matmul's
+/// tile as a 2-D matmul); null when it is none.
+memref::SubViewOp accTileView(Value out, Value acc) {
+  auto view = out.getDefiningOp<memref::SubViewOp>();
+  while (view && view.getSource() != acc) {
+    if (!llvm::all_of(view.getMixedOffsets(), isZeroInteger) ||
+        !view.hasUnitStride())
+      return {};
+    view = view.getSource().getDefiningOp<memref::SubViewOp>();
+  }
+  return view;
+}
+
+/// A direct epilogue (tgc::isDirectEpilogue) on the tile of `acc` at
+/// `offsets` x `sizes`, built at `b`'s insertion point: each operand's tile
+/// through its map, the same maps, and linalg.index shifted by the tile's
+/// offsets.
+void cloneDirectEpilogue(OpBuilder &b, linalg::GenericOp epilogue, Value acc,
+                         Value accTile, ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<OpFoldResult> sizes) {
+  Location loc = epilogue.getLoc();
+  SmallVector<Value> parts;
+  for (OpOperand &operand : epilogue->getOpOperands()) {
+    Value v = operand.get();
+    AffineMap map = epilogue.getMatchingIndexingMap(&operand);
+    if (tgc::rootBuffer(v) == acc) {
+      parts.push_back(accTile);
+      continue;
+    }
+    if (map.getNumResults() == 0) {
+      parts.push_back(v);
+      continue;
+    }
+    SmallVector<OpFoldResult> o, z, one(map.getNumResults(), b.getIndexAttr(1));
+    for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      o.push_back(offsets[map.getDimPosition(r)]);
+      z.push_back(sizes[map.getDimPosition(r)]);
+    }
+    parts.push_back(memref::SubViewOp::create(b, loc, v, o, z, one));
+  }
+  unsigned inputs = epilogue.getNumDpsInputs();
+  auto fused = linalg::GenericOp::create(
+      b, loc, TypeRange{}, ArrayRef<Value>(parts).take_front(inputs),
+      ArrayRef<Value>(parts).drop_front(inputs),
+      epilogue.getIndexingMapsArray(), epilogue.getIteratorTypesArray());
+  IRMapping map;
+  epilogue.getRegion().cloneInto(&fused.getRegion(), map);
+  for (linalg::IndexOp index :
+       llvm::to_vector(fused.getBody()->getOps<linalg::IndexOp>())) {
+    OpFoldResult offset = offsets[index.getDim()];
+    if (isZeroInteger(offset))
+      continue;
+    OpBuilder inner(index->getContext());
+    inner.setInsertionPointAfter(index);
+    Value shifted = arith::AddIOp::create(
+        inner, loc, index,
+        getValueOrCreateConstantIndexOp(inner, loc, offset));
+    index.getResult().replaceAllUsesExcept(shifted,
+                                           shifted.getDefiningOp());
+  }
+}
+
 /// After the output tiles exist: each epilogue runs on the tile right after
 /// the tile's product, and the whole-buffer loop goes.
 void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
@@ -677,6 +741,28 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
     linalg::GenericOp epilogue = epilogues[index];
     Value out = tile.getDpsInits()[0];
     Value acc = tgc::rootBuffer(out);
+    if (tgc::isDirectEpilogue(epilogue, acc)) {
+      SmallVector<OpFoldResult> offsets, sizes;
+      Value accTile = acc;
+      if (out != acc) {
+        memref::SubViewOp view = accTileView(out, acc);
+        if (!view)
+          continue; // not a tile of the whole output: the loop stays
+        offsets = view.getMixedOffsets();
+        sizes = view.getMixedSizes();
+        accTile = view;
+      } else {
+        auto type = llvm::cast<MemRefType>(acc.getType());
+        for (int64_t size : type.getShape()) {
+          offsets.push_back(b.getIndexAttr(0));
+          sizes.push_back(b.getIndexAttr(size));
+        }
+      }
+      b.setInsertionPointAfter(tile);
+      cloneDirectEpilogue(b, epilogue, acc, accTile, offsets, sizes);
+      fusedAway.insert(epilogue);
+      continue;
+    }
     auto view = out.getDefiningOp<memref::SubViewOp>();
     if (view ? view.getSource() != acc : out != acc)
       continue; // not a tile of the whole output: the loop stays
@@ -787,8 +873,9 @@ void rankReduceUnitBatches(ModuleOp module) {
                                     ValueRange{c});
     }
     mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
-    if (Attribute init = op->getAttr(kTileInitAttr))
-      mm->setAttr(kTileInitAttr, init);
+    for (StringRef carried : {kTileInitAttr, kEpilogueAttr})
+      if (Attribute attr = op->getAttr(carried))
+        mm->setAttr(carried, attr);
     rewriter.eraseOp(op);
   }
 }

@@ -10,6 +10,7 @@
 // BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=TILEFILL
+// RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true tiles=16,32,8,2,16" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=SHIFT
 // HUGE: error: tgc-vectorize-matmuls: register tile 64x64 is too large (at most 16 rows and 128 columns)
 
 // 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
@@ -223,6 +224,85 @@ func.func @epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<2x
     linalg.yield %s : f32
   }
   memref.dealloc %c : memref<128x96xf32>
+  return
+}
+
+// -----
+
+// Attention's scores: a batch matmul scaled and causally masked in place.
+// The loop runs over the product's output itself, so it runs on each
+// output tile right after the tile's K loop, its indices shifted by the
+// tile's offsets; the whole-buffer loop is gone.
+// TILEFILL-LABEL: func.func @batch_in_place_mask
+// TILEFILL: scf.forall (%[[B:.*]]) in (6)
+// TILEFILL: %[[TILE:.*]] = memref.subview %{{.*}}[%[[B]], 0, 0] [1, 37, 37]
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} outs(%[[TILE]] : memref<1x37x37xf32
+// TILEFILL: linalg.index 1
+// TILEFILL: linalg.index 2
+// TILEFILL: arith.cmpi
+// TILEFILL-NOT: linalg.generic
+// TILEFILL: return
+// With tiles of rows and columns, the indices are shifted by the tile's.
+// SHIFT-LABEL: func.func @batch_in_place_mask
+// SHIFT: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (6, 3, 2)
+// SHIFT: %[[TILE:.*]] = memref.subview %{{.*}}[%[[B]], %[[I:[0-9a-z_]+]], %[[J:[0-9a-z_]+]]] [1,
+// SHIFT: linalg.generic {{.*}} outs(%[[TILE]] : memref<1x?x?xf32
+// SHIFT: %[[ROW:.*]] = linalg.index 1
+// SHIFT: %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
+// SHIFT: %[[COL:.*]] = linalg.index 2
+// SHIFT: %[[C:.*]] = arith.addi %[[COL]], %[[J]]
+// SHIFT: arith.cmpi ugt, %[[C]], %[[R]]
+// SHIFT-NOT: linalg.generic
+// SHIFT: return
+#id3m = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @batch_in_place_mask(%q: memref<6x37x16xf32>, %kt: memref<6x16x37xf32>, %out: memref<6x37x37xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 0.25 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = memref.alloc() : memref<6x37x37xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<6x37x37xf32>)
+  linalg.batch_matmul ins(%q, %kt : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%s : memref<6x37x37xf32>)
+  linalg.generic {indexing_maps = [#id3m], iterator_types = ["parallel", "parallel", "parallel"]} outs(%s : memref<6x37x37xf32>) {
+  ^bb0(%v: f32):
+    %x = arith.mulf %v, %scale : f32
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %above = arith.cmpi ugt, %j, %i : index
+    %m = arith.select %above, %ninf, %x : f32
+    linalg.yield %m : f32
+  }
+  memref.copy %s, %out : memref<6x37x37xf32> to memref<6x37x37xf32>
+  return
+}
+
+// -----
+
+// Attention's dS = P·(dP − D): the loop reads the dP product's output and a
+// per-row statistic broadcast along the row; on each tile it reads the
+// statistic's tile through its map.
+// SHIFT-LABEL: func.func @batch_broadcast_epilogue
+// SHIFT: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (6, 3, 2)
+// SHIFT: memref.subview %{{.*}}[%[[B]], %[[I:[0-9a-z_]+]], %{{[0-9a-z_]+}}] [1,
+// SHIFT: %[[ROWS:.*]] = memref.subview %arg3[%[[B]], %[[I]]]
+// SHIFT: linalg.generic {{.*}} ins(%{{.*}}, %[[ROWS]], %{{.*}} : memref<1x?x?xf32, {{.*}}>, memref<1x?xf32, {{.*}}>, memref<1x?x?xf32, {{.*}}>)
+// SHIFT: arith.subf
+// SHIFT-NOT: linalg.generic
+// SHIFT: return
+#id3b = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rowb = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @batch_broadcast_epilogue(%do: memref<6x37x16xf32>, %vt: memref<6x16x37xf32>, %p: memref<6x37x37xf32>, %d: memref<6x37xf32>, %ds: memref<6x37x37xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %dp = memref.alloc() : memref<6x37x37xf32>
+  linalg.fill ins(%zero : f32) outs(%dp : memref<6x37x37xf32>)
+  linalg.batch_matmul ins(%do, %vt : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%dp : memref<6x37x37xf32>)
+  linalg.generic {indexing_maps = [#id3b, #rowb, #id3b, #id3b], iterator_types = ["parallel", "parallel", "parallel"]} ins(%dp, %d, %p : memref<6x37x37xf32>, memref<6x37xf32>, memref<6x37x37xf32>) outs(%ds : memref<6x37x37xf32>) {
+  ^bb0(%g: f32, %r: f32, %pp: f32, %o: f32):
+    %x = arith.subf %g, %r : f32
+    %y = arith.mulf %pp, %x : f32
+    linalg.yield %y : f32
+  }
+  memref.dealloc %dp : memref<6x37x37xf32>
   return
 }
 

@@ -98,8 +98,8 @@ struct CountKernelsPass
 
   /// The tally of `op` ops from the module named by `loc` (the first name in
   /// it; "" when it has none).
-  KernelSource &
-  sourceOf(llvm::StringMap<size_t> &index, Location loc, StringRef op) {
+  KernelSource &sourceOf(llvm::StringMap<size_t> &index, Location loc,
+                         StringRef op) {
     std::string module;
     loc->walk([&](Location inner) {
       if (auto name = dyn_cast<NameLoc>(inner)) {

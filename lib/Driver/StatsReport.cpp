@@ -80,8 +80,7 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
          llvm::ArrayRef(r.kernelSources)
              .take_front(std::min(kShown, r.kernelSources.size())))
       os << llvm::formatv("    {0,-50}{1,-24}{2,8} kernels{3,14}\n",
-                          source.module.empty() ? "(no module)"
-                                                : source.module,
+                          source.module.empty() ? "(no module)" : source.module,
                           source.op, withCommas(source.kernels),
                           formatBytes(source.bytesMoved));
   }

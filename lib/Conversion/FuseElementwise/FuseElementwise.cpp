@@ -170,9 +170,8 @@ bool operandsAvailableAt(linalg::GenericOp later, Operation *earlier) {
   };
   auto movableEmpty = [&](Value v) {
     auto empty = v.getDefiningOp<tensor::EmptyOp>();
-    return before(v) ||
-           (empty && empty->getBlock() == earlier->getBlock() &&
-            empty->getNumOperands() == 0);
+    return before(v) || (empty && empty->getBlock() == earlier->getBlock() &&
+                         empty->getNumOperands() == 0);
   };
   if (!llvm::all_of(later.getDpsInputs(), before))
     return false;
@@ -207,8 +206,7 @@ bool onlyDependentsBetween(Operation *earlier, Operation *later) {
                                def && dependents.contains(def))
                              return WalkResult::interrupt();
                          return WalkResult::advance();
-                       })
-                         .wasInterrupted();
+                       }).wasInterrupted();
     if (dependent) {
       dependents.insert(op);
       continue;
@@ -296,8 +294,7 @@ linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a,
     // b's fresh inits (operandsAvailableAt) move up to a.
     for (Value init : b.getDpsInits()) {
       Operation *def = init.getDefiningOp();
-      if (!def || def->getBlock() != a->getBlock() ||
-          def->isBeforeInBlock(a))
+      if (!def || def->getBlock() != a->getBlock() || def->isBeforeInBlock(a))
         continue;
       if (auto fill = dyn_cast<linalg::FillOp>(def))
         if (Operation *empty = fill.getOutputs()[0].getDefiningOp();

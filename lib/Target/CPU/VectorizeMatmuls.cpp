@@ -720,10 +720,8 @@ void cloneDirectEpilogue(OpBuilder &b, linalg::GenericOp epilogue, Value acc,
     OpBuilder inner(index->getContext());
     inner.setInsertionPointAfter(index);
     Value shifted = arith::AddIOp::create(
-        inner, loc, index,
-        getValueOrCreateConstantIndexOp(inner, loc, offset));
-    index.getResult().replaceAllUsesExcept(shifted,
-                                           shifted.getDefiningOp());
+        inner, loc, index, getValueOrCreateConstantIndexOp(inner, loc, offset));
+    index.getResult().replaceAllUsesExcept(shifted, shifted.getDefiningOp());
   }
 }
 

@@ -275,6 +275,27 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                     [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
                       return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
                     });
+                // The first key tile a query tile visits (the state still
+                // its fills: m = −inf, l = 0, acc = 0) has nothing to
+                // rescale: m is the tile's max, l its row sums, and the
+                // product accumulates into a fresh zero output (which the
+                // target can zero inside its tiles). Same values: the
+                // rescale would multiply zeros by exp(−inf) = 0.
+                if (llvm::all_of(st, [](Value v) {
+                      return v.getDefiningOp<linalg::FillOp>();
+                    })) {
+                  Value p = updateRows(
+                      tb, tl, s, tileMax,
+                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                        return math::ExpOp::create(nb, nl2,
+                                                   subF(nb, nl2, a[1], a[0]));
+                      });
+                  Value sum = addRowSums(tb, tl, p, st[1]);
+                  Value acc = batchMatmulInto(
+                      tb, tl, p, sliceDim(tb, tl, 1, v, keyOffset, keys),
+                      st[2]);
+                  return {tileMax, sum, acc};
+                }
                 // alpha = exp(m − max(m, tile max)) rescales what the
                 // earlier tiles summed; then m takes the new max in place.
                 Value alpha = elementwise(

@@ -61,23 +61,27 @@ struct CountKernelsPass
       return n;
     };
     // What the target does inside its products' tiles is no kernel: the
-    // fill of the output, and the epilogue, which reads the output's tile
-    // in cache (its other buffers count).
+    // fill of the output, a layout change of it, and the epilogue, which
+    // reads the output's tile in cache (its other buffers count).
     llvm::StringMap<size_t> sourceIndex;
-    llvm::DenseSet<Operation *> tiledFills;
+    llvm::DenseSet<Operation *> doneInTiles;
     llvm::DenseMap<Operation *, Value> epilogueOutputs;
     getOperation().walk([&](linalg::LinalgOp product) {
       if (fusion == tg::FusionMode::None ||
           !target.fusesIntoProductTiles(product))
         return;
       if (linalg::FillOp fill = findAccumulatorInit(product))
-        tiledFills.insert(fill);
+        doneInTiles.insert(fill);
+      // The tiles write the new layout: the product's bytes stay, the
+      // transpose's go.
+      if (linalg::TransposeOp transpose = findOutputTranspose(product))
+        doneInTiles.insert(transpose);
       if (linalg::GenericOp epilogue = findEpilogue(product))
         epilogueOutputs[epilogue] = product.getDpsInits()[0];
     });
     getOperation().walk([&](Operation *op) {
       if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
-          op->getParentOfType<linalg::LinalgOp>() || tiledFills.contains(op))
+          op->getParentOfType<linalg::LinalgOp>() || doneInTiles.contains(op))
         return;
       auto epilogue = epilogueOutputs.find(op);
       int64_t bytes = 0;

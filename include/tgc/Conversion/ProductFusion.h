@@ -46,7 +46,7 @@ inline bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
 /// or writes that buffer or any view of it.
 inline mlir::linalg::FillOp
 findAccumulatorInit(mlir::linalg::LinalgOp product) {
-  constexpr int kMaxOpsBetween = 16;
+  constexpr int kMaxOpsBetween = 64;
   if (!product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
     return {};
   mlir::Value acc = product.getDpsInits()[0];
@@ -219,6 +219,77 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
           !llvm::isa<mlir::memref::DeallocOp>(op))
         return {};
   return epilogue;
+}
+
+/// The layout change that reads a batch matmul's output right after it and
+/// is its only reader: attention's gradients dQ, dK and dV, computed per
+/// (batch, head) as [B·H, S, N] and moved to the sequence's layout
+/// [B, S, H, N] (`linalg.transpose` of an expand_shape [[0, 1], [2],
+/// [3, ...]] of the output, permutation [0, 2, 1, 3, ...]) into a buffer
+/// that exists before the product. The output must start from a fill
+/// (findAccumulatorInit) and have no epilogue: a target that writes each
+/// output tile straight into the new layout, filling it there, never makes
+/// the [B·H, S, N] copy.
+inline mlir::linalg::TransposeOp
+findOutputTranspose(mlir::linalg::LinalgOp product) {
+  constexpr int kMaxOpsBetween = 16;
+  if (!llvm::isa<mlir::linalg::BatchMatmulOp>(product) ||
+      !product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
+    return {};
+  mlir::Value acc = product.getDpsInits()[0];
+  auto accType = llvm::dyn_cast<mlir::MemRefType>(acc.getType());
+  if (!accType || !accType.hasStaticShape() || accType.getRank() != 3 ||
+      !accType.getLayout().isIdentity() ||
+      !acc.getDefiningOp<mlir::memref::AllocOp>() ||
+      !findAccumulatorInit(product) || findEpilogue(product))
+    return {};
+  auto movesNoData = [](mlir::Operation *op) {
+    return llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::AllocOp>(op);
+  };
+  mlir::linalg::TransposeOp transpose;
+  int seen = 0;
+  for (mlir::Operation *op = product->getNextNode();
+       op && seen < kMaxOpsBetween; op = op->getNextNode(), ++seen) {
+    if (movesNoData(op) || !touchesBuffer(op, acc))
+      continue;
+    transpose = llvm::dyn_cast<mlir::linalg::TransposeOp>(op);
+    break;
+  }
+  if (!transpose || !transpose.hasPureBufferSemantics())
+    return {};
+  auto expand =
+      transpose.getInput().getDefiningOp<mlir::memref::ExpandShapeOp>();
+  if (!expand || expand.getSrc() != acc)
+    return {};
+  llvm::SmallVector<mlir::ReassociationIndices> groups =
+      expand.getReassociationIndices();
+  llvm::ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = expand.getResultType().getRank();
+  if (groups.size() != 3 || groups[0] != mlir::ReassociationIndices{0, 1} ||
+      groups[1] != mlir::ReassociationIndices{2} || rank < 4 || perm[0] != 0 ||
+      perm[1] != 2 || perm[2] != 1)
+    return {};
+  for (int64_t d = 3; d < rank; ++d)
+    if (perm[d] != d)
+      return {};
+  mlir::Value out = transpose.getInit();
+  auto outType = llvm::dyn_cast<mlir::MemRefType>(out.getType());
+  if (!outType || !outType.hasStaticShape() ||
+      !outType.getLayout().isIdentity() || rootBuffer(out) == acc ||
+      !availableBefore(out, product))
+    return {};
+  // Nothing between touches the new layout's buffer, nothing after reads
+  // the product's output.
+  for (mlir::Operation *op = product->getNextNode(); op != transpose;
+       op = op->getNextNode())
+    if (!movesNoData(op) && touchesBuffer(op, rootBuffer(out)))
+      return {};
+  for (mlir::Operation *op = transpose->getNextNode(); op;
+       op = op->getNextNode())
+    if (!movesNoData(op) && touchesBuffer(op, acc) &&
+        !llvm::isa<mlir::memref::DeallocOp>(op))
+      return {};
+  return transpose;
 }
 
 } // namespace tgc

@@ -14,6 +14,7 @@
 #include "BF16Products.h"
 #include "tgc/Conversion/ProductFusion.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -615,6 +616,18 @@ void fillOutputTiles(ModuleOp module) {
 
 constexpr llvm::StringLiteral kEpilogueAttr = "tgc.epilogue";
 
+/// Moves `v`'s buffer (and reshapes of it) made between `product` and
+/// its reader before the product, sources first.
+void hoistBefore(Value v, Operation *product) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != product->getBlock() ||
+      def->isBeforeInBlock(product))
+    return;
+  for (Value operand : def->getOperands())
+    hoistBefore(operand, product);
+  def->moveBefore(product);
+}
+
 /// Each product's epilogue (findEpilogue), its buffers made before the
 /// product; the product carries the epilogue's index (its tiles keep it).
 SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
@@ -626,23 +639,12 @@ SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
   });
   SmallVector<linalg::GenericOp> epilogues;
   Builder b(module.getContext());
-  for (auto &[foundProduct, epilogue] : found) {
-    linalg::LinalgOp product = foundProduct; // captured below
-    // Buffers (and reshapes of them) made between the two move before the
-    // product, sources first.
-    std::function<void(Value)> hoist = [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      if (!def || def->getBlock() != product->getBlock() ||
-          def->isBeforeInBlock(product))
-        return;
-      for (Value operand : def->getOperands())
-        hoist(operand);
-      def->moveBefore(product);
-    };
+  for (auto [product, epilogue] : found) {
+    // Its buffers made between the two move before the product.
     Value acc = product.getDpsInits()[0];
     for (Value v : epilogue->getOperands())
       if (tgc::rootBuffer(v) != acc)
-        hoist(v);
+        hoistBefore(v, product);
     product->setAttr(kEpilogueAttr, b.getI64IntegerAttr(epilogues.size()));
     epilogues.push_back(epilogue);
   }
@@ -812,6 +814,98 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
       epilogue->erase();
 }
 
+constexpr llvm::StringLiteral kOutputTransposeAttr = "tgc.output_transpose";
+
+/// Each batch product whose output goes to a new layout (findOutputTranspose)
+/// carries the transpose's index; the new layout's buffer moves before it.
+SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
+  SmallVector<std::pair<linalg::LinalgOp, linalg::TransposeOp>> found;
+  module.walk([&](linalg::LinalgOp op) {
+    if (tgc::cpu::fusesIntoProductTiles(op))
+      if (linalg::TransposeOp transpose = tgc::findOutputTranspose(op))
+        found.emplace_back(op, transpose);
+  });
+  SmallVector<linalg::TransposeOp> transposes;
+  Builder b(module.getContext());
+  for (auto [product, transpose] : found) {
+    hoistBefore(transpose.getInit(), product);
+    product->setAttr(kOutputTransposeAttr,
+                     b.getI64IntegerAttr(transposes.size()));
+    transposes.push_back(transpose);
+  }
+  return transposes;
+}
+
+/// After the output tiles exist (as 2-D matmuls on rank-reduced views of
+/// [1, mt, nt] tiles of the [B·H, S, N] output): each tile writes its rows
+/// and columns of head h = bh mod H of sequence b = bh / H straight into
+/// the [B, S, H, N] buffer, and the whole-buffer transpose goes, with the
+/// output buffer nothing reads any more.
+void writeOutputTilesTransposed(
+    ModuleOp module, MutableArrayRef<linalg::TransposeOp> transposes) {
+  OpBuilder b(module.getContext());
+  for (linalg::LinalgOp tile :
+       opsWithAttr<linalg::LinalgOp>(module, kOutputTransposeAttr)) {
+    int64_t index =
+        llvm::cast<IntegerAttr>(tile->getAttr(kOutputTransposeAttr)).getInt();
+    tile->removeAttr(kOutputTransposeAttr);
+    linalg::TransposeOp transpose = transposes[index];
+    Value out = tile.getDpsInits()[0];
+    Value acc = tgc::rootBuffer(out);
+    memref::SubViewOp view = accTileView(out, acc);
+    if (!view || !transpose)
+      continue; // not a tile of the whole output: the transpose stays
+    Location loc = tile.getLoc();
+    auto expand = transpose.getInput().getDefiningOp<memref::ExpandShapeOp>();
+    int64_t heads = expand.getResultType().getDimSize(1);
+    // [B, S, H·N]: the new layout with the heads and what the expand_shape
+    // split N into collapsed (a row-major buffer), so that a tile is a
+    // [1, mt, nt] view like a batch matmul's own: its transfers fold onto
+    // this buffer in the form the accumulators' hoisting matches.
+    Value init = transpose.getInit();
+    auto initType = llvm::cast<MemRefType>(init.getType());
+    int64_t columns = initType.getNumElements() /
+                      (initType.getDimSize(0) * initType.getDimSize(1) * heads);
+    b.setInsertionPointAfterValue(init);
+    SmallVector<ReassociationIndices> groups{{0}, {1}, {}};
+    for (int64_t d = 2; d < initType.getRank(); ++d)
+      groups.back().push_back(d);
+    Value rows = memref::CollapseShapeOp::create(b, loc, init, groups);
+    b.setInsertionPoint(tile);
+    SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
+                              sizes = view.getMixedSizes();
+    Value bh = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
+    Value col = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
+    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+    Value seq = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(1, 0, d0.floorDiv(heads)), bh);
+    Value headColumn = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(2, 0, (d0 % heads) * columns + d1),
+        ValueRange{bh, col});
+    SmallVector<OpFoldResult> o{seq, offsets[1], headColumn};
+    SmallVector<OpFoldResult> z{b.getIndexAttr(1), sizes[1], sizes[2]};
+    SmallVector<OpFoldResult> one(3, b.getIndexAttr(1));
+    auto rowsType = llvm::cast<MemRefType>(rows.getType());
+    SmallVector<int64_t> tileShape;
+    for (OpFoldResult size : {sizes[1], sizes[2]}) {
+      std::optional<int64_t> c = getConstantIntValue(size);
+      tileShape.push_back(c ? *c : ShapedType::kDynamic);
+    }
+    auto reduced = memref::SubViewOp::inferRankReducedResultType(
+        tileShape, rowsType, o, z, one);
+    Value target = memref::SubViewOp::create(
+        b, loc, llvm::cast<MemRefType>(reduced), rows, o, z, one);
+    tile.getDpsInitsMutable()[0].set(target);
+    // The transpose goes; so does the [B·H, S, N] buffer, which only
+    // views and its deallocation use now (canonicalisation).
+    Operation *expandOp = expand;
+    transpose->erase();
+    transposes[index] = {};
+    if (expandOp->use_empty())
+      expandOp->erase();
+  }
+}
+
 /// The transposed-left-operand batch layout: out[b] += a[b]ᵀ · c[b].
 SmallVector<AffineMap> transposedLhsBatchMaps(MLIRContext *ctx) {
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
@@ -871,7 +965,8 @@ void rankReduceUnitBatches(ModuleOp module) {
                                     ValueRange{c});
     }
     mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
-    for (StringRef carried : {kTileInitAttr, kEpilogueAttr})
+    for (StringRef carried :
+         {kTileInitAttr, kEpilogueAttr, kOutputTransposeAttr})
       if (Attribute attr = op->getAttr(carried))
         mm->setAttr(carried, attr);
     rewriter.eraseOp(op);
@@ -919,7 +1014,9 @@ struct TGCVectorizeMatmulsPass
     // Before anything changes the products (AMX, widening): the same
     // predicate as `tgc stats`' count, on the same IR.
     SmallVector<linalg::GenericOp> epilogues;
+    SmallVector<linalg::TransposeOp> outputTransposes;
     if (fillTiles) {
+      outputTransposes = takeOutputTransposes(module);
       takeAccumulatorFills(module);
       epilogues = takeEpilogues(module);
     }
@@ -961,6 +1058,7 @@ struct TGCVectorizeMatmulsPass
     if (failed(runSchedule(module, forallSchedule(configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
+    writeOutputTilesTransposed(module, outputTransposes);
     fillOutputTiles(module);
     fuseEpilogues(module, epilogues);
     for (auto &entry : configs)

@@ -308,6 +308,42 @@ func.func @batch_broadcast_epilogue(%do: memref<6x37x16xf32>, %vt: memref<6x16x3
 
 // -----
 
+// Attention's dK, computed per (batch, head) as [B·H, S, D] and moved to
+// the sequence's layout [B, S, H, D]: each output tile is filled and
+// written straight into the new layout (head bh mod H of sequence bh / H),
+// and neither the transpose nor the [B·H, S, D] buffer is left.
+// TILEFILL-LABEL: func.func @output_transposed
+// TILEFILL-NOT: linalg.transpose
+// TILEFILL: %[[NEW:.*]] = memref.alloc() : memref<2x37x4x16xf32>
+// TILEFILL: %[[ROWS:.*]] = memref.collapse_shape %[[NEW]] {{\[}}[0], [1], [2, 3]] : memref<2x37x4x16xf32> into memref<2x37x64xf32>
+// TILEFILL: scf.forall (%[[BH:.*]]) in (8)
+// TILEFILL-DAG: %[[SEQ:.*]] = affine.apply #{{.*}}(%[[BH]])
+// TILEFILL-DAG: %[[COL:.*]] = affine.apply #{{.*}}(%[[BH]])
+// TILEFILL: %[[TILE:.*]] = memref.subview %[[ROWS]][%[[SEQ]], 0, %[[COL]]] [1, 37, 16] [1, 1, 1] : memref<2x37x64xf32> to memref<37x16xf32, strided<[64, 1], offset: ?>>
+// TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%[[TILE]]
+// TILEFILL: vector.fma
+// TILEFILL-NOT: linalg.transpose
+// TILEFILL: memref.copy %[[NEW]], %arg2
+// SHIFT-LABEL: func.func @output_transposed
+// SHIFT-NOT: linalg.transpose
+// SHIFT: memref.subview %{{.*}} [1, %{{.*}}, 16] [1, 1, 1] : memref<2x37x64xf32> to memref<?x16xf32, strided<[64, 1], offset: ?>>
+// SHIFT-NOT: linalg.transpose
+// SHIFT: return
+func.func @output_transposed(%ds: memref<8x37x37xf32>, %q: memref<8x37x16xf32>, %out: memref<2x37x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %dk = memref.alloc() : memref<8x37x16xf32>
+  linalg.fill ins(%zero : f32) outs(%dk : memref<8x37x16xf32>)
+  linalg.batch_matmul ins(%ds, %q : memref<8x37x37xf32>, memref<8x37x16xf32>) outs(%dk : memref<8x37x16xf32>)
+  %heads = memref.expand_shape %dk [[0, 1], [2], [3]] output_shape [2, 4, 37, 16] : memref<8x37x16xf32> into memref<2x4x37x16xf32>
+  %seq = memref.alloc() : memref<2x37x4x16xf32>
+  linalg.transpose ins(%heads : memref<2x4x37x16xf32>) outs(%seq : memref<2x37x4x16xf32>) permutation = [0, 2, 1, 3]
+  memref.copy %seq, %out : memref<2x37x4x16xf32> to memref<2x37x4x16xf32>
+  memref.dealloc %dk : memref<8x37x16xf32>
+  return
+}
+
+// -----
+
 // The product's output read again after the loop: no epilogue.
 // TILEFILL-LABEL: func.func @read_later
 // TILEFILL: scf.forall

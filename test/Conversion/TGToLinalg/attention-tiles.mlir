@@ -42,12 +42,18 @@
 // CHECK: return
 // WHOLE-LABEL: func.func @attention
 // WHOLE-NOT: scf.for
+// One key tile, the first: nothing to rescale, the output accumulates into
+// a fresh zero tensor.
+// WHOLE: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x200x4xf32>)
 // WHOLE: linalg.batch_matmul {{.*}} -> tensor<1x200x100xf32>
+// WHOLE-NOT: tensor<1x200x4xf32>) {
+// WHOLE: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x200x100xf32>, tensor<1x100x4xf32>) outs(%[[ZERO]] : tensor<1x200x4xf32>)
 func.func @attention(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tensor<1x100x1x4xf32>) -> (tensor<1x100x2x4xf32>, tensor<1x100x2xf32>) {
   %o, %lse = tg.attention %q, %k, %v {causal} : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32> -> tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
   return %o, %lse : tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
 }
 
+// WHOLE-LABEL: func.func @cross
 // Not causal, more keys than queries: every query tile visits the full key
 // tiles (a loop with a static bound) and the remainder, none masked.
 // CHECK-LABEL: func.func @cross

@@ -129,8 +129,10 @@ inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
 ///    operands hold M x N elements in the output's order (isRowMajorLike),
 ///    reading the output directly or through one expand_shape (a residual
 ///    add in [B, S, D]).
-/// It writes a buffer the product does not read, or (direct) updates the
-/// output in place; otherwise it is the output's last reader. No op between
+/// It writes buffers the product does not read (several: SwiGLU's gradient
+/// loop writes the gate's and up's gradients and the recomputed product),
+/// or (direct) updates the output in place; otherwise it is the output's
+/// last reader. No op between
 /// the two (at most a few) touches any of the loop's buffers, whose buffers
 /// exist before the product or are allocated (or reshaped) in between and
 /// can move before it. Products with a whole buffer as output only.
@@ -163,7 +165,7 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
     break;
   }
   if (!epilogue || !epilogue.hasPureBufferSemantics() ||
-      epilogue.getNumDpsInits() != 1 || epilogue.getNumReductionLoops() != 0)
+      epilogue.getNumDpsInits() == 0 || epilogue.getNumReductionLoops() != 0)
     return {};
   bool direct = isDirectEpilogue(epilogue, acc);
   if (!direct &&
@@ -172,8 +174,12 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
                      [](mlir::AffineMap map) { return map.isIdentity(); }) ||
        !epilogue.getBody()->getOps<mlir::linalg::IndexOp>().empty()))
     return {};
-  mlir::Value out = rootBuffer(epilogue.getDpsInits()[0]);
-  bool inPlace = out == acc;
+  llvm::SmallVector<mlir::Value> outs;
+  for (mlir::Value init : epilogue.getDpsInits())
+    outs.push_back(rootBuffer(init));
+  bool inPlace = llvm::is_contained(outs, acc);
+  if (inPlace && outs.size() != 1)
+    return {};
   bool readsAcc = false;
   for (mlir::OpOperand &operand : epilogue->getOpOperands()) {
     mlir::Value v = operand.get();
@@ -202,7 +208,7 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
                              availableBefore(v, product);
                     }) ||
       (!inPlace && llvm::any_of(product.getDpsInputs(), [&](mlir::Value in) {
-        return rootBuffer(in) == out;
+        return llvm::is_contained(outs, rootBuffer(in));
       })))
     return {};
   // Nothing between touches the loop's buffers, and (unless it leaves its

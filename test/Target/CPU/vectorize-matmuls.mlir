@@ -344,6 +344,36 @@ func.func @output_transposed(%ds: memref<8x37x37xf32>, %q: memref<8x37x16xf32>, 
 
 // -----
 
+// SwiGLU's gradient loop after the down projection's dX product: it reads
+// the product (dh) with gate and up and writes three results; it runs on
+// each output tile, on [M, N] views of all six buffers.
+// TILEFILL-LABEL: func.func @epilogue_results
+// TILEFILL: scf.forall
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x96xf32, {{.*}}>, memref<?x96xf32, {{.*}}>, memref<?x96xf32, {{.*}}>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x96xf32, {{.*}}>, memref<?x96xf32, {{.*}}>, memref<?x96xf32, {{.*}}>)
+// TILEFILL-NOT: linalg.generic
+// TILEFILL: return
+#id3r = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @epilogue_results(%dy: memref<128x64xf32>, %w: memref<64x96xf32>, %g: memref<2x64x96xf32>, %u: memref<2x64x96xf32>, %h: memref<2x64x96xf32>, %dg: memref<2x64x96xf32>, %du: memref<2x64x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %dh = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%dh : memref<128x96xf32>)
+  linalg.matmul ins(%dy, %w : memref<128x64xf32>, memref<64x96xf32>) outs(%dh : memref<128x96xf32>)
+  %dh3 = memref.expand_shape %dh [[0, 1], [2]] output_shape [2, 64, 96] : memref<128x96xf32> into memref<2x64x96xf32>
+  linalg.generic {indexing_maps = [#id3r, #id3r, #id3r, #id3r, #id3r, #id3r], iterator_types = ["parallel", "parallel", "parallel"]} ins(%dh3, %g, %u : memref<2x64x96xf32>, memref<2x64x96xf32>, memref<2x64x96xf32>) outs(%h, %dg, %du : memref<2x64x96xf32>, memref<2x64x96xf32>, memref<2x64x96xf32>) {
+  ^bb0(%d: f32, %a: f32, %b: f32, %o0: f32, %o1: f32, %o2: f32):
+    %s = math.exp %a : f32
+    %hv = arith.mulf %s, %b : f32
+    %dgv = arith.mulf %d, %b : f32
+    %duv = arith.mulf %d, %s : f32
+    linalg.yield %hv, %dgv, %duv : f32, f32, f32
+  }
+  memref.dealloc %dh : memref<128x96xf32>
+  return
+}
+
+// -----
+
 // The product's output read again after the loop: no epilogue.
 // TILEFILL-LABEL: func.func @read_later
 // TILEFILL: scf.forall

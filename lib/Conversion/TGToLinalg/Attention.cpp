@@ -373,11 +373,34 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
-    Value o = l.queryRows(rewriter, loc, adaptor.getOutput());
     Value lse = l.statRows(rewriter, loc, adaptor.getLogsumexp());
+    // delta = rowsum(dO ∘ O) in the query rows' layout [B·Hkv, S·G], read
+    // from both in the sequence's layout [B, S, Hkv, G, Dv] through the
+    // loop's maps: the output needs no heads-layout copy (the forward then
+    // writes it in the sequence's layout directly), and no layout change
+    // of delta is left for the fusion to fold into dS's loop.
+    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
+    Value delta;
+    {
+      MLIRContext *ctx = rewriter.getContext();
+      auto seq = RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.Dv}, l.elt);
+      AffineMap bySequence = dimsMap(ctx, 5, {0, 2, 1, 3, 4});
+      Value rows = generic(
+          rewriter, loc,
+          {reshape(rewriter, loc, adaptor.getGrad(), seq),
+           reshape(rewriter, loc, adaptor.getOutput(), seq)},
+          {bySequence, bySequence},
+          filled(rewriter, loc,
+                 RankedTensorType::get({l.B, l.Hkv, l.S, l.G}, l.elt), 0.0),
+          dimsMap(ctx, 5, {0, 1, 2, 3}), iterators(5, {4}),
+          sumOf([](OpBuilder &nb, Location nl2, ValueRange a) {
+            return mulF(nb, nl2, a[0], a[1]);
+          }));
+      delta = reshape(rewriter, loc, rows,
+                      RankedTensorType::get({bh, l.S * l.G}, l.elt));
+    }
     Value kT = transposeMatrices(rewriter, loc, k);
     Value vT = transposeMatrices(rewriter, loc, v);
-    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
     SmallVector<Value> init{
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
@@ -393,12 +416,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
           Value qc = sliceDim(b, nl, 1, q, rowOffset, rows);
           Value dOc = sliceDim(b, nl, 1, dO, rowOffset, rows);
           Value lsec = sliceDim(b, nl, 1, lse, rowOffset, rows);
-          // delta = rowsum(dO ∘ O).
-          Value delta = reduceAxis(
-              b, nl, {dOc, sliceDim(b, nl, 1, o, rowOffset, rows)}, 2, 0.0,
-              sumOf([](OpBuilder &nb, Location nl2, ValueRange a) {
-                return mulF(nb, nl2, a[0], a[1]);
-              }));
+          Value deltac = sliceDim(b, nl, 1, delta, rowOffset, rows);
           Value dqRows = sliceDim(b, nl, 1, args[0], rowOffset, rows);
           Value zero = constantFloat(b, nl, l.elt, 0.0);
           SmallVector<Value> state{
@@ -427,7 +445,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                     tb, tl, dOc, sliceDim(tb, tl, 2, vT, keyOffset, keys));
                 MLIRContext *ctx = tb.getContext();
                 Value ds = generic(
-                    tb, tl, {p, delta},
+                    tb, tl, {p, deltac},
                     {AffineMap::getMultiDimIdentityMap(3, ctx),
                      dimsMap(ctx, 3, {0, 1})},
                     dp, AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),

@@ -75,9 +75,14 @@ func.func @cross(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tenso
 // probabilities come from the logsumexp (no row max, no row sum). With
 // transposed-operands, dV and dK read P and dS transposed through their
 // products' maps: no score tile is transposed.
+// delta = rowsum(dO ∘ O) once, before the tiles, reading dO and O in the
+// sequence's layout through its maps: O is never transposed to heads.
 // CHECK-LABEL: func.func @grad
 // CHECK-NOT: tensor<1x200x100xf32>
 // CHECK-NOT: linalg.transpose {{.*}} tensor<1x32x64xf32>
+// CHECK-NOT: linalg.transpose ins(%arg4
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<1x100x1x2x4xf32>, tensor<1x100x1x2x4xf32>) outs(%{{.*}} : tensor<1x1x100x2xf32>)
+// CHECK-NOT: linalg.transpose ins(%arg4
 // CHECK: scf.for %[[GQ:.*]] = %c0 to %c96 step %c32 iter_args({{.*}}) -> (tensor<1x200x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
 // CHECK: scf.for %[[GK:.*]] = %c0 to %[[GQ]] step %c32 iter_args({{.*}}) -> (tensor<1x64x4xf32>, tensor<1x100x4xf32>, tensor<1x100x4xf32>)
 // CHECK: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>

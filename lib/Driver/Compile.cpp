@@ -79,6 +79,13 @@ struct CountKernelsPass
       if (linalg::GenericOp epilogue = findEpilogue(product))
         epilogueOutputs[epilogue] = product.getDpsInits()[0];
     });
+    if (fusion != tg::FusionMode::None)
+      getOperation().walk([&](linalg::TransposeOp transpose) {
+        if (findHeadsOperand(transpose, [&](Operation *product) {
+              return target.fusesIntoProductTiles(product);
+            }))
+          doneInTiles.insert(transpose);
+      });
     getOperation().walk([&](Operation *op) {
       if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
           op->getParentOfType<linalg::LinalgOp>() || doneInTiles.contains(op))

@@ -298,6 +298,76 @@ findOutputTranspose(mlir::linalg::LinalgOp product) {
   return transpose;
 }
 
+/// A layout change of a buffer in the sequence's layout [B, S, H, ...] into
+/// heads ([B, H, S, ...]: `linalg.transpose` [0, 2, 1, 3, ...]) whose
+/// result is read only through one collapse_shape [[0, 1], [2], [3, ...]]
+/// ([B·H, S, N]) by batch matmuls that `fuses` accepts, as inputs:
+/// attention's dO, read by dP = dO·Vᵀ and dV = Pᵀ·dO. A target whose tiles
+/// read their rows of each head straight from the sequence's layout never
+/// makes the copy. Nothing between the transpose and its last reader may
+/// write the source. Returns the collapse_shape the products read.
+inline mlir::memref::CollapseShapeOp
+findHeadsOperand(mlir::linalg::TransposeOp transpose,
+                 llvm::function_ref<bool(mlir::Operation *)> fuses) {
+  if (!transpose.hasPureBufferSemantics())
+    return {};
+  llvm::ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = perm.size();
+  if (rank < 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1)
+    return {};
+  for (int64_t d = 3; d < rank; ++d)
+    if (perm[d] != d)
+      return {};
+  auto inType =
+      llvm::dyn_cast<mlir::MemRefType>(transpose.getInput().getType());
+  mlir::Value heads = transpose.getInit();
+  if (!inType || !inType.hasStaticShape() || !inType.getLayout().isIdentity() ||
+      !heads.getDefiningOp<mlir::memref::AllocOp>())
+    return {};
+  mlir::memref::CollapseShapeOp collapse;
+  for (mlir::Operation *user : heads.getUsers()) {
+    if (user == transpose || llvm::isa<mlir::memref::DeallocOp>(user))
+      continue;
+    auto c = llvm::dyn_cast<mlir::memref::CollapseShapeOp>(user);
+    if (!c || collapse)
+      return {};
+    collapse = c;
+  }
+  if (!collapse)
+    return {};
+  llvm::SmallVector<mlir::ReassociationIndices> groups =
+      collapse.getReassociationIndices();
+  if (groups.size() != 3 || groups[0] != mlir::ReassociationIndices{0, 1} ||
+      groups[1] != mlir::ReassociationIndices{2})
+    return {};
+  mlir::Operation *last = transpose;
+  for (mlir::OpOperand &use : collapse->getUses()) {
+    auto product = llvm::dyn_cast<mlir::linalg::BatchMatmulOp>(use.getOwner());
+    if (!product || !fuses(product) || product.isDpsInit(&use) ||
+        product->getBlock() != transpose->getBlock() ||
+        product->isBeforeInBlock(transpose))
+      return {};
+    if (last->isBeforeInBlock(product))
+      last = product;
+  }
+  // The products read the source later than the transpose did: nothing
+  // between may write it.
+  mlir::Value source = rootBuffer(transpose.getInput());
+  for (mlir::Operation *op = transpose->getNextNode(); op != last;
+       op = op->getNextNode()) {
+    if (!touchesBuffer(op, source) ||
+        llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::DeallocOp>(op))
+      continue;
+    auto linalgOp = llvm::dyn_cast<mlir::linalg::LinalgOp>(op);
+    if (!linalgOp || !linalgOp.hasPureBufferSemantics() ||
+        llvm::any_of(linalgOp.getDpsInits(), [&](mlir::Value init) {
+          return rootBuffer(init) == source;
+        }))
+      return {};
+  }
+  return collapse;
+}
+
 } // namespace tgc
 
 #endif // TGC_CONVERSION_PRODUCTFUSION_H

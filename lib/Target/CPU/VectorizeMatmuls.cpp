@@ -836,11 +836,53 @@ SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
   return transposes;
 }
 
+/// The rows and columns of head h = bh mod H of sequence b = bh / H that
+/// `view` (a [1, rows, cols] tile of a [B·H, S, N] buffer) selects, as a
+/// 2-D view of `sequence`, the same values in the sequence's layout
+/// [B, S, H, ...] (row-major). The view is of `sequence` collapsed to
+/// [B, S, H·N], so that a tile is a [1, rows, cols] view like a batch
+/// matmul's own and its transfers fold onto one buffer.
+Value sequenceTile(OpBuilder &b, Location loc, Value sequence,
+                   memref::SubViewOp view, Operation *at) {
+  auto type = llvm::cast<MemRefType>(sequence.getType());
+  int64_t heads = type.getDimSize(2);
+  int64_t columns =
+      type.getNumElements() / (type.getDimSize(0) * type.getDimSize(1) * heads);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(sequence);
+  SmallVector<ReassociationIndices> groups{{0}, {1}, {}};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    groups.back().push_back(d);
+  Value rows = memref::CollapseShapeOp::create(b, loc, sequence, groups);
+  b.setInsertionPoint(at);
+  SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
+                            sizes = view.getMixedSizes();
+  Value bh = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
+  Value col = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
+  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+  Value seq = affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(1, 0, d0.floorDiv(heads)), bh);
+  Value headColumn = affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(2, 0, (d0 % heads) * columns + d1),
+      ValueRange{bh, col});
+  SmallVector<OpFoldResult> o{seq, offsets[1], headColumn};
+  SmallVector<OpFoldResult> z{b.getIndexAttr(1), sizes[1], sizes[2]};
+  SmallVector<OpFoldResult> one(3, b.getIndexAttr(1));
+  SmallVector<int64_t> tileShape;
+  for (OpFoldResult size : {sizes[1], sizes[2]}) {
+    std::optional<int64_t> c = getConstantIntValue(size);
+    tileShape.push_back(c ? *c : ShapedType::kDynamic);
+  }
+  auto reduced = memref::SubViewOp::inferRankReducedResultType(
+      tileShape, llvm::cast<MemRefType>(rows.getType()), o, z, one);
+  return memref::SubViewOp::create(b, loc, llvm::cast<MemRefType>(reduced),
+                                   rows, o, z, one);
+}
+
 /// After the output tiles exist (as 2-D matmuls on rank-reduced views of
-/// [1, mt, nt] tiles of the [B·H, S, N] output): each tile writes its rows
-/// and columns of head h = bh mod H of sequence b = bh / H straight into
-/// the [B, S, H, N] buffer, and the whole-buffer transpose goes, with the
-/// output buffer nothing reads any more.
+/// [1, mt, nt] tiles of the [B·H, S, N] output): each tile writes straight
+/// into the [B, S, H, N] buffer (sequenceTile), and the whole-buffer
+/// transpose goes, with the output buffer nothing reads any more.
 void writeOutputTilesTransposed(
     ModuleOp module, MutableArrayRef<linalg::TransposeOp> transposes) {
   OpBuilder b(module.getContext());
@@ -851,58 +893,86 @@ void writeOutputTilesTransposed(
     tile->removeAttr(kOutputTransposeAttr);
     linalg::TransposeOp transpose = transposes[index];
     Value out = tile.getDpsInits()[0];
-    Value acc = tgc::rootBuffer(out);
-    memref::SubViewOp view = accTileView(out, acc);
+    memref::SubViewOp view = accTileView(out, tgc::rootBuffer(out));
     if (!view || !transpose)
       continue; // not a tile of the whole output: the transpose stays
-    Location loc = tile.getLoc();
-    auto expand = transpose.getInput().getDefiningOp<memref::ExpandShapeOp>();
-    int64_t heads = expand.getResultType().getDimSize(1);
-    // [B, S, H·N]: the new layout with the heads and what the expand_shape
-    // split N into collapsed (a row-major buffer), so that a tile is a
-    // [1, mt, nt] view like a batch matmul's own: its transfers fold onto
-    // this buffer in the form the accumulators' hoisting matches.
-    Value init = transpose.getInit();
-    auto initType = llvm::cast<MemRefType>(init.getType());
-    int64_t columns = initType.getNumElements() /
-                      (initType.getDimSize(0) * initType.getDimSize(1) * heads);
-    b.setInsertionPointAfterValue(init);
-    SmallVector<ReassociationIndices> groups{{0}, {1}, {}};
-    for (int64_t d = 2; d < initType.getRank(); ++d)
-      groups.back().push_back(d);
-    Value rows = memref::CollapseShapeOp::create(b, loc, init, groups);
-    b.setInsertionPoint(tile);
-    SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
-                              sizes = view.getMixedSizes();
-    Value bh = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
-    Value col = getValueOrCreateConstantIndexOp(b, loc, offsets[2]);
-    AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-    Value seq = affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(1, 0, d0.floorDiv(heads)), bh);
-    Value headColumn = affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(2, 0, (d0 % heads) * columns + d1),
-        ValueRange{bh, col});
-    SmallVector<OpFoldResult> o{seq, offsets[1], headColumn};
-    SmallVector<OpFoldResult> z{b.getIndexAttr(1), sizes[1], sizes[2]};
-    SmallVector<OpFoldResult> one(3, b.getIndexAttr(1));
-    auto rowsType = llvm::cast<MemRefType>(rows.getType());
-    SmallVector<int64_t> tileShape;
-    for (OpFoldResult size : {sizes[1], sizes[2]}) {
-      std::optional<int64_t> c = getConstantIntValue(size);
-      tileShape.push_back(c ? *c : ShapedType::kDynamic);
-    }
-    auto reduced = memref::SubViewOp::inferRankReducedResultType(
-        tileShape, rowsType, o, z, one);
-    Value target = memref::SubViewOp::create(
-        b, loc, llvm::cast<MemRefType>(reduced), rows, o, z, one);
-    tile.getDpsInitsMutable()[0].set(target);
+    tile.getDpsInitsMutable()[0].set(
+        sequenceTile(b, tile.getLoc(), transpose.getInit(), view, tile));
     // The transpose goes; so does the [B·H, S, N] buffer, which only
     // views and its deallocation use now (canonicalisation).
-    Operation *expandOp = expand;
+    Operation *expand = transpose.getInput().getDefiningOp();
     transpose->erase();
     transposes[index] = {};
-    if (expandOp->use_empty())
-      expandOp->erase();
+    if (expand && expand->use_empty())
+      expand->erase();
+  }
+}
+
+constexpr llvm::StringLiteral kHeadsOperandsAttr = "tgc.heads_operands";
+
+/// Layout changes into heads read only by products (findHeadsOperand), and
+/// per product which of its two inputs each feeds (-1: neither).
+struct HeadsOperands {
+  SmallVector<linalg::TransposeOp> transposes;
+  SmallVector<int64_t> pendingReaders;
+};
+
+HeadsOperands takeHeadsOperands(ModuleOp module) {
+  HeadsOperands found;
+  SmallVector<linalg::TransposeOp> candidates;
+  module.walk([&](linalg::TransposeOp op) { candidates.push_back(op); });
+  Builder b(module.getContext());
+  for (linalg::TransposeOp transpose : candidates) {
+    memref::CollapseShapeOp collapse =
+        tgc::findHeadsOperand(transpose, tgc::cpu::fusesIntoProductTiles);
+    if (!collapse)
+      continue;
+    int64_t index = found.transposes.size();
+    found.transposes.push_back(transpose);
+    found.pendingReaders.push_back(0);
+    for (OpOperand &use : collapse->getUses()) {
+      Operation *product = use.getOwner();
+      SmallVector<int64_t> marks{-1, -1};
+      if (auto old =
+              product->getAttrOfType<DenseI64ArrayAttr>(kHeadsOperandsAttr))
+        marks.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+      marks[use.getOperandNumber()] = index;
+      product->setAttr(kHeadsOperandsAttr, b.getDenseI64ArrayAttr(marks));
+      ++found.pendingReaders[index];
+    }
+  }
+  return found;
+}
+
+/// After the output tiles exist: each tile reads its rows of a head
+/// straight from the sequence's layout (sequenceTile); a transpose all of
+/// whose readers do goes.
+void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found) {
+  OpBuilder b(module.getContext());
+  for (linalg::LinalgOp tile :
+       opsWithAttr<linalg::LinalgOp>(module, kHeadsOperandsAttr)) {
+    ArrayRef<int64_t> marks =
+        tile->getAttrOfType<DenseI64ArrayAttr>(kHeadsOperandsAttr).asArrayRef();
+    SmallVector<int64_t> indices(marks);
+    tile->removeAttr(kHeadsOperandsAttr);
+    for (auto [operand, index] : llvm::enumerate(indices)) {
+      if (index < 0)
+        continue;
+      linalg::TransposeOp transpose = found.transposes[index];
+      Value in = tile.getDpsInputs()[operand];
+      auto users = transpose.getInit().getUsers();
+      auto collapse =
+          llvm::find_if(users, llvm::IsaPred<memref::CollapseShapeOp>);
+      memref::SubViewOp view = collapse == users.end()
+                                   ? nullptr
+                                   : accTileView(in, (*collapse)->getResult(0));
+      if (!view)
+        continue; // this reader keeps the transposed copy
+      tile.getDpsInputOperands()[operand]->set(
+          sequenceTile(b, tile.getLoc(), transpose.getInput(), view, tile));
+      if (--found.pendingReaders[index] == 0)
+        transpose->erase();
+    }
   }
 }
 
@@ -965,8 +1035,8 @@ void rankReduceUnitBatches(ModuleOp module) {
                                     ValueRange{c});
     }
     mm->setAttr(kScheduleAttr, op->getAttr(kScheduleAttr));
-    for (StringRef carried :
-         {kTileInitAttr, kEpilogueAttr, kOutputTransposeAttr})
+    for (StringRef carried : {kTileInitAttr, kEpilogueAttr,
+                              kOutputTransposeAttr, kHeadsOperandsAttr})
       if (Attribute attr = op->getAttr(carried))
         mm->setAttr(carried, attr);
     rewriter.eraseOp(op);
@@ -1015,7 +1085,9 @@ struct TGCVectorizeMatmulsPass
     // predicate as `tgc stats`' count, on the same IR.
     SmallVector<linalg::GenericOp> epilogues;
     SmallVector<linalg::TransposeOp> outputTransposes;
+    HeadsOperands headsOperands;
     if (fillTiles) {
+      headsOperands = takeHeadsOperands(module);
       outputTransposes = takeOutputTransposes(module);
       takeAccumulatorFills(module);
       epilogues = takeEpilogues(module);
@@ -1059,6 +1131,7 @@ struct TGCVectorizeMatmulsPass
       return signalPassFailure();
     rankReduceUnitBatches(module);
     writeOutputTilesTransposed(module, outputTransposes);
+    readHeadsOperandsInPlace(module, headsOperands);
     fillOutputTiles(module);
     fuseEpilogues(module, epilogues);
     for (auto &entry : configs)

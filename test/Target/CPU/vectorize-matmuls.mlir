@@ -374,6 +374,53 @@ func.func @epilogue_results(%dy: memref<128x64xf32>, %w: memref<64x96xf32>, %g: 
 
 // -----
 
+// Attention's dO moved to heads only for products (dP = dO·Vᵀ): each tile
+// reads its rows of head bh mod H of sequence bh / H straight from the
+// sequence's layout; the transpose is gone.
+// TILEFILL-LABEL: func.func @heads_operand
+// TILEFILL-NOT: linalg.transpose
+// TILEFILL: %[[ROWS:.*]] = memref.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]] : memref<2x37x4x16xf32> into memref<2x37x64xf32>
+// TILEFILL: scf.forall (%[[BH:.*]]) in (8)
+// TILEFILL: vector.transfer_read %[[ROWS]][
+// TILEFILL: vector.fma
+// TILEFILL-NOT: linalg.transpose
+// TILEFILL: return
+func.func @heads_operand(%x: memref<2x37x4x16xf32>, %vt: memref<8x16x37xf32>, %out: memref<8x37x37xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<2x4x37x16xf32>
+  linalg.transpose ins(%x : memref<2x37x4x16xf32>) outs(%t : memref<2x4x37x16xf32>) permutation = [0, 2, 1, 3]
+  %c = memref.collapse_shape %t [[0, 1], [2], [3]] : memref<2x4x37x16xf32> into memref<8x37x16xf32>
+  %dp = memref.alloc() : memref<8x37x37xf32>
+  linalg.fill ins(%zero : f32) outs(%dp : memref<8x37x37xf32>)
+  linalg.batch_matmul ins(%c, %vt : memref<8x37x16xf32>, memref<8x16x37xf32>) outs(%dp : memref<8x37x37xf32>)
+  memref.copy %dp, %out : memref<8x37x37xf32> to memref<8x37x37xf32>
+  memref.dealloc %t : memref<2x4x37x16xf32>
+  return
+}
+
+// -----
+
+// The same, but the source is written between the transpose and the
+// product: the transposed copy stays.
+// TILEFILL-LABEL: func.func @heads_operand_overwritten
+// TILEFILL: linalg.transpose
+// TILEFILL: scf.forall
+func.func @heads_operand_overwritten(%x: memref<2x37x4x16xf32>, %vt: memref<8x16x37xf32>, %out: memref<8x37x37xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<2x4x37x16xf32>
+  linalg.transpose ins(%x : memref<2x37x4x16xf32>) outs(%t : memref<2x4x37x16xf32>) permutation = [0, 2, 1, 3]
+  linalg.fill ins(%zero : f32) outs(%x : memref<2x37x4x16xf32>)
+  %c = memref.collapse_shape %t [[0, 1], [2], [3]] : memref<2x4x37x16xf32> into memref<8x37x16xf32>
+  %dp = memref.alloc() : memref<8x37x37xf32>
+  linalg.fill ins(%zero : f32) outs(%dp : memref<8x37x37xf32>)
+  linalg.batch_matmul ins(%c, %vt : memref<8x37x16xf32>, memref<8x16x37xf32>) outs(%dp : memref<8x37x37xf32>)
+  memref.copy %dp, %out : memref<8x37x37xf32> to memref<8x37x37xf32>
+  memref.dealloc %t : memref<2x4x37x16xf32>
+  return
+}
+
+// -----
+
 // The product's output read again after the loop: no epilogue.
 // TILEFILL-LABEL: func.func @read_later
 // TILEFILL: scf.forall

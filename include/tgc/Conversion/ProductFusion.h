@@ -40,6 +40,34 @@ inline bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
   return touches;
 }
 
+/// Views and allocations touch no memory.
+inline bool movesNoData(mlir::Operation *op) {
+  return llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::AllocOp>(op);
+}
+
+/// The first op after `op` (at most a few, same block) that touches the
+/// buffer `root` and moves data; null if none within the limit.
+inline mlir::Operation *nextToucher(mlir::Operation *op, mlir::Value root) {
+  constexpr int kMaxOpsBetween = 16;
+  int seen = 0;
+  for (mlir::Operation *next = op->getNextNode(); next && seen < kMaxOpsBetween;
+       next = next->getNextNode(), ++seen)
+    if (!movesNoData(next) && touchesBuffer(next, root))
+      return next;
+  return nullptr;
+}
+
+/// Whether an op after `op` (same block) touches the buffer `root` other
+/// than to view or free it.
+inline bool touchedAfter(mlir::Operation *op, mlir::Value root) {
+  for (mlir::Operation *next = op->getNextNode(); next;
+       next = next->getNextNode())
+    if (!movesNoData(next) && touchesBuffer(next, root) &&
+        !llvm::isa<mlir::memref::DeallocOp>(next))
+      return true;
+  return false;
+}
+
 /// The linalg.fill of a constant (on buffers) that initialises `product`'s
 /// output just before it: it writes the very buffer the product accumulates
 /// into, and no op between the two (at most a few, in the same block) reads
@@ -137,7 +165,6 @@ inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
 /// exist before the product or are allocated (or reshaped) in between and
 /// can move before it. Products with a whole buffer as output only.
 inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
-  constexpr int kMaxOpsBetween = 16;
   bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(product);
   if (!product.hasPureBufferSemantics() || product.getNumDpsInits() != 1 ||
       !(batched || llvm::isa<mlir::linalg::MatmulOp>(product)))
@@ -151,19 +178,8 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
     return {};
   int64_t m = accType.getDimSize(accType.getRank() - 2),
           n = accType.getDimSize(accType.getRank() - 1);
-  mlir::linalg::GenericOp epilogue;
-  int seen = 0;
-  // Views and allocations touch no memory.
-  auto movesNoData = [](mlir::Operation *op) {
-    return llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::AllocOp>(op);
-  };
-  for (mlir::Operation *op = product->getNextNode();
-       op && seen < kMaxOpsBetween; op = op->getNextNode(), ++seen) {
-    if (movesNoData(op) || !touchesBuffer(op, acc))
-      continue;
-    epilogue = llvm::dyn_cast<mlir::linalg::GenericOp>(op);
-    break;
-  }
+  auto epilogue = llvm::dyn_cast_or_null<mlir::linalg::GenericOp>(
+      nextToucher(product, acc));
   if (!epilogue || !epilogue.hasPureBufferSemantics() ||
       epilogue.getNumDpsInits() == 0 || epilogue.getNumReductionLoops() != 0)
     return {};
@@ -218,12 +234,8 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
     for (mlir::Value v : epilogue->getOperands())
       if (!movesNoData(op) && touchesBuffer(op, rootBuffer(v)))
         return {};
-  if (!inPlace)
-    for (mlir::Operation *op = epilogue->getNextNode(); op;
-         op = op->getNextNode())
-      if (!movesNoData(op) && touchesBuffer(op, acc) &&
-          !llvm::isa<mlir::memref::DeallocOp>(op))
-        return {};
+  if (!inPlace && touchedAfter(epilogue, acc))
+    return {};
   return epilogue;
 }
 
@@ -238,7 +250,6 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
 /// the [B·H, S, N] copy.
 inline mlir::linalg::TransposeOp
 findOutputTranspose(mlir::linalg::LinalgOp product) {
-  constexpr int kMaxOpsBetween = 16;
   if (!llvm::isa<mlir::linalg::BatchMatmulOp>(product) ||
       !product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
     return {};
@@ -249,18 +260,8 @@ findOutputTranspose(mlir::linalg::LinalgOp product) {
       !acc.getDefiningOp<mlir::memref::AllocOp>() ||
       !findAccumulatorInit(product) || findEpilogue(product))
     return {};
-  auto movesNoData = [](mlir::Operation *op) {
-    return llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::AllocOp>(op);
-  };
-  mlir::linalg::TransposeOp transpose;
-  int seen = 0;
-  for (mlir::Operation *op = product->getNextNode();
-       op && seen < kMaxOpsBetween; op = op->getNextNode(), ++seen) {
-    if (movesNoData(op) || !touchesBuffer(op, acc))
-      continue;
-    transpose = llvm::dyn_cast<mlir::linalg::TransposeOp>(op);
-    break;
-  }
+  auto transpose = llvm::dyn_cast_or_null<mlir::linalg::TransposeOp>(
+      nextToucher(product, acc));
   if (!transpose || !transpose.hasPureBufferSemantics())
     return {};
   auto expand =
@@ -290,11 +291,8 @@ findOutputTranspose(mlir::linalg::LinalgOp product) {
        op = op->getNextNode())
     if (!movesNoData(op) && touchesBuffer(op, rootBuffer(out)))
       return {};
-  for (mlir::Operation *op = transpose->getNextNode(); op;
-       op = op->getNextNode())
-    if (!movesNoData(op) && touchesBuffer(op, acc) &&
-        !llvm::isa<mlir::memref::DeallocOp>(op))
-      return {};
+  if (touchedAfter(transpose, acc))
+    return {};
   return transpose;
 }
 

@@ -126,10 +126,11 @@ inline bool availableBefore(mlir::Value v, mlir::Operation *op) {
 
 /// Whether `epilogue` runs over the product's output `acc` itself: its
 /// loops are acc's dimensions, each operand on acc is acc with the identity
-/// map, and the others are read through projected permutations (a row's
-/// statistic broadcast along it), so an output tile's offsets and sizes
-/// select each operand's tile. Such a loop may use linalg.index (a causal
-/// mask) and may update acc in place.
+/// map, the other inputs are read through projected permutations (a row's
+/// statistic broadcast along it) and the other outputs written through
+/// permutations (each element once, so tiles never write the same one), so
+/// an output tile's offsets and sizes select each operand's tile. Such a
+/// loop may use linalg.index (a causal mask) and may update acc in place.
 inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
                              mlir::Value acc) {
   auto accType = llvm::cast<mlir::MemRefType>(acc.getType());
@@ -138,9 +139,11 @@ inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
     return false;
   for (mlir::OpOperand &operand : epilogue->getOpOperands()) {
     mlir::AffineMap map = epilogue.getMatchingIndexingMap(&operand);
-    if (rootBuffer(operand.get()) == acc
-            ? operand.get() != acc || !map.isIdentity()
-            : !map.isProjectedPermutation())
+    bool fits = rootBuffer(operand.get()) == acc
+                    ? operand.get() == acc && map.isIdentity()
+                : epilogue.isDpsInit(&operand) ? map.isPermutation()
+                                               : map.isProjectedPermutation();
+    if (!fits)
       return false;
   }
   return true;

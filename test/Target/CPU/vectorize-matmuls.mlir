@@ -308,6 +308,30 @@ func.func @batch_broadcast_epilogue(%do: memref<6x37x16xf32>, %vt: memref<6x16x3
 
 // -----
 
+// A loop over the output that writes another buffer through a broadcast
+// map (every tile of a row would write the same element): not an
+// epilogue, the whole-buffer loop stays after the product.
+// TILEFILL-LABEL: func.func @broadcast_output_not_epilogue
+// TILEFILL: scf.forall
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}} : memref<6x37x37xf32>) outs(%{{.*}} : memref<6x37xf32>)
+#id3w = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#roww = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @broadcast_output_not_epilogue(%q: memref<6x37x16xf32>, %kt: memref<6x16x37xf32>, %last: memref<6x37xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<6x37x37xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<6x37x37xf32>)
+  linalg.batch_matmul ins(%q, %kt : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%s : memref<6x37x37xf32>)
+  linalg.generic {indexing_maps = [#id3w, #roww], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : memref<6x37x37xf32>) outs(%last : memref<6x37xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  }
+  memref.dealloc %s : memref<6x37x37xf32>
+  return
+}
+
+// -----
+
 // Attention's dK, computed per (batch, head) as [B·H, S, D] and moved to
 // the sequence's layout [B, S, H, D]: each output tile is filled and
 // written straight into the new layout (head bh mod H of sequence bh / H),

@@ -371,6 +371,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     double scale = op.getScaleOrDefault();
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
+    Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
     Value lse = l.statRows(rewriter, loc, adaptor.getLogsumexp());
     // delta = rowsum(dO ∘ O) in the query rows' layout [B·Hkv, S·G], read
@@ -399,18 +400,11 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                       RankedTensorType::get({bh, l.S * l.G}, l.elt));
     }
     Value kT = transposeMatrices(rewriter, loc, k);
-    // Vᵀ ([B·Hkv, Dv, Skv]) in one transpose of V in the sequence's layout:
-    // the forward's V in heads is then read by its product only, whose
-    // tiles read it in place (no copy kept for the backward).
-    Value vT =
-        reshape(rewriter, loc,
-                transpose(rewriter, loc, adaptor.getValue(), {0, 2, 3, 1}),
-                RankedTensorType::get({l.B * l.Hkv, l.Dv, l.Skv}, l.elt));
+    Value vT = transposeMatrices(rewriter, loc, v);
     SmallVector<Value> init{
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
-        filled(rewriter, loc, RankedTensorType::get({bh, l.Skv, l.Dv}, l.elt),
-               0.0)};
+        filled(rewriter, loc, tensorType(v), 0.0)};
     // Per query tile: dQ's rows accumulate over the key tiles it sees and
     // are written once; dK's and dV's rows accumulate across query tiles.
     SmallVector<Value> grads = forEachChunk(

@@ -281,50 +281,45 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                 // product accumulates into a fresh zero output (which the
                 // target can zero inside its tiles). Same values: the
                 // rescale would multiply zeros by exp(−inf) = 0.
-                if (llvm::all_of(st, [](Value v) {
-                      return v.getDefiningOp<linalg::FillOp>();
-                    })) {
-                  Value p = updateRows(
-                      tb, tl, s, tileMax,
-                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                        return math::ExpOp::create(nb, nl2,
-                                                   subF(nb, nl2, a[1], a[0]));
-                      });
-                  Value sum = addRowSums(tb, tl, p, st[1]);
-                  Value acc = batchMatmulInto(
-                      tb, tl, p, sliceDim(tb, tl, 1, v, keyOffset, keys),
-                      st[2]);
-                  return {tileMax, sum, acc};
-                }
+                bool first = llvm::all_of(st, [](Value v) {
+                  return v.getDefiningOp<linalg::FillOp>();
+                });
                 // alpha = exp(m − max(m, tile max)) rescales what the
                 // earlier tiles summed; then m takes the new max in place.
-                Value alpha = elementwise(
-                    tb, tl, tensorType(tileMax), {st[0], tileMax},
-                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      Value m = arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
-                      return math::ExpOp::create(nb, nl2,
-                                                 subF(nb, nl2, a[0], m));
-                    });
-                Value m = updateRows(
-                    tb, tl, st[0], tileMax,
-                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
-                    });
+                Value m = tileMax, alpha;
+                if (!first) {
+                  alpha = elementwise(
+                      tb, tl, tensorType(tileMax), {st[0], tileMax},
+                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                        Value mx =
+                            arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                        return math::ExpOp::create(nb, nl2,
+                                                   subF(nb, nl2, a[0], mx));
+                      });
+                  m = updateRows(
+                      tb, tl, st[0], tileMax,
+                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                        return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                      });
+                }
                 Value p = updateRows(
                     tb, tl, s, m,
                     [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
                       return math::ExpOp::create(nb, nl2,
                                                  subF(nb, nl2, a[1], a[0]));
                     });
-                auto rescale = [](OpBuilder &nb, Location nl2,
-                                  ValueRange a) -> Value {
-                  return mulF(nb, nl2, a[1], a[0]);
+                auto rescaled = [&](Value running) {
+                  return first ? running
+                               : updateRows(tb, tl, running, alpha,
+                                            [](OpBuilder &nb, Location nl2,
+                                               ValueRange a) -> Value {
+                                              return mulF(nb, nl2, a[1], a[0]);
+                                            });
                 };
-                Value sum = addRowSums(
-                    tb, tl, p, updateRows(tb, tl, st[1], alpha, rescale));
+                Value sum = addRowSums(tb, tl, p, rescaled(st[1]));
                 Value acc = batchMatmulInto(
                     tb, tl, p, sliceDim(tb, tl, 1, v, keyOffset, keys),
-                    updateRows(tb, tl, st[2], alpha, rescale));
+                    rescaled(st[2]));
                 return {m, sum, acc};
               });
           // The tile's output rows acc / l and logsumexp rows m + log l.

@@ -162,8 +162,9 @@ inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
 ///    add in [B, S, D]).
 /// It writes buffers the product does not read (several: SwiGLU's gradient
 /// loop writes the gate's and up's gradients and the recomputed product),
-/// or (direct) updates the output in place; otherwise it is the output's
-/// last reader. No op between
+/// or (direct) updates the output in place. Later ops may still read the
+/// output (SwiGLU's up projection, kept for the gradient, feeds silu(g)·u):
+/// each tile is whole before its epilogue reads it. No op between
 /// the two (at most a few) touches any of the loop's buffers, whose buffers
 /// exist before the product or are allocated (or reshaped) in between and
 /// can move before it. Products with a whole buffer as output only.
@@ -230,15 +231,12 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
         return llvm::is_contained(outs, rootBuffer(in));
       })))
     return {};
-  // Nothing between touches the loop's buffers, and (unless it leaves its
-  // result in the output) nothing after it reads the product's output.
+  // Nothing between touches the loop's buffers.
   for (mlir::Operation *op = product->getNextNode(); op != epilogue;
        op = op->getNextNode())
     for (mlir::Value v : epilogue->getOperands())
       if (!movesNoData(op) && touchesBuffer(op, rootBuffer(v)))
         return {};
-  if (!inPlace && touchedAfter(epilogue, acc))
-    return {};
   return epilogue;
 }
 

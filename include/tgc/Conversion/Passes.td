@@ -70,6 +70,12 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       for results into fresh tensors (not a loop's running values, which
       are updated in place). Producer fusion then runs again: a producer
       whose readers became one is fused into it.
+    - Sums of products: an elementwise loop that only adds the results of
+      `linalg.matmul`s, each of which starts from a zero fill and has no
+      other reader (the gradient of a tensor read by several projections:
+      dX = dQ·Wq + dK·Wk + dV·Wv), becomes one accumulation: each product
+      after the first accumulates into the previous one's output, and the
+      loop goes (one pass over dX less per term).
     - Layout changes: transposes take part as generics (those left unfused
       become `linalg.transpose` again); a transpose of a tensor with no
       other reader is computed once (attention's forward and backward both

@@ -447,6 +447,98 @@ void reuseTransposes(func::FuncOp func) {
   });
 }
 
+/// The product behind `input` of a sum: a `linalg.matmul` of the default
+/// layout (or a transposed-operand one) whose output starts from a zero
+/// fill and whose result is read only by the sum, directly or through one
+/// expand_shape read only by the sum. Null otherwise.
+linalg::MatmulOp summedProduct(Value input, linalg::GenericOp sum) {
+  Value value = input;
+  if (auto expand = input.getDefiningOp<tensor::ExpandShapeOp>()) {
+    if (!expand->hasOneUse())
+      return {};
+    value = expand.getSrc();
+  }
+  auto product = value.getDefiningOp<linalg::MatmulOp>();
+  if (!product || !product.hasPureTensorSemantics() || !value.hasOneUse() ||
+      product->getBlock() != sum->getBlock())
+    return {};
+  auto fill = product.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat())
+             ? product
+             : linalg::MatmulOp();
+}
+
+/// Whether `sum` is an elementwise loop whose result is the plain sum of
+/// its inputs, each read once, over identity maps.
+bool isPlainSum(linalg::GenericOp sum) {
+  if (!sum.hasPureTensorSemantics() || sum.getNumDpsInits() != 1 ||
+      sum.getNumReductionLoops() != 0 ||
+      !llvm::all_of(sum.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block *body = sum.getBody();
+  int64_t inputs = sum.getNumDpsInputs();
+  if (inputs < 2 || static_cast<int64_t>(body->getOperations().size()) !=
+                        inputs) // inputs − 1 additions and the yield
+    return false;
+  for (Operation &op : body->without_terminator())
+    if (!isa<arith::AddFOp>(op))
+      return false;
+  for (int64_t i = 0; i < inputs; ++i)
+    if (!body->getArgument(i).hasOneUse())
+      return false;
+  return body->getArgument(inputs).use_empty();
+}
+
+/// A sum of products' results (the gradient of a tensor read by several
+/// projections: dX = dQ·Wq + dK·Wk + dV·Wv) as one accumulation: each
+/// product after the first accumulates into the previous one's output
+/// instead of into a zero fill, and the sum's loop goes. The products stay
+/// where they are (each later one reads the earlier's result, which
+/// dominates it); the sum's result becomes the last product's (reshaped as
+/// the sum read it).
+void accumulateSummedProducts(func::FuncOp func) {
+  SmallVector<linalg::GenericOp> sums;
+  func.walk([&](linalg::GenericOp op) {
+    if (isPlainSum(op))
+      sums.push_back(op);
+  });
+  IRRewriter rewriter(func.getContext());
+  for (linalg::GenericOp sum : sums) {
+    SmallVector<linalg::MatmulOp> products;
+    for (Value input : sum.getDpsInputs())
+      if (linalg::MatmulOp product = summedProduct(input, sum))
+        products.push_back(product);
+    if (products.size() != sum.getDpsInputs().size() ||
+        llvm::any_of(products, [&](linalg::MatmulOp p) {
+          return p.getResultTypes() != products.front().getResultTypes();
+        }))
+      continue;
+    llvm::sort(products, [](linalg::MatmulOp a, linalg::MatmulOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    Value acc = products.front().getResult(0);
+    for (linalg::MatmulOp product : llvm::drop_begin(products)) {
+      Operation *fill = product.getDpsInits()[0].getDefiningOp();
+      rewriter.modifyOpInPlace(
+          product, [&] { product.getDpsInitsMutable()[0].set(acc); });
+      if (fill->use_empty())
+        rewriter.eraseOp(fill);
+      acc = product.getResult(0);
+    }
+    rewriter.setInsertionPoint(sum);
+    Value result = acc;
+    auto type = llvm::cast<RankedTensorType>(sum.getResultTypes()[0]);
+    if (result.getType() != type) {
+      // The sum read the products through expand_shapes of one form.
+      auto expand = sum.getDpsInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
+      result = tensor::ExpandShapeOp::create(
+          rewriter, sum.getLoc(), type, acc, expand.getReassociationIndices());
+    }
+    rewriter.replaceOp(sum, result);
+  }
+}
+
 /// Transposes as generics for the duration of the fusion (a permuting copy
 /// fuses with an elementwise producer or consumer: RoPE writes the heads'
 /// layout, a gradient's layout change feeds RoPE's gradient directly);
@@ -529,7 +621,10 @@ struct TGCFuseElementwisePass
       return !overwrittenBetween(generic, consumer) &&
              readsBeforeUpdates(inPlace, generic.getDpsInputs(), consumer);
     };
-    getOperation().walk([](func::FuncOp func) { reuseTransposes(func); });
+    getOperation().walk([](func::FuncOp func) {
+      accumulateSummedProducts(func);
+      reuseTransposes(func);
+    });
     generalizeTransposes(getOperation());
     // A reshape between an elementwise loop and a layout change (attention
     // splits heads into groups: [.., S·G, D] ↔ [.., S, G, D]) is folded into

@@ -332,3 +332,63 @@ func.func @share_scalar(%p: tensor<8xf32>, %q: tensor<8xf32>, %lr: tensor<f32>) 
   } -> tensor<8xf32>
   return %np, %nq : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A sum of three products read through reshapes (the gradient of a tensor
+// read by the Q, K and V projections): each later product accumulates into
+// the earlier one's output, and the sum's loop goes.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @summed_products
+// CHECK: %[[FILL:.*]] = linalg.fill
+// CHECK: %[[P1:.*]] = linalg.matmul ins(%arg0, %arg3 : {{.*}}) outs(%[[FILL]] :
+// CHECK: %[[P2:.*]] = linalg.matmul ins(%arg1, %arg4 : {{.*}}) outs(%[[P1]] :
+// CHECK: %[[P3:.*]] = linalg.matmul ins(%arg2, %arg5 : {{.*}}) outs(%[[P2]] :
+// CHECK-NOT: linalg.generic
+// CHECK: %[[R:.*]] = tensor.expand_shape %[[P3]] {{\[}}[0, 1], [2]] output_shape [2, 3, 8]
+// CHECK: return %[[R]]
+func.func @summed_products(%a1: tensor<6x4xf32>, %a2: tensor<6x4xf32>, %a3: tensor<6x4xf32>, %w1: tensor<4x8xf32>, %w2: tensor<4x8xf32>, %w3: tensor<4x8xf32>) -> tensor<2x3x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x8xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p1 = linalg.matmul ins(%a1, %w1 : tensor<6x4xf32>, tensor<4x8xf32>) outs(%f1 : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %x1 = tensor.expand_shape %p1 [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p2 = linalg.matmul ins(%a2, %w2 : tensor<6x4xf32>, tensor<4x8xf32>) outs(%f2 : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %x2 = tensor.expand_shape %p2 [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p3 = linalg.matmul ins(%a3, %w3 : tensor<6x4xf32>, tensor<4x8xf32>) outs(%f3 : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %x3 = tensor.expand_shape %p3 [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
+  %o = tensor.empty() : tensor<2x3x8xf32>
+  %s = linalg.generic {indexing_maps = [#id3, #id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x3, %x2, %x1 : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) outs(%o : tensor<2x3x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %w: f32, %out: f32):
+    %t = arith.addf %u, %v : f32
+    %r = arith.addf %t, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8xf32>
+  return %s : tensor<2x3x8xf32>
+}
+
+// -----
+
+// One product read twice (also by the return): its output must stay, so
+// the sum stays.
+#id3b = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @product_read_elsewhere
+// CHECK: %[[F:.*]] = linalg.fill
+// CHECK: linalg.matmul {{.*}} outs(%[[F]] :
+// CHECK: linalg.matmul {{.*}} outs(%[[F]] :
+// CHECK: linalg.generic
+func.func @product_read_elsewhere(%a1: tensor<6x4xf32>, %a2: tensor<6x4xf32>, %w: tensor<4x8xf32>) -> (tensor<6x8xf32>, tensor<6x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p1 = linalg.matmul ins(%a1, %w : tensor<6x4xf32>, tensor<4x8xf32>) outs(%f : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p2 = linalg.matmul ins(%a2, %w : tensor<6x4xf32>, tensor<4x8xf32>) outs(%f : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%p1, %p2 : tensor<6x8xf32>, tensor<6x8xf32>) outs(%e : tensor<6x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %out: f32):
+    %r = arith.addf %u, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<6x8xf32>
+  return %s, %p1 : tensor<6x8xf32>, tensor<6x8xf32>
+}

@@ -531,9 +531,10 @@ void accumulateSummedProducts(func::FuncOp func) {
     auto type = llvm::cast<RankedTensorType>(sum.getResultTypes()[0]);
     if (result.getType() != type) {
       // The sum read the products through expand_shapes of one form.
-      auto expand = sum.getDpsInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
-      result = tensor::ExpandShapeOp::create(
-          rewriter, sum.getLoc(), type, acc, expand.getReassociationIndices());
+      auto expand =
+          sum.getDpsInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
+      result = tensor::ExpandShapeOp::create(rewriter, sum.getLoc(), type, acc,
+                                             expand.getReassociationIndices());
     }
     rewriter.replaceOp(sum, result);
   }

@@ -51,14 +51,33 @@ struct CountKernelsPass
   StringRef getArgument() const final { return "tgc-count-kernels"; }
 
   void runOnOperation() override {
-    // Iterations of the loops around `op` (constant trip counts).
+    // Iterations of the loops around `op` (constant trip counts): chunk
+    // and tile loops, and parallel tasks (attention's, per head).
     auto repeats = [](Operation *op) {
       int64_t n = 1;
-      for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
-           loop = loop->getParentOfType<scf::ForOp>())
-        if (std::optional<APInt> trips = loop.getStaticTripCount())
-          n *= trips->getSExtValue();
+      for (Operation *parent = op->getParentOp(); parent;
+           parent = parent->getParentOp()) {
+        if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+          if (std::optional<APInt> trips = loop.getStaticTripCount())
+            n *= trips->getSExtValue();
+        } else if (auto tasks = dyn_cast<scf::ForallOp>(parent)) {
+          if (std::optional<SmallVector<int64_t>> counts =
+                  getConstantIntValues(tasks.getMixedUpperBound()))
+            for (int64_t count : *counts)
+              n *= count;
+        }
+      }
       return n;
+    };
+    // A buffer a parallel task makes for itself (a score tile, a copy of
+    // its queries or of a key tile) of at most 256 KiB stays in that task's
+    // core's cache: no trip to memory.
+    auto taskLocal = [](Value operand) {
+      Value root = rootBuffer(operand);
+      Operation *def = root.getDefiningOp();
+      return isa_and_nonnull<memref::AllocOp>(def) &&
+             def->getParentOfType<scf::ForallOp>() &&
+             tg::getValueBytes(root) <= (256 << 10);
     };
     // What the target does inside its products' tiles is no kernel: the
     // fill of the output, a layout change of it, and the epilogue, which
@@ -87,17 +106,30 @@ struct CountKernelsPass
           doneInTiles.insert(transpose);
       });
     getOperation().walk([&](Operation *op) {
+      // Parallel tasks are one kernel (a pass over what they read and
+      // write); the loop nests inside them are not.
+      if (isa<scf::ForallOp>(op)) {
+        int64_t n = repeats(op);
+        counts->kernels += n;
+        sourceOf(sourceIndex, op->getLoc(), op->getName().getStringRef())
+            .kernels += n;
+        return;
+      }
       if (!isa<linalg::LinalgOp, memref::CopyOp>(op) ||
           op->getParentOfType<linalg::LinalgOp>() || doneInTiles.contains(op))
         return;
       auto epilogue = epilogueOutputs.find(op);
       int64_t bytes = 0;
       for (Value operand : op->getOperands())
-        if (epilogue == epilogueOutputs.end() ||
-            rootBuffer(operand) != epilogue->second)
+        if ((epilogue == epilogueOutputs.end() ||
+             rootBuffer(operand) != epilogue->second) &&
+            !taskLocal(operand))
           bytes += tg::getValueBytes(operand);
       int64_t n = repeats(op);
-      int64_t kernels = epilogue == epilogueOutputs.end() ? n : 0;
+      int64_t kernels = epilogue == epilogueOutputs.end() &&
+                                !op->getParentOfType<scf::ForallOp>()
+                            ? n
+                            : 0;
       counts->kernels += kernels;
       counts->bytesMoved += n * bytes;
       KernelSource &source =
@@ -168,7 +200,8 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   auto step = module.lookupSymbol<func::FuncOp>(kStepName);
   bool inPlace = step && canUpdateInPlace(step);
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
-        buildTGToLinalgPipeline(pm, kStepName, fusion);
+        buildTGToLinalgPipeline(pm, kStepName, fusion,
+                                target.attentionTaskBytes());
       })))
     return failure();
   if (inPlace) {
@@ -233,7 +266,8 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                                    llvm::toString(std::move(err)));
   if (level == EmitLevel::Linalg) {
     if (failed(runPipeline(module, [&](OpPassManager &pm) {
-          buildTGToLinalgPipeline(pm, kStepName, training.fusion);
+          buildTGToLinalgPipeline(pm, kStepName, training.fusion,
+                                  target.attentionTaskBytes());
         })))
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });

@@ -97,7 +97,8 @@ constexpr int64_t kAttentionTileBytes = 4 << 20;
 
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                                   llvm::StringRef function,
-                                  mlir::tg::FusionMode fusion) {
+                                  mlir::tg::FusionMode fusion,
+                                  int64_t attentionTaskBytes) {
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
@@ -106,6 +107,7 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
   if (fusion != mlir::tg::FusionMode::None) {
     lowering.attentionTileBytes = kAttentionTileBytes;
+    lowering.attentionTaskBytes = attentionTaskBytes;
     lowering.fuseUpdates = true;
     lowering.transposedOperands = true;
   }
@@ -130,9 +132,15 @@ void tgc::buildBufferizePipeline(
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop's result computed into a fresh tensor and inserted into a slice
+  // (attention's tasks write their rows of the output) is computed into the
+  // slice itself.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // The copies of those slices into themselves (their views now one value).
+  pm.addPass(createCanonicalizerPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

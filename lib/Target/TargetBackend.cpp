@@ -15,6 +15,8 @@ bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
   return false;
 }
 
+int64_t TargetBackend::attentionTaskBytes() const { return 0; }
+
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,
                                                llvm::StringRef) const {
   return llvm::createStringError("--emit=gpu: the " + getName().str() +

@@ -47,7 +47,8 @@ void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// read P and dS transposed through their maps, not from transposed copies.
 void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
                                          int64_t tileBytes = 0,
-                                         bool transposedOperands = false);
+                                         bool transposedOperands = false,
+                                         int64_t taskBytes = 0);
 /// `fuseUpdates`: each optimizer update (parameter and state) as one loop.
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
                                          bool fuseUpdates);

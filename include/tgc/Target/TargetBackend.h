@@ -77,6 +77,12 @@ public:
   /// are then no passes over memory of their own; `tgc stats` counts
   /// kernels and bytes accordingly.
   virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
+
+  /// With fusion on, the attention forward as parallel tasks, one per
+  /// (sequence, key/value head, query tile), each score tile at most this
+  /// many bytes (convert-tg-to-linalg's attention-task-bytes); 0 (the
+  /// default): batched products over all heads, a tile at a time.
+  virtual int64_t attentionTaskBytes() const;
   /// After the arena plan: everything down to the LLVM dialect, with the C
   /// entry point `tgc_<function>(void **buffers)`.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,

@@ -31,6 +31,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -130,6 +131,19 @@ struct Layout {
     return std::clamp<int64_t>(t, 16, whole);
   }
 
+  /// Positions per tile of a task (one sequence and key/value head): a
+  /// [T·G, T] score tile of at most `taskBytes`, a multiple of 16 when
+  /// above it; the whole sequence when that fits.
+  int64_t taskTilePositions(int64_t taskBytes) const {
+    int64_t whole = std::max(S, Skv);
+    int64_t eltBytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+    auto t = static_cast<int64_t>(std::sqrt(static_cast<double>(taskBytes) /
+                                            static_cast<double>(G * eltBytes)));
+    if (t > 16)
+      t -= t % 16;
+    return std::clamp<int64_t>(t, 16, whole);
+  }
+
   /// Query-shaped [B, S, Hq, E] → [B·Hkv, S·G, E].
   Value queryRows(OpBuilder &b, Location loc, Value x) const {
     int64_t e = tensorType(x).getDimSize(3);
@@ -202,15 +216,12 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
   return values;
 }
 
-/// scale · Q·Kᵀ for a query tile's rows `qTile` ([B·Hkv, R, D]) and keys
-/// [keyOffset, keyOffset + keys) of `kT` ([B·Hkv, D, Skv]), masked (−inf
-/// above the diagonal: local row r is position r / G, local key c is
-/// position c) on the diagonal tile.
-Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile, Value kT,
-             OpFoldResult keyOffset, int64_t keys, double scale,
-             bool diagonal) {
-  Value raw =
-      batchMatmul(b, loc, qTile, sliceDim(b, loc, 2, kT, keyOffset, keys));
+/// scale · Q·Kᵀ for a query tile's rows `qTile` ([N, R, D]) and a key
+/// tile's `kTTile` ([N, D, keys]), masked (−inf above the diagonal: local
+/// row r is position r / G, local key c is position c) on the diagonal tile.
+Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
+             Value kTTile, double scale, bool diagonal) {
+  Value raw = batchMatmul(b, loc, qTile, kTTile);
   RankedTensorType type = tensorType(raw);
   MLIRContext *ctx = b.getContext();
   return generic(
@@ -232,9 +243,256 @@ Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile, Value kT,
       });
 }
 
+/// Where a query tile's key tiles come from: Kᵀ's columns and V's rows for
+/// keys [offset, offset + keys), as [N, D, keys] and [N, keys, Dv].
+struct KeyTiles {
+  std::function<Value(OpBuilder &, Location, OpFoldResult, int64_t)> keysT,
+      values;
+};
+
+/// FlashAttention-2's forward for one query tile: rows `qc` ([N, R, D],
+/// R = size·G, positions [offset, offset + size)) against the key tiles it
+/// sees, with an online softmax (running row max m, running sum l,
+/// rescaled accumulator). Returns the final state: m and l ([N, R]) and
+/// the unnormalised output acc ([N, R, Dv]).
+SmallVector<Value> attendQueryTile(OpBuilder &b, Location nl, const Layout &l,
+                                   bool causal, double scale, int64_t tile,
+                                   OpFoldResult offset, int64_t size, Value qc,
+                                   const KeyTiles &keyTiles) {
+  int64_t n = tensorType(qc).getDimSize(0), rows = size * l.G;
+  // Running row max, row sum of exp(s − max) and unnormalised output.
+  SmallVector<Value> state{
+      filled(b, nl, RankedTensorType::get({n, rows}, l.elt), kNegInf),
+      filled(b, nl, RankedTensorType::get({n, rows}, l.elt), 0.0),
+      filled(b, nl, RankedTensorType::get({n, rows, l.Dv}, l.elt), 0.0)};
+  state = forEachKeyTile(
+      b, nl, l, causal, tile, offset, size, state,
+      [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset, int64_t keys,
+          bool diagonal, ValueRange st) -> SmallVector<Value> {
+        Value s = scores(tb, tl, l, qc, keyTiles.keysT(tb, tl, keyOffset, keys),
+                         scale, diagonal);
+        Value tileMax =
+            reduceAxis(tb, tl, s, 2, kNegInf,
+                       [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                         return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                       });
+        // The first key tile a query tile visits (the state still its
+        // fills: m = −inf, l = 0, acc = 0) has nothing to rescale: m is the
+        // tile's max, l its row sums, and the product accumulates into a
+        // fresh zero output (which the target can zero inside its tiles).
+        // Same values: the rescale would multiply zeros by exp(−inf) = 0.
+        bool first = llvm::all_of(
+            st, [](Value v) { return v.getDefiningOp<linalg::FillOp>(); });
+        // alpha = exp(m − max(m, tile max)) rescales what the earlier
+        // tiles summed; then m takes the new max in place.
+        Value m = tileMax, alpha;
+        if (!first) {
+          alpha = elementwise(
+              tb, tl, tensorType(tileMax), {st[0], tileMax},
+              [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                Value mx = arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+                return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[0], mx));
+              });
+          m = updateRows(
+              tb, tl, st[0], tileMax,
+              [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+                return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
+              });
+        }
+        Value p = updateRows(
+            tb, tl, s, m,
+            [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+              return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[1], a[0]));
+            });
+        auto rescaled = [&](Value running) {
+          return first ? running
+                       : updateRows(tb, tl, running, alpha,
+                                    [](OpBuilder &nb, Location nl2,
+                                       ValueRange a) -> Value {
+                                      return mulF(nb, nl2, a[1], a[0]);
+                                    });
+        };
+        Value sum = addRowSums(tb, tl, p, rescaled(st[1]));
+        Value acc =
+            batchMatmulInto(tb, tl, p, keyTiles.values(tb, tl, keyOffset, keys),
+                            rescaled(st[2]));
+        return {m, sum, acc};
+      });
+  return state;
+}
+
+/// The output rows acc / l into `outDest` (rank r, rows first) and the
+/// logsumexp rows m + log l into `lseDest` (rank r − 1): `state` is m, l
+/// and acc in those shapes.
+std::pair<Value, Value> finishRows(OpBuilder &b, Location loc, ValueRange state,
+                                   Value outDest, Value lseDest) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = tensorType(outDest).getRank();
+  SmallVector<int64_t> rowDims;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rowDims.push_back(d);
+  Value outRows = generic(
+      b, loc, {state[2], state[1]},
+      {AffineMap::getMultiDimIdentityMap(rank, ctx),
+       dimsMap(ctx, rank, rowDims)},
+      outDest, AffineMap::getMultiDimIdentityMap(rank, ctx), iterators(rank),
+      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+        return divF(nb, nl2, a[0], a[1]);
+      });
+  AffineMap rows = AffineMap::getMultiDimIdentityMap(rank - 1, ctx);
+  Value lseRows = generic(
+      b, loc, {state[0], state[1]}, {rows, rows}, lseDest, rows,
+      iterators(rank - 1), [](OpBuilder &nb, Location nl2, ValueRange a) {
+        return addF(nb, nl2, a[0], math::LogOp::create(nb, nl2, a[1]));
+      });
+  return {outRows, lseRows};
+}
+
+/// A slice of `source` at `offsets` x `sizes` (unit strides), with the
+/// dimensions `dropped` (of size 1) left out of its type.
+Value sliceOf(OpBuilder &b, Location loc, Value source,
+              ArrayRef<OpFoldResult> offsets, ArrayRef<int64_t> sizes,
+              ArrayRef<int64_t> dropped) {
+  RankedTensorType type = tensorType(source);
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizeAttrs, strides;
+  for (auto [d, size] : llvm::enumerate(sizes)) {
+    sizeAttrs.push_back(b.getIndexAttr(size));
+    strides.push_back(b.getIndexAttr(1));
+    if (!llvm::is_contained(dropped, static_cast<int64_t>(d)))
+      shape.push_back(size);
+  }
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), source,
+      offsets, sizeAttrs, strides);
+}
+
+/// `v` regrouped: its dimensions collapsed by `collapse`, then expanded by
+/// `expand` into `type`. Reshapes through a matrix rather than through one
+/// flat dimension, which the targets' views keep as strided views.
+Value regroup(OpBuilder &b, Location loc, Value v,
+              ArrayRef<ReassociationIndices> collapse,
+              ArrayRef<ReassociationIndices> expand, RankedTensorType type) {
+  Value mid = tensor::CollapseShapeOp::create(b, loc, v, collapse);
+  return tensor::ExpandShapeOp::create(b, loc, type, mid, expand);
+}
+
+/// A contiguous copy of `v` (a strided slice) in a new tensor of its shape.
+Value contiguousCopy(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType type = tensorType(v);
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::CopyOp::create(b, loc, v, init).getResult(0);
+}
+
+/// The forward as parallel tasks (`attention-task-bytes`): one per
+/// (sequence, key/value head, query tile), in an scf.forall. A task reads
+/// its query rows and each key tile from the sequence's layout into small
+/// contiguous tiles of its own (the queries of the G heads of a group
+/// stacked position-major, Kᵀ, V) and runs attendQueryTile on them with
+/// N = 1; its scores, probabilities and running state never leave it. It
+/// computes its output rows and logsumexp straight into its slices of the
+/// sequence's layout.
+/// Full query tiles in one forall, the remainder in a second.
+std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
+                                       const Layout &l, bool causal,
+                                       double scale, int64_t tile, Value query,
+                                       Value key, Value value) {
+  Value q5 = reshape(b, loc, query,
+                     RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.D}, l.elt));
+  SmallVector<Value> outs{
+      tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G, l.Dv}, l.elt),
+      tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G}, l.elt)};
+  OpFoldResult zero = b.getIndexAttr(0);
+  auto runTasks = [&](int64_t tiles, int64_t size, int64_t firstPosition) {
+    SmallVector<OpFoldResult> counts{b.getIndexAttr(l.B), b.getIndexAttr(l.Hkv),
+                                     b.getIndexAttr(tiles)};
+    auto forall =
+        scf::ForallOp::create(b, loc, counts, outs, /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value seq = forall.getInductionVars()[0],
+          head = forall.getInductionVars()[1];
+    OpFoldResult position =
+        tiles == 1
+            ? OpFoldResult(b.getIndexAttr(firstPosition))
+            : OpFoldResult(arith::MulIOp::create(
+                               b, loc, forall.getInductionVars()[2],
+                               arith::ConstantIndexOp::create(b, loc, tile))
+                               .getResult());
+    int64_t rows = size * l.G;
+    Value qTile =
+        contiguousCopy(b, loc,
+                       sliceOf(b, loc, q5, {seq, position, head, zero, zero},
+                               {1, size, 1, l.G, l.D}, {0, 2}));
+    // [size, G, D] → [size·G, D] → [1, size·G, D].
+    Value qc = regroup(b, loc, qTile, {{0, 1}, {2}}, {{0, 1}, {2}},
+                       RankedTensorType::get({1, rows, l.D}, l.elt));
+    KeyTiles keyTiles;
+    keyTiles.keysT = [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
+                         int64_t keys) {
+      Value k = sliceOf(tb, tl, key, {seq, keyOffset, head, zero},
+                        {1, keys, 1, l.D}, {0, 2});
+      return reshape(tb, tl, transpose(tb, tl, k, {1, 0}),
+                     RankedTensorType::get({1, l.D, keys}, l.elt));
+    };
+    keyTiles.values = [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
+                          int64_t keys) {
+      Value v = sliceOf(tb, tl, value, {seq, keyOffset, head, zero},
+                        {1, keys, 1, l.Dv}, {0, 2});
+      return reshape(tb, tl, contiguousCopy(tb, tl, v),
+                     RankedTensorType::get({1, keys, l.Dv}, l.elt));
+    };
+    SmallVector<Value> state = attendQueryTile(b, loc, l, causal, scale, tile,
+                                               position, size, qc, keyTiles);
+    // The state by position and head of the group: [size, G(, Dv)].
+    auto statRows = [&](Value v) {
+      return regroup(b, loc, v, {{0, 1}}, {{0, 1}},
+                     RankedTensorType::get({size, l.G}, l.elt));
+    };
+    SmallVector<Value> byPosition{
+        statRows(state[0]), statRows(state[1]),
+        regroup(b, loc, state[2], {{0, 1}, {2}}, {{0, 1}, {2}},
+                RankedTensorType::get({size, l.G, l.Dv}, l.elt))};
+    ValueRange shared = forall.getRegionIterArgs();
+    auto [out3, lse2] =
+        finishRows(b, loc, byPosition,
+                   sliceOf(b, loc, shared[0], {seq, position, head, zero, zero},
+                           {1, size, 1, l.G, l.Dv}, {0, 2}),
+                   sliceOf(b, loc, shared[1], {seq, position, head, zero},
+                           {1, size, 1, l.G}, {0, 2}));
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    auto ones = [&](int64_t rank) {
+      return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
+    };
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, out3, shared[0],
+        SmallVector<OpFoldResult>{seq, position, head, zero, zero},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(size),
+                                  b.getIndexAttr(1), b.getIndexAttr(l.G),
+                                  b.getIndexAttr(l.Dv)},
+        ones(5));
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, lse2, shared[1],
+        SmallVector<OpFoldResult>{seq, position, head, zero},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(size),
+                                  b.getIndexAttr(1), b.getIndexAttr(l.G)},
+        ones(4));
+    outs.assign(forall.getResults().begin(), forall.getResults().end());
+  };
+  if (int64_t full = l.S / tile)
+    runTasks(full, tile, 0);
+  if (int64_t rest = l.S % tile)
+    runTasks(1, rest, l.S / tile * tile);
+  return {
+      reshape(b, loc, outs[0],
+              RankedTensorType::get({l.B, l.S, l.Hq, l.Dv}, l.elt)),
+      reshape(b, loc, outs[1], RankedTensorType::get({l.B, l.S, l.Hq}, l.elt))};
+}
+
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t tileBytes)
-      : OpConversionPattern(ctx), tileBytes(tileBytes) {}
+  AttentionLowering(MLIRContext *ctx, int64_t tileBytes, int64_t taskBytes)
+      : OpConversionPattern(ctx), tileBytes(tileBytes), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -242,6 +500,13 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     bool causal = op.getCausal();
     double scale = op.getScaleOrDefault();
+    if (taskBytes > 0) {
+      auto [out, lse] = attentionTasks(
+          rewriter, loc, l, causal, scale, l.taskTilePositions(taskBytes),
+          adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+      rewriter.replaceOp(op, {out, lse});
+      return success();
+    }
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
@@ -250,98 +515,27 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     SmallVector<Value> init{
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.Dv}, l.elt),
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G}, l.elt)};
+    KeyTiles keyTiles;
+    keyTiles.keysT = [&](OpBuilder &b, Location nl, OpFoldResult keyOffset,
+                         int64_t keys) {
+      return sliceDim(b, nl, 2, kT, keyOffset, keys);
+    };
+    keyTiles.values = [&](OpBuilder &b, Location nl, OpFoldResult keyOffset,
+                          int64_t keys) {
+      return sliceDim(b, nl, 1, v, keyOffset, keys);
+    };
     SmallVector<Value> results = forEachChunk(
         rewriter, loc, l.S, tile, init,
         [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
             ValueRange args) -> SmallVector<Value> {
           OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
           int64_t rows = size * l.G;
-          Value qc = sliceDim(b, nl, 1, q, rowOffset, rows);
-          // Running row max, row sum of exp(s − max) and unnormalised output.
-          SmallVector<Value> state{
-              filled(b, nl, RankedTensorType::get({bh, rows}, l.elt), kNegInf),
-              filled(b, nl, RankedTensorType::get({bh, rows}, l.elt), 0.0),
-              filled(b, nl, RankedTensorType::get({bh, rows, l.Dv}, l.elt),
-                     0.0)};
-          state = forEachKeyTile(
-              b, nl, l, causal, tile, offset, size, state,
-              [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
-                  int64_t keys, bool diagonal,
-                  ValueRange st) -> SmallVector<Value> {
-                Value s =
-                    scores(tb, tl, l, qc, kT, keyOffset, keys, scale, diagonal);
-                Value tileMax = reduceAxis(
-                    tb, tl, s, 2, kNegInf,
-                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
-                    });
-                // The first key tile a query tile visits (the state still
-                // its fills: m = −inf, l = 0, acc = 0) has nothing to
-                // rescale: m is the tile's max, l its row sums, and the
-                // product accumulates into a fresh zero output (which the
-                // target can zero inside its tiles). Same values: the
-                // rescale would multiply zeros by exp(−inf) = 0.
-                bool first = llvm::all_of(st, [](Value v) {
-                  return v.getDefiningOp<linalg::FillOp>();
-                });
-                // alpha = exp(m − max(m, tile max)) rescales what the
-                // earlier tiles summed; then m takes the new max in place.
-                Value m = tileMax, alpha;
-                if (!first) {
-                  alpha = elementwise(
-                      tb, tl, tensorType(tileMax), {st[0], tileMax},
-                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                        Value mx =
-                            arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
-                        return math::ExpOp::create(nb, nl2,
-                                                   subF(nb, nl2, a[0], mx));
-                      });
-                  m = updateRows(
-                      tb, tl, st[0], tileMax,
-                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                        return arith::MaximumFOp::create(nb, nl2, a[0], a[1]);
-                      });
-                }
-                Value p = updateRows(
-                    tb, tl, s, m,
-                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      return math::ExpOp::create(nb, nl2,
-                                                 subF(nb, nl2, a[1], a[0]));
-                    });
-                auto rescaled = [&](Value running) {
-                  return first ? running
-                               : updateRows(tb, tl, running, alpha,
-                                            [](OpBuilder &nb, Location nl2,
-                                               ValueRange a) -> Value {
-                                              return mulF(nb, nl2, a[1], a[0]);
-                                            });
-                };
-                Value sum = addRowSums(tb, tl, p, rescaled(st[1]));
-                Value acc = batchMatmulInto(
-                    tb, tl, p, sliceDim(tb, tl, 1, v, keyOffset, keys),
-                    rescaled(st[2]));
-                return {m, sum, acc};
-              });
-          // The tile's output rows acc / l and logsumexp rows m + log l.
-          MLIRContext *ctx = b.getContext();
-          Value outRows =
-              generic(b, nl, {state[2], state[1]},
-                      {AffineMap::getMultiDimIdentityMap(3, ctx),
-                       dimsMap(ctx, 3, {0, 1})},
-                      sliceDim(b, nl, 1, args[0], rowOffset, rows),
-                      AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
-                      [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                        return divF(nb, nl2, a[0], a[1]);
-                      });
-          Value lseRows = generic(
-              b, nl, {state[0], state[1]},
-              {AffineMap::getMultiDimIdentityMap(2, ctx),
-               AffineMap::getMultiDimIdentityMap(2, ctx)},
-              sliceDim(b, nl, 1, args[1], rowOffset, rows),
-              AffineMap::getMultiDimIdentityMap(2, ctx), iterators(2),
-              [](OpBuilder &nb, Location nl2, ValueRange a) {
-                return addF(nb, nl2, a[0], math::LogOp::create(nb, nl2, a[1]));
-              });
+          SmallVector<Value> state =
+              attendQueryTile(b, nl, l, causal, scale, tile, offset, size,
+                              sliceDim(b, nl, 1, q, rowOffset, rows), keyTiles);
+          auto [outRows, lseRows] = finishRows(
+              b, nl, state, sliceDim(b, nl, 1, args[0], rowOffset, rows),
+              sliceDim(b, nl, 1, args[1], rowOffset, rows));
           return {insertDim(b, nl, 1, outRows, args[0], rowOffset),
                   insertDim(b, nl, 1, lseRows, args[1], rowOffset)};
         });
@@ -349,7 +543,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                             l.fromStatRows(rewriter, loc, results[1])});
     return success();
   }
-  int64_t tileBytes;
+  int64_t tileBytes, taskBytes;
 };
 
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
@@ -422,8 +616,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
               [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
                   int64_t keys, bool diagonal,
                   ValueRange st) -> SmallVector<Value> {
-                Value s =
-                    scores(tb, tl, l, qc, kT, keyOffset, keys, scale, diagonal);
+                Value s = scores(tb, tl, l, qc,
+                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
+                                 scale, diagonal);
                 // P = exp(s − logsumexp), in place of the scores.
                 Value p = updateRows(
                     tb, tl, s, lsec,
@@ -483,8 +678,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
 
 void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
                                                    int64_t tileBytes,
-                                                   bool transposedOperands) {
-  patterns.add<AttentionLowering>(patterns.getContext(), tileBytes);
+                                                   bool transposedOperands,
+                                                   int64_t taskBytes) {
+  patterns.add<AttentionLowering>(patterns.getContext(), tileBytes, taskBytes);
   patterns.add<AttentionGradLowering>(patterns.getContext(), tileBytes,
                                       transposedOperands);
 }

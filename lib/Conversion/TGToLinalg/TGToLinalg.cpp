@@ -36,7 +36,7 @@ struct ConvertTGToLinalgPass
     populateTGMatmulToLinalgPatterns(patterns);
     populateTGReductionToLinalgPatterns(patterns);
     populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes,
-                                        transposedOperands);
+                                        transposedOperands, attentionTaskBytes);
     populateTGOptimizerToLinalgPatterns(patterns, fuseUpdates);
     populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

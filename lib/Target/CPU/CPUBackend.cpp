@@ -144,7 +144,8 @@ void tgc::cpu::registerCPUBackendPasses() {
       "@train_step in tg → LLVM dialect for the CPU with the C entry point "
       "(tg → linalg, then the CPU backend)",
       [](OpPassManager &pm, const CPUBackendOptions &options) {
-        buildTGToLinalgPipeline(pm, options.function, options.fusion);
+        buildTGToLinalgPipeline(pm, options.function, options.fusion,
+                                kAttentionTaskBytes);
         buildCPUBackendPipeline(pm, options);
       });
 }
@@ -175,6 +176,10 @@ public:
 
   bool fusesIntoProductTiles(Operation *product) const override {
     return cpu::fusesIntoProductTiles(product);
+  }
+
+  int64_t attentionTaskBytes() const override {
+    return cpu::kAttentionTaskBytes;
   }
 
   void buildCodegenPipeline(OpPassManager &pm,

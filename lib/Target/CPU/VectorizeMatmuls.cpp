@@ -379,6 +379,75 @@ void hoistAccumulators(ModuleOp module) {
     linalg::hoistRedundantVectorTransfers(nest);
 }
 
+/// What upstream's hoisting leaves: a register tile's accumulators read and
+/// written on every iteration of its K loop when their buffer also has
+/// views (the output tile that a fill or an epilogue writes inside the
+/// product's tiles), which upstream refuses. A read and a write of the same
+/// vector at the same loop-invariant place of a buffer made by this step
+/// (an alloc: no other buffer aliases it), which nothing else in the loop
+/// touches, become a value carried by the loop: read before it, written
+/// after it.
+void hoistTileAccumulators(ModuleOp module) {
+  SmallVector<scf::ForOp> loops;
+  module.walk([&](scf::ForOp loop) { loops.push_back(loop); }); // inner first
+  IRRewriter rewriter(module.getContext());
+  for (scf::ForOp loop : loops) {
+    bool hoisted = true;
+    while (hoisted) {
+      hoisted = false;
+      for (auto write : loop.getBody()->getOps<vector::TransferWriteOp>()) {
+        Value base = write.getBase();
+        Value root = tgc::rootBuffer(base);
+        if (write.getMask() || !isa<MemRefType>(base.getType()) ||
+            !root.getDefiningOp<memref::AllocOp>() ||
+            !loop.isDefinedOutsideOfLoop(base) ||
+            !llvm::all_of(write.getIndices(), [&](Value index) {
+              return loop.isDefinedOutsideOfLoop(index);
+            }))
+          continue;
+        vector::TransferReadOp read;
+        for (auto candidate : loop.getBody()->getOps<vector::TransferReadOp>())
+          if (candidate.getBase() == base && !candidate.getMask() &&
+              candidate.getIndices() == write.getIndices() &&
+              candidate.getVectorType() == write.getVectorType() &&
+              candidate.getPermutationMap() == write.getPermutationMap() &&
+              candidate.getInBoundsAttr() == write.getInBoundsAttr() &&
+              candidate->isBeforeInBlock(write))
+            read = candidate;
+        if (!read)
+          continue;
+        bool alone = true;
+        loop.getBody()->walk([&](Operation *op) {
+          if (op == read || op == write)
+            return;
+          for (Value operand : op->getOperands())
+            if (tgc::rootBuffer(operand) == root)
+              alone = false;
+        });
+        if (!alone)
+          continue;
+        rewriter.moveOpBefore(read, loop);
+        FailureOr<LoopLikeOpInterface> carried =
+            loop.replaceWithAdditionalYields(
+                rewriter, read.getResult(),
+                /*replaceInitOperandUsesInLoop=*/true,
+                [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+                  return SmallVector<Value>{write.getValueToStore()};
+                });
+        if (failed(carried))
+          continue;
+        loop = llvm::cast<scf::ForOp>(carried->getOperation());
+        rewriter.moveOpAfter(write, loop);
+        rewriter.modifyOpInPlace(write, [&] {
+          write.getValueToStoreMutable().assign(loop.getResults().back());
+        });
+        hoisted = true;
+        break;
+      }
+    }
+  }
+}
+
 /// Phase 5: the contractions as FMAs. Each greedy set apart: lower_masks or
 /// the vector lowerings in one set with canonicalisation ping-pong on
 /// constant masks and 1-row tiles (memory without bound).
@@ -1118,6 +1187,12 @@ struct TGCVectorizeMatmulsPass
       Tiles t = forced ? *forced
                        : chooseTiles(ranges[r - 3], ranges[r - 2],
                                      ranges[r - 1], batch, cpu, threads);
+      // Inside a parallel task (attention's per-head tasks): the task is
+      // the thread's share, so its products are one output tile each.
+      if (op->getParentOfType<scf::ForallOp>()) {
+        t.mt = roundUp(ranges[r - 3], t.mr);
+        t.nt = roundUp(ranges[r - 2], t.nr);
+      }
       t.batched = batched;
       configs.emplace(t.key(), t);
       op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t.key()));
@@ -1142,6 +1217,7 @@ struct TGCVectorizeMatmulsPass
         failed(runSchedule(module, cleanupSchedule())))
       return signalPassFailure();
     hoistAccumulators(module);
+    hoistTileAccumulators(module);
     if (failed(runSchedule(module, loweringSchedule())))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });

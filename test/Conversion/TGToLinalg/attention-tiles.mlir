@@ -1,5 +1,6 @@
 // RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192 transposed-operands=true" --canonicalize | FileCheck %s
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
+// RUN: tgc-opt %s --convert-tg-to-linalg="attention-task-bytes=8192" --canonicalize | FileCheck %s --check-prefix=TASKS
 
 // FlashAttention tiles: S = 100 positions, G = 2 query heads per key/value
 // head, f32 scores: a budget of 8192 bytes gives T = 32 positions per tile
@@ -48,6 +49,35 @@
 // WHOLE: linalg.batch_matmul {{.*}} -> tensor<1x200x100xf32>
 // WHOLE-NOT: tensor<1x200x4xf32>) {
 // WHOLE: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x200x100xf32>, tensor<1x100x4xf32>) outs(%[[ZERO]] : tensor<1x200x4xf32>)
+// Tasks (attention-task-bytes): a budget of 8192 bytes for one task's
+// [T·G, T] scores gives T = 32 again. One task per (sequence, key/value
+// head, full query tile) in an scf.forall (the unit dimensions fold away):
+// it copies its queries from the sequence's layout, transposes each key
+// tile and copies each value tile into tiles of its own, and writes its
+// output rows and logsumexp into its slices of the sequence's layout. The
+// remainder tile (4 positions) is a forall of one task, folded.
+// TASKS-LABEL: func.func @attention
+// TASKS: scf.forall (%[[T:.*]]) in (3) shared_outs(%[[OUT:.*]] = %{{.*}}, %[[LSE:.*]] = %{{.*}}) -> (tensor<1x100x1x2x4xf32>, tensor<1x100x1x2xf32>)
+// TASKS: %[[POS:.*]] = arith.muli %[[T]], %c32
+// TASKS: tensor.extract_slice %{{.*}}[0, %[[POS]], 0, 0, 0] [1, 32, 1, 2, 4] {{.*}} to tensor<32x2x4xf32>
+// TASKS: linalg.copy
+// TASKS: scf.for %[[K:.*]] = %c0 to %[[POS]] step %c32
+// TASKS: tensor.extract_slice %arg1[0, %[[K]], 0, 0] [1, 32, 1, 4] {{.*}} to tensor<32x4xf32>
+// TASKS: linalg.transpose {{.*}} outs(%{{.*}} : tensor<4x32xf32>)
+// TASKS: linalg.batch_matmul {{.*}} -> tensor<1x64x32xf32>
+// TASKS: linalg.batch_matmul {{.*}} -> tensor<1x64x4xf32>
+// TASKS: scf.yield
+// TASKS: arith.cmpi ugt
+// TASKS: tensor.extract_slice %[[OUT]][0, %[[POS]], 0, 0, 0] [1, 32, 1, 2, 4]
+// TASKS: tensor.extract_slice %[[LSE]][0, %[[POS]], 0, 0] [1, 32, 1, 2]
+// TASKS: scf.forall.in_parallel
+// TASKS: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][0, %[[POS]], 0, 0, 0] [1, 32, 1, 2, 4]
+// TASKS: tensor.parallel_insert_slice %{{.*}} into %[[LSE]][0, %[[POS]], 0, 0] [1, 32, 1, 2]
+// TASKS: tensor.extract_slice %{{.*}}[0, 96, 0, 0, 0] [1, 4, 1, 2, 4] {{.*}} to tensor<4x2x4xf32>
+// TASKS: linalg.batch_matmul {{.*}} -> tensor<1x8x32xf32>
+// TASKS: linalg.batch_matmul {{.*}} -> tensor<1x8x4xf32>
+// TASKS-NOT: tensor<1x200x
+// TASKS: return
 func.func @attention(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tensor<1x100x1x4xf32>) -> (tensor<1x100x2x4xf32>, tensor<1x100x2xf32>) {
   %o, %lse = tg.attention %q, %k, %v {causal} : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32> -> tensor<1x100x2x4xf32>, tensor<1x100x2xf32>
   return %o, %lse : tensor<1x100x2x4xf32>, tensor<1x100x2xf32>

@@ -467,3 +467,25 @@ func.func @read_later(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<
   memref.copy %c, %z : memref<128x96xf32> to memref<128x96xf32>
   return
 }
+
+// -----
+
+// The fill inside the output tiles writes a view of the output, which
+// upstream's hoisting refuses: the register tile's accumulators are still
+// read once before the K loop, carried by it, and written once after it.
+// TILEFILL-LABEL: func.func @tile_accumulators
+// TILEFILL: scf.forall
+// TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>)
+// TILEFILL: %[[ACC:.*]] = vector.transfer_read %[[C:[a-z_0-9]+]][%{{.*}}, %c0], {{.*}} vector<6x64xf32>
+// TILEFILL: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (vector<6x64xf32>)
+// TILEFILL-NOT: vector.transfer_write
+// TILEFILL: scf.yield
+// TILEFILL: vector.transfer_write %[[SUM]], %[[C]]
+func.func @tile_accumulators(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %out: memref<128x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  memref.copy %c, %out : memref<128x96xf32> to memref<128x96xf32>
+  return
+}

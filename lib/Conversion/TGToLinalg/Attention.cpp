@@ -398,8 +398,20 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                                        const Layout &l, bool causal,
                                        double scale, int64_t tile, Value query,
                                        Value key, Value value) {
-  Value q5 = reshape(b, loc, query,
-                     RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.D}, l.elt));
+  // Only expands and collapses here: a reshape through one flat dimension
+  // of a task's strided slice would need a copy, and the CPU schedule
+  // cannot take a product operand made that way.
+  auto matrixAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
+    RankedTensorType t = tensorType(v);
+    return tensor::ExpandShapeOp::create(
+        ob, ol,
+        RankedTensorType::get({1, t.getDimSize(0), t.getDimSize(1)},
+                              t.getElementType()),
+        v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  };
+  Value q5 = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.D}, l.elt), query,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
   SmallVector<Value> outs{
       tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G, l.Dv}, l.elt),
       tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G}, l.elt)};
@@ -433,15 +445,13 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                          int64_t keys) {
       Value k = sliceOf(tb, tl, key, {seq, keyOffset, head, zero},
                         {1, keys, 1, l.D}, {0, 2});
-      return reshape(tb, tl, transpose(tb, tl, k, {1, 0}),
-                     RankedTensorType::get({1, l.D, keys}, l.elt));
+      return matrixAsBatch(tb, tl, transpose(tb, tl, k, {1, 0}));
     };
     keyTiles.values = [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
                           int64_t keys) {
       Value v = sliceOf(tb, tl, value, {seq, keyOffset, head, zero},
                         {1, keys, 1, l.Dv}, {0, 2});
-      return reshape(tb, tl, contiguousCopy(tb, tl, v),
-                     RankedTensorType::get({1, keys, l.Dv}, l.elt));
+      return matrixAsBatch(tb, tl, contiguousCopy(tb, tl, v));
     };
     SmallVector<Value> state = attendQueryTile(b, loc, l, causal, scale, tile,
                                                position, size, qc, keyTiles);
@@ -485,9 +495,11 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
   if (int64_t rest = l.S % tile)
     runTasks(1, rest, l.S / tile * tile);
   return {
-      reshape(b, loc, outs[0],
-              RankedTensorType::get({l.B, l.S, l.Hq, l.Dv}, l.elt)),
-      reshape(b, loc, outs[1], RankedTensorType::get({l.B, l.S, l.Hq}, l.elt))};
+      tensor::CollapseShapeOp::create(
+          b, loc, outs[0],
+          ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}}),
+      tensor::CollapseShapeOp::create(
+          b, loc, outs[1], ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}})};
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {

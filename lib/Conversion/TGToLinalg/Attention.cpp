@@ -465,29 +465,22 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
         regroup(b, loc, state[2], {{0, 1}, {2}}, {{0, 1}, {2}},
                 RankedTensorType::get({size, l.G, l.Dv}, l.elt))};
     ValueRange shared = forall.getRegionIterArgs();
-    auto [out3, lse2] =
-        finishRows(b, loc, byPosition,
-                   sliceOf(b, loc, shared[0], {seq, position, head, zero, zero},
-                           {1, size, 1, l.G, l.Dv}, {0, 2}),
-                   sliceOf(b, loc, shared[1], {seq, position, head, zero},
-                           {1, size, 1, l.G}, {0, 2}));
+    // The rows go into the very slices they were computed into.
+    auto outSlice = llvm::cast<tensor::ExtractSliceOp>(
+        sliceOf(b, loc, shared[0], {seq, position, head, zero, zero},
+                {1, size, 1, l.G, l.Dv}, {0, 2})
+            .getDefiningOp());
+    auto lseSlice = llvm::cast<tensor::ExtractSliceOp>(
+        sliceOf(b, loc, shared[1], {seq, position, head, zero},
+                {1, size, 1, l.G}, {0, 2})
+            .getDefiningOp());
+    auto [out3, lse2] = finishRows(b, loc, byPosition, outSlice.getResult(),
+                                   lseSlice.getResult());
     b.setInsertionPointToStart(forall.getTerminator().getBody());
-    auto ones = [&](int64_t rank) {
-      return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
-    };
-    tensor::ParallelInsertSliceOp::create(
-        b, loc, out3, shared[0],
-        SmallVector<OpFoldResult>{seq, position, head, zero, zero},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(size),
-                                  b.getIndexAttr(1), b.getIndexAttr(l.G),
-                                  b.getIndexAttr(l.Dv)},
-        ones(5));
-    tensor::ParallelInsertSliceOp::create(
-        b, loc, lse2, shared[1],
-        SmallVector<OpFoldResult>{seq, position, head, zero},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(size),
-                                  b.getIndexAttr(1), b.getIndexAttr(l.G)},
-        ones(4));
+    for (auto [rows, slice] : {std::pair{out3, outSlice}, {lse2, lseSlice}})
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, rows, slice.getSource(), slice.getMixedOffsets(),
+          slice.getMixedSizes(), slice.getMixedStrides());
     outs.assign(forall.getResults().begin(), forall.getResults().end());
   };
   if (int64_t full = l.S / tile)

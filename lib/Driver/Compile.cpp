@@ -105,6 +105,17 @@ struct CountKernelsPass
             }))
           doneInTiles.insert(transpose);
       });
+    // A task's slice of a step buffer of at most 256 KiB that several of
+    // the task's ops read or write is in its core's cache after the first:
+    // one trip to memory per task.
+    llvm::DenseSet<Value> taskSlices;
+    auto countedInTask = [&](Operation *op, Value operand) {
+      if (!isa<scf::ForallOp>(op->getParentOp()) ||
+          !isa_and_nonnull<memref::SubViewOp>(operand.getDefiningOp()) ||
+          tg::getValueBytes(operand) > (256 << 10))
+        return false;
+      return !taskSlices.insert(operand).second;
+    };
     getOperation().walk([&](Operation *op) {
       // Parallel tasks are one kernel (a pass over what they read and
       // write); the loop nests inside them are not.
@@ -123,7 +134,7 @@ struct CountKernelsPass
       for (Value operand : op->getOperands())
         if ((epilogue == epilogueOutputs.end() ||
              rootBuffer(operand) != epilogue->second) &&
-            !taskLocal(operand))
+            !taskLocal(operand) && !countedInTask(op, operand))
           bytes += tg::getValueBytes(operand);
       int64_t n = repeats(op);
       int64_t kernels = epilogue == epilogueOutputs.end() &&
@@ -201,7 +212,7 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   bool inPlace = step && canUpdateInPlace(step);
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
         buildTGToLinalgPipeline(pm, kStepName, fusion,
-                                target.attentionTaskBytes());
+                                target.taskBytes());
       })))
     return failure();
   if (inPlace) {
@@ -267,7 +278,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   if (level == EmitLevel::Linalg) {
     if (failed(runPipeline(module, [&](OpPassManager &pm) {
           buildTGToLinalgPipeline(pm, kStepName, training.fusion,
-                                  target.attentionTaskBytes());
+                                  target.taskBytes());
         })))
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });

@@ -98,7 +98,7 @@ constexpr int64_t kAttentionTileBytes = 4 << 20;
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                                   llvm::StringRef function,
                                   mlir::tg::FusionMode fusion,
-                                  int64_t attentionTaskBytes) {
+                                  int64_t taskBytes) {
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
@@ -107,7 +107,7 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
   if (fusion != mlir::tg::FusionMode::None) {
     lowering.attentionTileBytes = kAttentionTileBytes;
-    lowering.attentionTaskBytes = attentionTaskBytes;
+    lowering.taskBytes = taskBytes;
     lowering.fuseUpdates = true;
     lowering.transposedOperands = true;
   }

@@ -15,7 +15,7 @@ bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
   return false;
 }
 
-int64_t TargetBackend::attentionTaskBytes() const { return 0; }
+int64_t TargetBackend::taskBytes() const { return 0; }
 
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,
                                                llvm::StringRef) const {

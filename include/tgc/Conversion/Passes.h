@@ -41,7 +41,10 @@ constexpr llvm::StringLiteral kOutlinedAttrName = "tgc.outlined";
 void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
-void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// `taskBytes`: the norms and their gradients as parallel tasks over tiles
+/// of rows of at most this many bytes (0: a pass per statistic).
+void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns,
+                                         int64_t taskBytes = 0);
 /// `tileBytes`: most bytes of one tile of attention scores (0: the whole
 /// sequence is one tile). `transposedOperands`: the gradient's products
 /// read P and dS transposed through their maps, not from transposed copies.

@@ -24,15 +24,21 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     (`[B·Hkv, T·G, T]`; T a multiple of 16, at least 16); 0 makes the whole
     sequence one tile (no loops).
 
-    `attention-task-bytes` (a CPU choice) instead lowers the forward as
-    parallel tasks, one per (sequence, key/value head, query tile) in an
+    `task-bytes` (a CPU choice: what one task may keep in its core's
+    cache; 0 keeps the batched forms) lowers two kinds of op as parallel
+    tasks in an `scf.forall`. Attention's forward: one per (sequence, key/value head, query tile) in an
     `scf.forall`: a task copies its queries (the G heads of a group stacked
     position-major) and each key tile (Kᵀ, V) from the sequence's layout
     into small tiles of its own and runs the same online softmax on them,
     its score tile `[T·G, T]` at most this many bytes, so scores,
     probabilities and the running state stay in the task's cache; it
     computes its output rows and logsumexp into its slices of the
-    sequence's layout. The gradient keeps the batched form.
+    sequence's layout. The gradient keeps the batched form. RMSNorm,
+    LayerNorm and their gradients: one task per tile of rows (as many rows
+    as fit this many bytes), which computes the rows' statistics and then
+    their outputs while the rows are in its cache, instead of a pass over
+    the whole tensor for each; a gradient's weight (and bias) gradient is
+    summed per task, then over the tasks.
 
     `fuse-updates` lowers each optimizer update (AdamW, SGD with momentum)
     to one loop writing the parameter and its state, instead of a loop per
@@ -44,9 +50,9 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
   let options = [
     Option<"attentionTileBytes", "attention-tile-bytes", "int64_t", "0",
            "Most bytes of one attention score tile (0: the whole sequence)">,
-    Option<"attentionTaskBytes", "attention-task-bytes", "int64_t", "0",
-           "The attention forward as parallel tasks per (sequence, head, "
-           "query tile), each score tile at most this many bytes (0: off)">,
+    Option<"taskBytes", "task-bytes", "int64_t", "0",
+           "Attention's forward and the norms as parallel tasks, each "
+           "task's tiles at most this many bytes (0: off)">,
     Option<"fuseUpdates", "fuse-updates", "bool", "false",
            "Each optimizer update as one loop over its parameter and state">,
     Option<"transposedOperands", "transposed-operands", "bool", "false",

@@ -107,12 +107,12 @@ void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
 /// Up to linalg on tensors (the --emit=linalg level), target-neutral: only
 /// `function` survives, tg → linalg, canonicalised; with `fusion` other than
 /// none, chains of elementwise ops fused (tgc-fuse-elementwise) and, with
-/// `attentionTaskBytes` (the target's TargetBackend::attentionTaskBytes),
-/// the attention forward as parallel tasks per (sequence, head, query tile).
+/// `taskBytes` (the target's TargetBackend::taskBytes),
+/// the attention forward and the norms as parallel tasks.
 void buildTGToLinalgPipeline(
     mlir::OpPassManager &pm, llvm::StringRef function,
     mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default,
-    int64_t attentionTaskBytes = 0);
+    int64_t taskBytes = 0);
 
 /// Linalg on tensors → bufferized step (results become out-parameters) with
 /// intermediates planned into one static arena (`tgc.arena_bytes`).

@@ -78,11 +78,13 @@ public:
   /// kernels and bytes accordingly.
   virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
 
-  /// With fusion on, the attention forward as parallel tasks, one per
-  /// (sequence, key/value head, query tile), each score tile at most this
-  /// many bytes (convert-tg-to-linalg's attention-task-bytes); 0 (the
-  /// default): batched products over all heads, a tile at a time.
-  virtual int64_t attentionTaskBytes() const;
+  /// With fusion on, the attention forward and the norms as parallel
+  /// tasks whose own tiles take at most this many bytes (one core's cache:
+  /// convert-tg-to-linalg's task-bytes): attention per (sequence, key/value
+  /// head, query tile), a norm per tile of rows. 0 (the default): batched
+  /// products over all heads, a tile at a time, and a pass over the whole
+  /// tensor per norm statistic.
+  virtual int64_t taskBytes() const;
   /// After the arena plan: everything down to the LLVM dialect, with the C
   /// entry point `tgc_<function>(void **buffers)`.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,

@@ -385,7 +385,7 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value v) {
   return linalg::CopyOp::create(b, loc, v, init).getResult(0);
 }
 
-/// The forward as parallel tasks (`attention-task-bytes`): one per
+/// The forward as parallel tasks (`task-bytes`): one per
 /// (sequence, key/value head, query tile), in an scf.forall. A task reads
 /// its query rows and each key tile from the sequence's layout into small
 /// contiguous tiles of its own (the queries of the G heads of a group

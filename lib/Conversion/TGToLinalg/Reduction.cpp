@@ -4,6 +4,12 @@
 // and a "rowwise" elementwise op that reads per-row statistics (the reduced
 // tensors) and per-column vectors (norm weights) alongside full tensors.
 //
+// With a task budget (convert-tg-to-linalg's task-bytes) the norms and
+// their gradients run as parallel tasks over tiles of rows (rowTasks): a
+// task computes its rows' statistics and then their outputs while the rows
+// are in its core's cache, instead of one pass over the whole tensor per
+// statistic.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Utils.h"
@@ -12,9 +18,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -125,66 +133,221 @@ struct SoftmaxGradLowering : OpConversionPattern<SoftmaxGradOp> {
 // Norms
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Row tasks
+//===----------------------------------------------------------------------===//
+
+/// What a task computes from its rows ([R, d] slices of the inputs, in
+/// order): its rows of each row result ([R, d]), then one [d] vector per
+/// partial sum.
+using RowTaskBody =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
+
+/// The rows of `inputs` (all of one shape [..., d]; every dimension but the
+/// last is a row index) as parallel tasks of `tileRows` rows each, in an
+/// scf.forall: full tiles in one, the remainder in a second. Returns the
+/// row results in the inputs' shape (element types `rowTypes`), then each
+/// partial (element types `partialTypes`) summed over the tasks ([d]).
+SmallVector<Value> rowTasks(OpBuilder &b, Location loc, ValueRange inputs,
+                            int64_t tileRows, ArrayRef<Type> rowTypes,
+                            ArrayRef<Type> partialTypes, RowTaskBody body) {
+  RankedTensorType type = tensorType(inputs[0]);
+  int64_t rank = type.getRank(), d = type.getShape().back();
+  int64_t n = type.getNumElements() / std::max<int64_t>(d, 1);
+  SmallVector<ReassociationIndices> toMatrix{
+      llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)), {rank - 1}};
+  SmallVector<Value> matrices;
+  for (Value v : inputs)
+    matrices.push_back(
+        tensor::CollapseShapeOp::create(b, loc, v, toMatrix).getResult());
+  int64_t full = n / tileRows, rest = n % tileRows;
+  int64_t tasks = full + (rest ? 1 : 0);
+  SmallVector<Value> outs;
+  for (Type t : rowTypes)
+    outs.push_back(tensor::EmptyOp::create(b, loc, {n, d}, t));
+  for (Type t : partialTypes)
+    outs.push_back(tensor::EmptyOp::create(b, loc, {tasks, d}, t));
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  auto run = [&](int64_t count, int64_t rows, int64_t firstTask) {
+    auto forall = scf::ForallOp::create(b, loc, {b.getIndexAttr(count)}, outs,
+                                        /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    OpFoldResult task = b.getIndexAttr(firstTask), row;
+    if (count == 1) {
+      row = b.getIndexAttr(firstTask * tileRows);
+    } else {
+      task = forall.getInductionVars()[0];
+      row = arith::MulIOp::create(
+                b, loc, forall.getInductionVars()[0],
+                arith::ConstantIndexOp::create(b, loc, tileRows))
+                .getResult();
+    }
+    SmallVector<OpFoldResult> rowOffsets{row, zero},
+        rowSizes{b.getIndexAttr(rows), b.getIndexAttr(d)}, strides{one, one};
+    SmallVector<Value> slices;
+    for (Value m : matrices)
+      slices.push_back(tensor::ExtractSliceOp::create(b, loc, m, rowOffsets,
+                                                      rowSizes, strides));
+    SmallVector<Value> results = body(b, loc, slices);
+    ValueRange shared = forall.getRegionIterArgs();
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    for (auto [i, result] : llvm::enumerate(results)) {
+      bool isRows = i < rowTypes.size();
+      SmallVector<OpFoldResult> offsets{isRows ? row : task, zero};
+      SmallVector<OpFoldResult> sizes{isRows ? rowSizes[0] : one,
+                                      b.getIndexAttr(d)};
+      tensor::ParallelInsertSliceOp::create(b, loc, result, shared[i], offsets,
+                                            sizes, strides);
+    }
+    outs.assign(forall.getResults().begin(), forall.getResults().end());
+  };
+  if (full)
+    run(full, tileRows, 0);
+  if (rest)
+    run(1, rest, full);
+  SmallVector<Value> results;
+  for (auto [i, out] : llvm::enumerate(outs)) {
+    if (i < rowTypes.size()) {
+      results.push_back(tensor::ExpandShapeOp::create(
+          b, loc, type.clone(rowTypes[i]), out, toMatrix));
+      continue;
+    }
+    results.push_back(reduceRows(b, loc, out, {}, first));
+  }
+  return results;
+}
+
+/// Rows per task: as many rows of `type` as fit `taskBytes`, at least one.
+int64_t rowsPerTask(int64_t taskBytes, RankedTensorType type) {
+  int64_t rowBytes = type.getShape().back() *
+                     std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  return std::max<int64_t>(taskBytes / std::max<int64_t>(rowBytes, 1), 1);
+}
+
+/// Whether a norm over `type`'s last axis runs as row tasks.
+bool useRowTasks(int64_t taskBytes, RankedTensorType type) {
+  return taskBytes > 0 && type.getRank() >= 2 && type.getNumElements() > 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+/// RMSNorm of the rows of `x` (its last axis) with `w`, as `elt`.
+Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps,
+                  Type elt) {
+  RankedTensorType type = tensorType(x);
+  int64_t last = type.getRank() - 1, d = type.getShape().back();
+  Value ss = reduceAxis(b, loc, x, last, 0.0, sumOf(square));
+  return rowwise(b, loc, type.clone(elt), last, x, ss, w,
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   Value r = inverseRms(nb, l, a[1], d, eps);
+                   return mulF(nb, l, mulF(nb, l, a[0], r), a[2]);
+                 });
+}
+
+/// RMSNorm's input gradient for rows `g`, `x` (as `elt`), and the rows'
+/// sums of squares (which the weight gradient reads).
+/// r = rsqrt(mean(x²)+eps), n = x·r: dx = r·(g·w − n·mean(g·w·n)).
+std::pair<Value, Value> rmsNormInputGradRows(OpBuilder &b, Location loc,
+                                             Value g, Value x, Value w,
+                                             double eps, Type elt) {
+  RankedTensorType type = tensorType(x);
+  int64_t last = type.getRank() - 1, d = type.getShape().back();
+  Value ss = reduceAxis(b, loc, x, last, 0.0, sumOf(square));
+  // Σ g·w·x per row (a rowwise product first, then its sum).
+  Value gwx = rowwise(b, loc, type, last, {g, x}, {}, w,
+                      [](OpBuilder &nb, Location l, ValueRange a) {
+                        return mulF(nb, l, mulF(nb, l, a[0], a[2]), a[1]);
+                      });
+  Value dot = reduceAxis(b, loc, gwx, last, 0.0, sumOf(first));
+  Value dx = rowwise(b, loc, type.clone(elt), last, {g, x}, {ss, dot}, w,
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value r = inverseRms(nb, l, a[2], d, eps);
+                       Value n = mulF(nb, l, a[1], r);
+                       // mean(g·w·n) = r · Σ g·w·x / d
+                       Value meanGWN =
+                           divF(nb, l, mulF(nb, l, a[3], r), cst(nb, l, r, d));
+                       Value gw = mulF(nb, l, a[0], a[4]);
+                       return mulF(nb, l, r,
+                                   subF(nb, l, gw, mulF(nb, l, n, meanGWN)));
+                     });
+  return {dx, ss};
+}
+
+/// dw = Σ_rows g·x·r for rows `g`, `x` with sums of squares `ss`.
+Value rmsNormWeightGradRows(OpBuilder &b, Location loc, Value g, Value x,
+                            Value ss, double eps) {
+  int64_t d = tensorType(x).getShape().back();
+  return reduceRows(b, loc, {g, x}, ss,
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      return mulF(nb, l, a[0],
+                                  mulF(nb, l, a[1],
+                                       inverseRms(nb, l, a[2], d, eps)));
+                    });
+}
+
 struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+  RMSNormLowering(MLIRContext *ctx, int64_t taskBytes)
+      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    int64_t last = type.getRank() - 1, d = type.getShape().back();
     double eps = op.getEps().convertToDouble();
-    Value x = adaptor.getInput();
-    Value ss = reduceAxis(rewriter, loc, x, last, 0.0, sumOf(square));
+    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    Type elt = type.getElementType();
+    if (!useRowTasks(taskBytes, type)) {
+      rewriter.replaceOp(op, rmsNormRows(rewriter, loc, x, w, eps, elt));
+      return success();
+    }
     rewriter.replaceOp(
-        op, rowwise(rewriter, loc, type, last, x, ss, adaptor.getWeight(),
-                    [&](OpBuilder &b, Location l, ValueRange a) {
-                      Value r = inverseRms(b, l, a[1], d, eps);
-                      return mulF(b, l, mulF(b, l, a[0], r), a[2]);
-                    }));
+        op, rowTasks(rewriter, loc, x, rowsPerTask(taskBytes, type), elt, {},
+                     [&](OpBuilder &b, Location l, ValueRange rows) {
+                       return SmallVector<Value>{
+                           rmsNormRows(b, l, rows[0], w, eps, elt)};
+                     }));
     return success();
   }
+  int64_t taskBytes;
 };
 
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  RMSNormGradLowering(MLIRContext *ctx, int64_t taskBytes)
+      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // r = rsqrt(mean(x²)+eps), n = x·r:
-    // dx = r·(g·w − n·mean(g·w·n)), dw = Σ_rows g·n.
     Location loc = op.getLoc();
     RankedTensorType type = op.getInput().getType();
-    int64_t last = type.getRank() - 1, d = type.getShape().back();
     double eps = op.getEps().convertToDouble();
     Value g = adaptor.getGrad(), x = adaptor.getInput(),
           w = adaptor.getWeight();
-    Value ss = reduceAxis(rewriter, loc, x, last, 0.0, sumOf(square));
-    // Σ g·w·x per row (a rowwise product first, then its sum).
-    Value gwx = rowwise(rewriter, loc, type, last, {g, x}, {}, w,
-                        [](OpBuilder &b, Location l, ValueRange a) {
-                          return mulF(b, l, mulF(b, l, a[0], a[2]), a[1]);
-                        });
-    Value dot = reduceAxis(rewriter, loc, gwx, last, 0.0, sumOf(first));
-    Value dx =
-        rowwise(rewriter, loc, type, last, {g, x}, {ss, dot}, w,
-                [&](OpBuilder &b, Location l, ValueRange a) {
-                  Value r = inverseRms(b, l, a[2], d, eps);
-                  Value n = mulF(b, l, a[1], r);
-                  // mean(g·w·n) = r · Σ g·w·x / d
-                  Value meanGWN =
-                      divF(b, l, mulF(b, l, a[3], r), cst(b, l, r, d));
-                  Value gw = mulF(b, l, a[0], a[4]);
-                  return mulF(b, l, r, subF(b, l, gw, mulF(b, l, n, meanGWN)));
-                });
-    Value dw = reduceRows(
-        rewriter, loc, {g, x}, ss, [&](OpBuilder &b, Location l, ValueRange a) {
-          return mulF(b, l, a[0],
-                      mulF(b, l, a[1], inverseRms(b, l, a[2], d, eps)));
-        });
-    rewriter.replaceOp(op, {dx, dw});
+    Type dxElt = op.getInputGrad().getType().getElementType();
+    if (!useRowTasks(taskBytes, type)) {
+      auto [dx, ss] = rmsNormInputGradRows(rewriter, loc, g, x, w, eps, dxElt);
+      rewriter.replaceOp(
+          op, {dx, rmsNormWeightGradRows(rewriter, loc, g, x, ss, eps)});
+      return success();
+    }
+    // Each task: its rows' dx and its share of dw; dw sums the shares (in
+    // the gradient's element type, as the untasked sum).
+    Type dwElt = tensorType(g).getElementType();
+    rewriter.replaceOp(
+        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type),
+                     dxElt, dwElt,
+                     [&](OpBuilder &b, Location l, ValueRange rows) {
+                       auto [dx, ss] = rmsNormInputGradRows(
+                           b, l, rows[0], rows[1], w, eps, dxElt);
+                       return SmallVector<Value>{
+                           dx, rmsNormWeightGradRows(b, l, rows[0], rows[1],
+                                                     ss, eps)};
+                     }));
     return success();
   }
+  int64_t taskBytes;
 };
 
 /// Mean and inverse standard deviation per row (biased variance).
@@ -212,75 +375,118 @@ std::pair<Value, Value> rowMoments(OpBuilder &b, Location loc, Value x,
   return {mean, inv};
 }
 
+/// LayerNorm of the rows of `x` with `columns` (the weight, and the bias if
+/// any), as `elt`.
+Value layerNormRows(OpBuilder &b, Location loc, Value x, ValueRange columns,
+                    double eps, Type elt) {
+  RankedTensorType type = tensorType(x);
+  int64_t last = type.getRank() - 1;
+  auto [mean, inv] = rowMoments(b, loc, x, eps);
+  bool hasBias = columns.size() > 1;
+  return rowwise(b, loc, type.clone(elt), last, x, {mean, inv}, columns,
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   Value n = mulF(nb, l, subF(nb, l, a[0], a[1]), a[2]);
+                   Value y = mulF(nb, l, n, a[3]);
+                   return hasBias ? addF(nb, l, y, a[4]) : y;
+                 });
+}
+
+/// LayerNorm's gradients for rows `g`, `x`: dx (as `elt`), dw and db
+/// summed over these rows. n = (x − mean)·r, gw = g·w:
+/// dx = r·(gw − mean(gw) − n·mean(gw·n)), dw = Σ g·n, db = Σ g.
+SmallVector<Value> layerNormGradRows(OpBuilder &b, Location loc, Value g,
+                                     Value x, Value w, double eps, Type elt) {
+  RankedTensorType type = tensorType(x);
+  int64_t last = type.getRank() - 1, d = type.getShape().back();
+  auto [mean, inv] = rowMoments(b, loc, x, eps);
+  Value gw = rowwise(b, loc, type, last, g, {}, w,
+                     [](OpBuilder &nb, Location l, ValueRange a) {
+                       return mulF(nb, l, a[0], a[1]);
+                     });
+  Value gwn = rowwise(b, loc, type, last, {gw, x}, {mean, inv}, {},
+                      [](OpBuilder &nb, Location l, ValueRange a) {
+                        return mulF(nb, l, a[0],
+                                    mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]));
+                      });
+  Value sumGW = reduceAxis(b, loc, gw, last, 0.0, sumOf(first));
+  Value sumGWN = reduceAxis(b, loc, gwn, last, 0.0, sumOf(first));
+  Value dx =
+      rowwise(b, loc, type.clone(elt), last, {gw, x},
+              {mean, inv, sumGW, sumGWN}, {},
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value n = mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]);
+                Value dd = cst(nb, l, n, d);
+                Value centered = subF(nb, l, a[0], divF(nb, l, a[4], dd));
+                return mulF(nb, l, a[3],
+                            subF(nb, l, centered,
+                                 mulF(nb, l, n, divF(nb, l, a[5], dd))));
+              });
+  Value dw = reduceRows(
+      b, loc, {g, x}, {mean, inv}, [](OpBuilder &nb, Location l, ValueRange a) {
+        return mulF(nb, l, a[0], mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]));
+      });
+  Value db = reduceRows(b, loc, g, {}, first);
+  return {dx, dw, db};
+}
+
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LayerNormLowering(MLIRContext *ctx, int64_t taskBytes)
+      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    int64_t last = type.getRank() - 1;
-    auto [mean, inv] = rowMoments(rewriter, loc, adaptor.getInput(),
-                                  op.getEps().convertToDouble());
+    double eps = op.getEps().convertToDouble();
+    Type elt = type.getElementType();
     SmallVector<Value> columns{adaptor.getWeight()};
     if (adaptor.getBias())
       columns.push_back(adaptor.getBias());
-    bool hasBias = static_cast<bool>(adaptor.getBias());
+    Value x = adaptor.getInput();
+    if (!useRowTasks(taskBytes, type)) {
+      rewriter.replaceOp(op, layerNormRows(rewriter, loc, x, columns, eps, elt));
+      return success();
+    }
     rewriter.replaceOp(
-        op, rowwise(rewriter, loc, type, last, adaptor.getInput(), {mean, inv},
-                    columns, [&](OpBuilder &b, Location l, ValueRange a) {
-                      Value n = mulF(b, l, subF(b, l, a[0], a[1]), a[2]);
-                      Value y = mulF(b, l, n, a[3]);
-                      return hasBias ? addF(b, l, y, a[4]) : y;
-                    }));
+        op, rowTasks(rewriter, loc, x, rowsPerTask(taskBytes, type), elt, {},
+                     [&](OpBuilder &b, Location l, ValueRange rows) {
+                       return SmallVector<Value>{
+                           layerNormRows(b, l, rows[0], columns, eps, elt)};
+                     }));
     return success();
   }
+  int64_t taskBytes;
 };
 
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LayerNormGradLowering(MLIRContext *ctx, int64_t taskBytes)
+      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // n = (x − mean)·r, gw = g·w:
-    // dx = r·(gw − mean(gw) − n·mean(gw·n)), dw = Σ g·n, db = Σ g.
     Location loc = op.getLoc();
     RankedTensorType type = op.getInput().getType();
-    int64_t last = type.getRank() - 1, d = type.getShape().back();
+    double eps = op.getEps().convertToDouble();
     Value g = adaptor.getGrad(), x = adaptor.getInput(),
           w = adaptor.getWeight();
-    auto [mean, inv] =
-        rowMoments(rewriter, loc, x, op.getEps().convertToDouble());
-    Value gw = rowwise(rewriter, loc, type, last, g, {}, w,
-                       [](OpBuilder &b, Location l, ValueRange a) {
-                         return mulF(b, l, a[0], a[1]);
-                       });
-    Value gwn = rowwise(rewriter, loc, type, last, {gw, x}, {mean, inv}, {},
-                        [](OpBuilder &b, Location l, ValueRange a) {
-                          return mulF(b, l, a[0],
-                                      mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
-                        });
-    Value sumGW = reduceAxis(rewriter, loc, gw, last, 0.0, sumOf(first));
-    Value sumGWN = reduceAxis(rewriter, loc, gwn, last, 0.0, sumOf(first));
-    Value dx =
-        rowwise(rewriter, loc, type, last, {gw, x}, {mean, inv, sumGW, sumGWN},
-                {}, [&](OpBuilder &b, Location l, ValueRange a) {
-                  Value n = mulF(b, l, subF(b, l, a[1], a[2]), a[3]);
-                  Value dd = cst(b, l, n, d);
-                  Value centered = subF(b, l, a[0], divF(b, l, a[4], dd));
-                  return mulF(b, l, a[3],
-                              subF(b, l, centered,
-                                   mulF(b, l, n, divF(b, l, a[5], dd))));
-                });
-    Value dw = reduceRows(
-        rewriter, loc, {g, x}, {mean, inv},
-        [](OpBuilder &b, Location l, ValueRange a) {
-          return mulF(b, l, a[0], mulF(b, l, subF(b, l, a[1], a[2]), a[3]));
-        });
-    Value db = reduceRows(rewriter, loc, g, {}, first);
-    rewriter.replaceOp(op, {dx, dw, db});
+    Type dxElt = op.getInputGrad().getType().getElementType();
+    if (!useRowTasks(taskBytes, type)) {
+      rewriter.replaceOp(
+          op, layerNormGradRows(rewriter, loc, g, x, w, eps, dxElt));
+      return success();
+    }
+    // Each task: its rows' dx and its shares of dw and db.
+    Type wElt = tensorType(g).getElementType();
+    rewriter.replaceOp(
+        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type),
+                     dxElt, {wElt, wElt},
+                     [&](OpBuilder &b, Location l, ValueRange rows) {
+                       return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
+                                                dxElt);
+                     }));
     return success();
   }
+  int64_t taskBytes;
 };
 
 //===----------------------------------------------------------------------===//
@@ -327,10 +533,11 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 
 } // namespace
 
-void mlir::tg::populateTGReductionToLinalgPatterns(
-    RewritePatternSet &patterns) {
+void mlir::tg::populateTGReductionToLinalgPatterns(RewritePatternSet &patterns,
+                                                  int64_t taskBytes) {
+  MLIRContext *ctx = patterns.getContext();
   patterns.add<ReduceSumLowering, SoftmaxLowering, SoftmaxGradLowering,
-               RMSNormLowering, RMSNormGradLowering, LayerNormLowering,
-               LayerNormGradLowering, CrossEntropyLowering,
-               CrossEntropyGradLowering>(patterns.getContext());
+               CrossEntropyLowering, CrossEntropyGradLowering>(ctx);
+  patterns.add<RMSNormLowering, RMSNormGradLowering, LayerNormLowering,
+               LayerNormGradLowering>(ctx, taskBytes);
 }

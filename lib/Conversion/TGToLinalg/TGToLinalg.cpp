@@ -34,9 +34,9 @@ struct ConvertTGToLinalgPass
     populateTGDataMovementToLinalgPatterns(patterns);
     populateTGElementwiseToLinalgPatterns(patterns);
     populateTGMatmulToLinalgPatterns(patterns);
-    populateTGReductionToLinalgPatterns(patterns);
+    populateTGReductionToLinalgPatterns(patterns, taskBytes);
     populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes,
-                                        transposedOperands, attentionTaskBytes);
+                                        transposedOperands, taskBytes);
     populateTGOptimizerToLinalgPatterns(patterns, fuseUpdates);
     populateTGFusedToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

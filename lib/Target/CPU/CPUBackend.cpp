@@ -91,7 +91,12 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
   vectorToLLVM.x86Vector = true; // avx512.dot (bf16 products)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(tg::createTGCLowerArenaAllocsPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // aligned_alloc rather than malloc plus pointer arithmetic: LLVM then
+  // knows a task's own buffers alias nothing else, and keeps a row sum's
+  // accumulator in a register instead of storing it on every element.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -145,7 +150,7 @@ void tgc::cpu::registerCPUBackendPasses() {
       "(tg → linalg, then the CPU backend)",
       [](OpPassManager &pm, const CPUBackendOptions &options) {
         buildTGToLinalgPipeline(pm, options.function, options.fusion,
-                                kAttentionTaskBytes);
+                                kTaskBytes);
         buildCPUBackendPipeline(pm, options);
       });
 }
@@ -178,8 +183,8 @@ public:
     return cpu::fusesIntoProductTiles(product);
   }
 
-  int64_t attentionTaskBytes() const override {
-    return cpu::kAttentionTaskBytes;
+  int64_t taskBytes() const override {
+    return cpu::kTaskBytes;
   }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -392,3 +392,79 @@ func.func @product_read_elsewhere(%a1: tensor<6x4xf32>, %a2: tensor<6x4xf32>, %w
   } -> tensor<6x8xf32>
   return %s, %p1 : tensor<6x8xf32>, tensor<6x8xf32>
 }
+
+// -----
+
+// An elementwise loop reading a row task's rows (a norm's input gradient,
+// summed with the residual stream's other gradient) runs in the task: the
+// other input is sliced like the rows, and the task inserts the sum.
+#id3c = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id2c = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @consumer_into_tasks
+// CHECK-SAME: (%[[X:.*]]: tensor<6x8xf32>, %[[OTHER:.*]]: tensor<2x3x8xf32>)
+// CHECK: %[[OTHER2:.*]] = tensor.collapse_shape %[[OTHER]] {{\[}}[0, 1], [2]]
+// CHECK: %[[R:.*]] = scf.forall (%[[T:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}})
+// CHECK:   %[[ROW:.*]] = arith.muli %[[T]], %c3
+// CHECK:   %[[NEG:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<3x8xf32>)
+// CHECK:   %[[OT:.*]] = tensor.extract_slice %[[OTHER2]][%[[ROW]], 0] [3, 8] [1, 1]
+// CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[OT]], %[[NEG]] : tensor<3x8xf32>, tensor<3x8xf32>)
+// CHECK:     arith.addf
+// CHECK:   tensor.parallel_insert_slice %[[SUM]] into %[[OUT]][%[[ROW]], 0] [3, 8] [1, 1]
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[R]]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[E]]
+func.func @consumer_into_tasks(%x: tensor<6x8xf32>, %other: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+  %c3 = arith.constant 3 : index
+  %e = tensor.empty() : tensor<6x8xf32>
+  %rows = scf.forall (%t) in (2) shared_outs(%out = %e) -> (tensor<6x8xf32>) {
+    %row = arith.muli %t, %c3 : index
+    %xt = tensor.extract_slice %x[%row, 0] [3, 8] [1, 1] : tensor<6x8xf32> to tensor<3x8xf32>
+    %te = tensor.empty() : tensor<3x8xf32>
+    %neg = linalg.generic {indexing_maps = [#id2c, #id2c], iterator_types = ["parallel", "parallel"]} ins(%xt : tensor<3x8xf32>) outs(%te : tensor<3x8xf32>) {
+    ^bb0(%in: f32, %o: f32):
+      %n = arith.negf %in : f32
+      linalg.yield %n : f32
+    } -> tensor<3x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %neg into %out[%row, 0] [3, 8] [1, 1] : tensor<3x8xf32> into tensor<6x8xf32>
+    }
+  }
+  %full = tensor.expand_shape %rows [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
+  %o = tensor.empty() : tensor<2x3x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id3c, #id3c, #id3c], iterator_types = ["parallel", "parallel", "parallel"]} ins(%other, %full : tensor<2x3x8xf32>, tensor<2x3x8xf32>) outs(%o : tensor<2x3x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %out: f32):
+    %r = arith.addf %u, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8xf32>
+  return %sum : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Rows read twice (the sum and the return) stay where the tasks write them.
+#id3d = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @task_rows_read_twice
+// CHECK: scf.forall
+// CHECK-NOT: arith.addf
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.generic
+// CHECK:   arith.addf
+func.func @task_rows_read_twice(%x: tensor<6x8xf32>, %other: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %c3 = arith.constant 3 : index
+  %e = tensor.empty() : tensor<6x8xf32>
+  %rows = scf.forall (%t) in (2) shared_outs(%out = %e) -> (tensor<6x8xf32>) {
+    %row = arith.muli %t, %c3 : index
+    %xt = tensor.extract_slice %x[%row, 0] [3, 8] [1, 1] : tensor<6x8xf32> to tensor<3x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %xt into %out[%row, 0] [3, 8] [1, 1] : tensor<3x8xf32> into tensor<6x8xf32>
+    }
+  }
+  %full = tensor.expand_shape %rows [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
+  %o = tensor.empty() : tensor<2x3x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id3d, #id3d, #id3d], iterator_types = ["parallel", "parallel", "parallel"]} ins(%other, %full : tensor<2x3x8xf32>, tensor<2x3x8xf32>) outs(%o : tensor<2x3x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %out: f32):
+    %r = arith.addf %u, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8xf32>
+  return %sum, %full : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}

@@ -1,6 +1,6 @@
 // RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192 transposed-operands=true" --canonicalize | FileCheck %s
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
-// RUN: tgc-opt %s --convert-tg-to-linalg="attention-task-bytes=8192" --canonicalize | FileCheck %s --check-prefix=TASKS
+// RUN: tgc-opt %s --convert-tg-to-linalg="task-bytes=8192" --canonicalize | FileCheck %s --check-prefix=TASKS
 
 // FlashAttention tiles: S = 100 positions, G = 2 query heads per key/value
 // head, f32 scores: a budget of 8192 bytes gives T = 32 positions per tile
@@ -49,7 +49,7 @@
 // WHOLE: linalg.batch_matmul {{.*}} -> tensor<1x200x100xf32>
 // WHOLE-NOT: tensor<1x200x4xf32>) {
 // WHOLE: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x200x100xf32>, tensor<1x100x4xf32>) outs(%[[ZERO]] : tensor<1x200x4xf32>)
-// Tasks (attention-task-bytes): a budget of 8192 bytes for one task's
+// Tasks (task-bytes): a budget of 8192 bytes for one task's
 // [T·G, T] scores gives T = 32 again. One task per (sequence, key/value
 // head, full query tile) in an scf.forall (the unit dimensions fold away):
 // it copies its queries from the sequence's layout, transposes each key

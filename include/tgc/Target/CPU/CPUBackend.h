@@ -18,10 +18,11 @@
 namespace tgc::cpu {
 
 /// With fusion, the attention forward runs as parallel tasks per (sequence,
-/// key/value head, query tile) whose score tile is at most this many bytes:
-/// the task's tiles (scores, Kᵀ and V tiles, running state) stay in its
+/// key/value head, query tile) whose score tile is at most this many bytes,
+/// and each norm as tasks over tiles of rows of this many bytes: a task's
+/// tiles (scores, Kᵀ and V tiles, running state; a norm's rows) stay in its
 /// core's L2.
-constexpr int64_t kAttentionTaskBytes = 64 << 10;
+constexpr int64_t kTaskBytes = 64 << 10;
 
 /// The CPU backend's pipeline options (`tgc-opt --tgc-cpu-lowering`; tgc
 /// fills the machine description from --mcpu).

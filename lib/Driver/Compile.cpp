@@ -211,8 +211,7 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   auto step = module.lookupSymbol<func::FuncOp>(kStepName);
   bool inPlace = step && canUpdateInPlace(step);
   if (failed(runPipeline(module, [&](OpPassManager &pm) {
-        buildTGToLinalgPipeline(pm, kStepName, fusion,
-                                target.taskBytes());
+        buildTGToLinalgPipeline(pm, kStepName, fusion, target.taskBytes());
       })))
     return failure();
   if (inPlace) {

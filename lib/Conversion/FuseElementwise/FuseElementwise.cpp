@@ -597,13 +597,12 @@ void fuseConsumersIntoTasks(func::FuncOp func) {
       rewriter.setInsertionPoint(forall);
       SmallVector<Value> matrices;
       for (Value input : consumer.getDpsInputs())
-        matrices.push_back(
-            input == full || !expand
-                ? input
-                : tensor::CollapseShapeOp::create(
-                      rewriter, consumer.getLoc(), input,
-                      expand.getReassociationIndices())
-                      .getResult());
+        matrices.push_back(input == full || !expand
+                               ? input
+                               : tensor::CollapseShapeOp::create(
+                                     rewriter, consumer.getLoc(), input,
+                                     expand.getReassociationIndices())
+                                     .getResult());
       rewriter.setInsertionPoint(forall.getTerminator());
       RankedTensorType tileType = insert.getSourceType();
       SmallVector<Value> tiles;
@@ -620,8 +619,8 @@ void fuseConsumersIntoTasks(func::FuncOp func) {
       Value init = tensor::EmptyOp::create(rewriter, consumer.getLoc(),
                                            tileType.getShape(),
                                            tileType.getElementType());
-      AffineMap identity = AffineMap::getMultiDimIdentityMap(
-          tileType.getRank(), func.getContext());
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(tileType.getRank(),
+                                                             func.getContext());
       auto tile = linalg::GenericOp::create(
           rewriter, consumer.getLoc(), TypeRange{tileType}, tiles, {init},
           SmallVector<AffineMap>(tiles.size() + 1, identity),
@@ -629,9 +628,8 @@ void fuseConsumersIntoTasks(func::FuncOp func) {
                                            utils::IteratorType::parallel));
       rewriter.cloneRegionBefore(consumer.getRegion(), tile.getRegion(),
                                  tile.getRegion().end());
-      rewriter.modifyOpInPlace(insert, [&] {
-        insert.getSourceMutable().assign(tile.getResult(0));
-      });
+      rewriter.modifyOpInPlace(
+          insert, [&] { insert.getSourceMutable().assign(tile.getResult(0)); });
       rewriter.replaceOp(consumer, full);
     }
   }

@@ -262,17 +262,17 @@ std::pair<Value, Value> rmsNormInputGradRows(OpBuilder &b, Location loc,
                         return mulF(nb, l, mulF(nb, l, a[0], a[2]), a[1]);
                       });
   Value dot = reduceAxis(b, loc, gwx, last, 0.0, sumOf(first));
-  Value dx = rowwise(b, loc, type.clone(elt), last, {g, x}, {ss, dot}, w,
-                     [&](OpBuilder &nb, Location l, ValueRange a) {
-                       Value r = inverseRms(nb, l, a[2], d, eps);
-                       Value n = mulF(nb, l, a[1], r);
-                       // mean(g·w·n) = r · Σ g·w·x / d
-                       Value meanGWN =
-                           divF(nb, l, mulF(nb, l, a[3], r), cst(nb, l, r, d));
-                       Value gw = mulF(nb, l, a[0], a[4]);
-                       return mulF(nb, l, r,
-                                   subF(nb, l, gw, mulF(nb, l, n, meanGWN)));
-                     });
+  Value dx =
+      rowwise(b, loc, type.clone(elt), last, {g, x}, {ss, dot}, w,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value r = inverseRms(nb, l, a[2], d, eps);
+                Value n = mulF(nb, l, a[1], r);
+                // mean(g·w·n) = r · Σ g·w·x / d
+                Value meanGWN =
+                    divF(nb, l, mulF(nb, l, a[3], r), cst(nb, l, r, d));
+                Value gw = mulF(nb, l, a[0], a[4]);
+                return mulF(nb, l, r, subF(nb, l, gw, mulF(nb, l, n, meanGWN)));
+              });
   return {dx, ss};
 }
 
@@ -280,12 +280,11 @@ std::pair<Value, Value> rmsNormInputGradRows(OpBuilder &b, Location loc,
 Value rmsNormWeightGradRows(OpBuilder &b, Location loc, Value g, Value x,
                             Value ss, double eps) {
   int64_t d = tensorType(x).getShape().back();
-  return reduceRows(b, loc, {g, x}, ss,
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      return mulF(nb, l, a[0],
-                                  mulF(nb, l, a[1],
-                                       inverseRms(nb, l, a[2], d, eps)));
-                    });
+  return reduceRows(
+      b, loc, {g, x}, ss, [&](OpBuilder &nb, Location l, ValueRange a) {
+        return mulF(nb, l, a[0],
+                    mulF(nb, l, a[1], inverseRms(nb, l, a[2], d, eps)));
+      });
 }
 
 struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
@@ -336,14 +335,13 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
     // the gradient's element type, as the untasked sum).
     Type dwElt = tensorType(g).getElementType();
     rewriter.replaceOp(
-        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type),
-                     dxElt, dwElt,
-                     [&](OpBuilder &b, Location l, ValueRange rows) {
+        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type), dxElt,
+                     dwElt, [&](OpBuilder &b, Location l, ValueRange rows) {
                        auto [dx, ss] = rmsNormInputGradRows(
                            b, l, rows[0], rows[1], w, eps, dxElt);
                        return SmallVector<Value>{
-                           dx, rmsNormWeightGradRows(b, l, rows[0], rows[1],
-                                                     ss, eps)};
+                           dx, rmsNormWeightGradRows(b, l, rows[0], rows[1], ss,
+                                                     eps)};
                      }));
     return success();
   }
@@ -410,17 +408,16 @@ SmallVector<Value> layerNormGradRows(OpBuilder &b, Location loc, Value g,
                       });
   Value sumGW = reduceAxis(b, loc, gw, last, 0.0, sumOf(first));
   Value sumGWN = reduceAxis(b, loc, gwn, last, 0.0, sumOf(first));
-  Value dx =
-      rowwise(b, loc, type.clone(elt), last, {gw, x},
-              {mean, inv, sumGW, sumGWN}, {},
-              [&](OpBuilder &nb, Location l, ValueRange a) {
-                Value n = mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]);
-                Value dd = cst(nb, l, n, d);
-                Value centered = subF(nb, l, a[0], divF(nb, l, a[4], dd));
-                return mulF(nb, l, a[3],
-                            subF(nb, l, centered,
-                                 mulF(nb, l, n, divF(nb, l, a[5], dd))));
-              });
+  Value dx = rowwise(
+      b, loc, type.clone(elt), last, {gw, x}, {mean, inv, sumGW, sumGWN}, {},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value n = mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]);
+        Value dd = cst(nb, l, n, d);
+        Value centered = subF(nb, l, a[0], divF(nb, l, a[4], dd));
+        return mulF(
+            nb, l, a[3],
+            subF(nb, l, centered, mulF(nb, l, n, divF(nb, l, a[5], dd))));
+      });
   Value dw = reduceRows(
       b, loc, {g, x}, {mean, inv}, [](OpBuilder &nb, Location l, ValueRange a) {
         return mulF(nb, l, a[0], mulF(nb, l, subF(nb, l, a[1], a[2]), a[3]));
@@ -444,7 +441,8 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
       columns.push_back(adaptor.getBias());
     Value x = adaptor.getInput();
     if (!useRowTasks(taskBytes, type)) {
-      rewriter.replaceOp(op, layerNormRows(rewriter, loc, x, columns, eps, elt));
+      rewriter.replaceOp(op,
+                         layerNormRows(rewriter, loc, x, columns, eps, elt));
       return success();
     }
     rewriter.replaceOp(
@@ -471,19 +469,19 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
           w = adaptor.getWeight();
     Type dxElt = op.getInputGrad().getType().getElementType();
     if (!useRowTasks(taskBytes, type)) {
-      rewriter.replaceOp(
-          op, layerNormGradRows(rewriter, loc, g, x, w, eps, dxElt));
+      rewriter.replaceOp(op,
+                         layerNormGradRows(rewriter, loc, g, x, w, eps, dxElt));
       return success();
     }
     // Each task: its rows' dx and its shares of dw and db.
     Type wElt = tensorType(g).getElementType();
     rewriter.replaceOp(
-        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type),
-                     dxElt, {wElt, wElt},
-                     [&](OpBuilder &b, Location l, ValueRange rows) {
-                       return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
-                                                dxElt);
-                     }));
+        op,
+        rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type), dxElt,
+                 {wElt, wElt}, [&](OpBuilder &b, Location l, ValueRange rows) {
+                   return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
+                                            dxElt);
+                 }));
     return success();
   }
   int64_t taskBytes;
@@ -534,7 +532,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 } // namespace
 
 void mlir::tg::populateTGReductionToLinalgPatterns(RewritePatternSet &patterns,
-                                                  int64_t taskBytes) {
+                                                   int64_t taskBytes) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ReduceSumLowering, SoftmaxLowering, SoftmaxGradLowering,
                CrossEntropyLowering, CrossEntropyGradLowering>(ctx);

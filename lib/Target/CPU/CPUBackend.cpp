@@ -183,9 +183,7 @@ public:
     return cpu::fusesIntoProductTiles(product);
   }
 
-  int64_t taskBytes() const override {
-    return cpu::kTaskBytes;
-  }
+  int64_t taskBytes() const override { return cpu::kTaskBytes; }
 
   void buildCodegenPipeline(OpPassManager &pm,
                             StringRef function) const override {

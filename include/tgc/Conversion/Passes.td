@@ -26,9 +26,9 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
 
     `task-bytes` (a CPU choice: what one task may keep in its core's
     cache; 0 keeps the batched forms) lowers two kinds of op as parallel
-    tasks in an `scf.forall`. Attention's forward: one per (sequence, key/value head, query tile) in an
-    `scf.forall`: a task copies its queries (the G heads of a group stacked
-    position-major) and each key tile (Kᵀ, V) from the sequence's layout
+    tasks in an `scf.forall`. Attention's forward: one task per
+    (sequence, key/value head, query tile), which copies its queries (the
+    G heads of a group stacked position-major) and each key tile (Kᵀ, V) from the sequence's layout
     into small tiles of its own and runs the same online softmax on them,
     its score tile `[T·G, T]` at most this many bytes, so scores,
     probabilities and the running state stay in the task's cache; it
@@ -101,6 +101,12 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       transpose the saved queries, keys and values); a reshape between an
       elementwise loop and a transpose is folded into the loop (upstream's
       fold-by-expansion patterns, only there), so the two fuse.
+    - Into tasks: an elementwise loop that is the only reader of the rows
+      a parallel task writes (a norm's tasks, `task-bytes`) runs inside
+      the task on those rows, its other inputs sliced like them (they must
+      exist before the tasks): the residual stream's gradient, the sum of
+      a norm's input gradient and the gradient flowing past the norm, is
+      written once by the norm's tasks.
 
     Neither moves a read past an in-place write of what it reads: an op
     between the two positions that takes the tensor as its destination
@@ -113,7 +119,8 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
     patterns of `linalg-fuse-elementwise-ops` are not used: they rewrite
     matmuls fed through reshapes into higher-rank generic contractions.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def TGCEmitCEntryPass : Pass<"tgc-emit-c-entry", "::mlir::ModuleOp"> {

@@ -33,7 +33,11 @@ def ConvertTGToLinalgPass : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     its score tile `[T·G, T]` at most this many bytes, so scores,
     probabilities and the running state stay in the task's cache; it
     computes its output rows and logsumexp into its slices of the
-    sequence's layout. The gradient keeps the batched form. RMSNorm,
+    sequence's layout. Its gradient: one task per (sequence, key/value
+    head), the query tiles in order inside it (dK and dV accumulate over
+    them), with its own copies of its queries, dO, K, Kᵀ and Vᵀ and its
+    own dQ, dK and dV accumulators, copied into the gradients' slices at
+    the end. RMSNorm,
     LayerNorm and their gradients: one task per tile of rows (as many rows
     as fit this many bytes), which computes the rows' statistics and then
     their outputs while the rows are in its cache, instead of a pass over

@@ -551,11 +551,220 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   int64_t tileBytes, taskBytes;
 };
 
+/// out += lhsᵀ · rhs per batch entry: through the product's map with
+/// `transposedOperands` (a fusion), else from a transposed copy.
+Value transposedLhsProduct(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                           Value init, bool transposedOperands) {
+  if (transposedOperands)
+    return batchMatmulTransposedLhs(b, loc, lhs, rhs, init);
+  return batchMatmulInto(b, loc, transposeMatrices(b, loc, lhs), rhs, init);
+}
+
+/// What the gradient of one query tile reads: the tile's rows of Q, dO,
+/// logsumexp and delta ([N, R(, E)]), and the whole K, Kᵀ and Vᵀ of the
+/// same N batch entries.
+struct GradTileOperands {
+  Value q, dO, lse, delta, k, kT, vT;
+};
+
+/// FlashAttention-2's backward for one query tile (positions [offset,
+/// offset + size)): recomputes each key tile's probabilities from the
+/// logsumexp, accumulates the tile's dQ rows into `dqRows` (zeroed here)
+/// and dK's and dV's rows of each key tile into `dk` and `dv`. Returns the
+/// new dQ rows, dK and dV.
+SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
+                                 bool causal, double scale, int64_t tile,
+                                 OpFoldResult offset, int64_t size,
+                                 const GradTileOperands &t, Value dqRows,
+                                 Value dk, Value dv, bool transposedOperands) {
+  Value zero = constantFloat(b, nl, l.elt, 0.0);
+  SmallVector<Value> state{
+      linalg::FillOp::create(b, nl, zero, dqRows).getResult(0), dk, dv};
+  return forEachKeyTile(
+      b, nl, l, causal, tile, offset, size, state,
+      [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset, int64_t keys,
+          bool diagonal, ValueRange st) -> SmallVector<Value> {
+        Value s =
+            scores(tb, tl, l, t.q, sliceDim(tb, tl, 2, t.kT, keyOffset, keys),
+                   scale, diagonal);
+        // P = exp(s − logsumexp), in place of the scores.
+        Value p = updateRows(
+            tb, tl, s, t.lse,
+            [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+              return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[1], a[0]));
+            });
+        // dV rows += Pᵀ·dO.
+        Value dvRows = transposedLhsProduct(
+            tb, tl, p, t.dO, sliceDim(tb, tl, 1, st[2], keyOffset, keys),
+            transposedOperands);
+        // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP.
+        Value dp = batchMatmul(tb, tl, t.dO,
+                               sliceDim(tb, tl, 2, t.vT, keyOffset, keys));
+        MLIRContext *ctx = tb.getContext();
+        Value ds = generic(
+            tb, tl, {p, t.delta},
+            {AffineMap::getMultiDimIdentityMap(3, ctx),
+             dimsMap(ctx, 3, {0, 1})},
+            dp, AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
+            [&](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+              Value d = mulF(nb, nl2, a[0], subF(nb, nl2, a[2], a[1]));
+              return mulF(nb, nl2, d, constantFloat(nb, nl2, l.elt, scale));
+            });
+        // dQ rows += dS·K, dK rows += dSᵀ·Q.
+        Value dq = batchMatmulInto(
+            tb, tl, ds, sliceDim(tb, tl, 1, t.k, keyOffset, keys), st[0]);
+        Value dkRows = transposedLhsProduct(
+            tb, tl, ds, t.q, sliceDim(tb, tl, 1, st[1], keyOffset, keys),
+            transposedOperands);
+        return {dq, insertDim(tb, tl, 1, dkRows, st[1], keyOffset),
+                insertDim(tb, tl, 1, dvRows, st[2], keyOffset)};
+      });
+}
+
+/// The gradient as parallel tasks (`task-bytes`): one per (sequence,
+/// key/value head), its query tiles in order inside it, because its dK and
+/// dV accumulate over them. A task copies its queries, dO, K, Kᵀ and Vᵀ
+/// from the sequence's layout into contiguous tensors of its own, keeps
+/// its dQ, dK and dV accumulators to itself and writes them into its
+/// slices of the gradients in the sequence's layout at the end.
+SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
+                                      const Layout &l, bool causal,
+                                      double scale, int64_t tile, Value query,
+                                      Value key, Value value, Value grad,
+                                      Value logsumexp, Value delta,
+                                      bool transposedOperands) {
+  auto matrixAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
+    RankedTensorType t = tensorType(v);
+    return tensor::ExpandShapeOp::create(
+        ob, ol,
+        RankedTensorType::get({1, t.getDimSize(0), t.getDimSize(1)},
+                              t.getElementType()),
+        v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  };
+  auto rowsAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
+    RankedTensorType t = tensorType(v);
+    return tensor::ExpandShapeOp::create(
+        ob, ol, RankedTensorType::get({1, t.getDimSize(0)}, t.getElementType()),
+        v, ArrayRef<ReassociationIndices>{{0, 1}});
+  };
+  auto groups = [&](Value x, int64_t e) -> Value {
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, e}, l.elt), x,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+  };
+  Value q5 = groups(query, l.D), dO5 = groups(grad, l.Dv);
+  Value lse4 = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G}, l.elt), logsumexp,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+  SmallVector<Value> outs{
+      tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G, l.D}, l.elt),
+      tensor::EmptyOp::create(b, loc, {l.B, l.Skv, l.Hkv, l.D}, l.elt),
+      tensor::EmptyOp::create(b, loc, {l.B, l.Skv, l.Hkv, l.Dv}, l.elt)};
+  auto forall = scf::ForallOp::create(
+      b, loc, {b.getIndexAttr(l.B), b.getIndexAttr(l.Hkv)}, outs,
+      /*mapping=*/std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value seq = forall.getInductionVars()[0],
+          head = forall.getInductionVars()[1];
+    OpFoldResult zero = b.getIndexAttr(0);
+    int64_t rows = l.S * l.G;
+    // [S, G, E] of this head's group → [1, S·G, E].
+    auto queryRows = [&](Value x5, int64_t e) {
+      Value x =
+          contiguousCopy(b, loc,
+                         sliceOf(b, loc, x5, {seq, zero, head, zero, zero},
+                                 {1, l.S, 1, l.G, e}, {0, 2}));
+      return regroup(b, loc, x, {{0, 1}, {2}}, {{0, 1}, {2}},
+                     RankedTensorType::get({1, rows, e}, l.elt));
+    };
+    auto statRows = [&](Value s) {
+      return rowsAsBatch(b, loc,
+                         tensor::CollapseShapeOp::create(
+                             b, loc, contiguousCopy(b, loc, s),
+                             ArrayRef<ReassociationIndices>{{0, 1}}));
+    };
+    auto keyMatrix = [&](Value x, int64_t e) {
+      return sliceOf(b, loc, x, {seq, zero, head, zero}, {1, l.Skv, 1, e},
+                     {0, 2});
+    };
+    Value kRows = keyMatrix(key, l.D), vRows = keyMatrix(value, l.Dv);
+    GradTileOperands whole;
+    whole.q = queryRows(q5, l.D);
+    whole.dO = queryRows(dO5, l.Dv);
+    whole.lse = statRows(sliceOf(b, loc, lse4, {seq, zero, head, zero},
+                                 {1, l.S, 1, l.G}, {0, 2}));
+    whole.delta = statRows(sliceOf(b, loc, delta, {seq, head, zero, zero},
+                                   {1, 1, l.S, l.G}, {0, 1}));
+    whole.k = matrixAsBatch(b, loc, contiguousCopy(b, loc, kRows));
+    whole.kT = matrixAsBatch(b, loc, transpose(b, loc, kRows, {1, 0}));
+    whole.vT = matrixAsBatch(b, loc, transpose(b, loc, vRows, {1, 0}));
+    SmallVector<Value> init{
+        tensor::EmptyOp::create(b, loc, {1, rows, l.D}, l.elt),
+        filled(b, loc, RankedTensorType::get({1, l.Skv, l.D}, l.elt), 0.0),
+        filled(b, loc, RankedTensorType::get({1, l.Skv, l.Dv}, l.elt), 0.0)};
+    SmallVector<Value> grads = forEachChunk(
+        b, loc, l.S, tile, init,
+        [&](OpBuilder &cb, Location cl, OpFoldResult offset, int64_t size,
+            ValueRange args) -> SmallVector<Value> {
+          OpFoldResult rowOffset = scaled(cb, cl, offset, l.G);
+          int64_t tileRows = size * l.G;
+          GradTileOperands t = whole;
+          t.q = sliceDim(cb, cl, 1, whole.q, rowOffset, tileRows);
+          t.dO = sliceDim(cb, cl, 1, whole.dO, rowOffset, tileRows);
+          t.lse = sliceDim(cb, cl, 1, whole.lse, rowOffset, tileRows);
+          t.delta = sliceDim(cb, cl, 1, whole.delta, rowOffset, tileRows);
+          SmallVector<Value> st =
+              gradQueryTile(cb, cl, l, causal, scale, tile, offset, size, t,
+                            sliceDim(cb, cl, 1, args[0], rowOffset, tileRows),
+                            args[1], args[2], transposedOperands);
+          return {insertDim(cb, cl, 1, st[0], args[0], rowOffset), st[1],
+                  st[2]};
+        });
+    // Each accumulator into its slice of the sequence's layout.
+    Value dq = regroup(b, loc, grads[0], {{0, 1}, {2}}, {{0, 1}, {2}},
+                       RankedTensorType::get({l.S, l.G, l.D}, l.elt));
+    auto matrix = [&](Value v) -> Value {
+      return tensor::CollapseShapeOp::create(
+          b, loc, v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    };
+    // Copied by a loop into the output's strided slice (a copy left to
+    // bufferization would be a generic strided memref copy, element by
+    // element), which the task then yields.
+    ValueRange shared = forall.getRegionIterArgs();
+    SmallVector<std::pair<Value, tensor::ExtractSliceOp>> written;
+    auto writeInto = [&](Value acc, Value dest, ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<int64_t> sizes, ArrayRef<int64_t> dropped) {
+      auto slice = llvm::cast<tensor::ExtractSliceOp>(
+          sliceOf(b, loc, dest, offsets, sizes, dropped).getDefiningOp());
+      written.push_back(
+          {linalg::CopyOp::create(b, loc, acc, slice.getResult()).getResult(0),
+           slice});
+    };
+    writeInto(dq, shared[0], {seq, zero, head, zero, zero},
+              {1, l.S, 1, l.G, l.D}, {0, 2});
+    writeInto(matrix(grads[1]), shared[1], {seq, zero, head, zero},
+              {1, l.Skv, 1, l.D}, {0, 2});
+    writeInto(matrix(grads[2]), shared[2], {seq, zero, head, zero},
+              {1, l.Skv, 1, l.Dv}, {0, 2});
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    for (auto [value, slice] : written)
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, value, slice.getSource(), slice.getMixedOffsets(),
+          slice.getMixedSizes(), slice.getMixedStrides());
+  }
+  return {tensor::CollapseShapeOp::create(
+              b, loc, forall.getResult(0),
+              ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}}),
+          forall.getResult(1), forall.getResult(2)};
+}
+
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   AttentionGradLowering(MLIRContext *ctx, int64_t tileBytes,
-                        bool transposedOperands)
+                        bool transposedOperands, int64_t taskBytes)
       : OpConversionPattern(ctx), tileBytes(tileBytes),
-        transposedOperands(transposedOperands) {}
+        transposedOperands(transposedOperands), taskBytes(taskBytes) {}
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -563,23 +772,18 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     bool causal = op.getCausal();
     double scale = op.getScaleOrDefault();
-    Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
-    Value k = l.keyRows(rewriter, loc, adaptor.getKey());
-    Value v = l.keyRows(rewriter, loc, adaptor.getValue());
-    Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
-    Value lse = l.statRows(rewriter, loc, adaptor.getLogsumexp());
-    // delta = rowsum(dO ∘ O) in the query rows' layout [B·Hkv, S·G], read
-    // from both in the sequence's layout [B, S, Hkv, G, Dv] through the
-    // loop's maps: the output needs no heads-layout copy (the forward then
-    // writes it in the sequence's layout directly), and no layout change
-    // of delta is left for the fusion to fold into dS's loop.
+    // delta = rowsum(dO ∘ O) per query row, [B, Hkv, S, G], read from both
+    // in the sequence's layout [B, S, Hkv, G, Dv] through the loop's maps:
+    // the output needs no heads-layout copy (the forward then writes it in
+    // the sequence's layout directly), and no layout change of delta is
+    // left for the fusion to fold into dS's loop.
     int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
-    Value delta;
+    Value deltaBySequence;
     {
       MLIRContext *ctx = rewriter.getContext();
       auto seq = RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.Dv}, l.elt);
       AffineMap bySequence = dimsMap(ctx, 5, {0, 2, 1, 3, 4});
-      Value rows = generic(
+      deltaBySequence = generic(
           rewriter, loc,
           {reshape(rewriter, loc, adaptor.getGrad(), seq),
            reshape(rewriter, loc, adaptor.getOutput(), seq)},
@@ -590,11 +794,30 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
           sumOf([](OpBuilder &nb, Location nl2, ValueRange a) {
             return mulF(nb, nl2, a[0], a[1]);
           }));
-      delta = reshape(rewriter, loc, rows,
-                      RankedTensorType::get({bh, l.S * l.G}, l.elt));
     }
-    Value kT = transposeMatrices(rewriter, loc, k);
-    Value vT = transposeMatrices(rewriter, loc, v);
+    if (taskBytes > 0) {
+      rewriter.replaceOp(
+          op, attentionGradTasks(
+                  rewriter, loc, l, causal, scale,
+                  l.taskTilePositions(taskBytes), adaptor.getQuery(),
+                  adaptor.getKey(), adaptor.getValue(), adaptor.getGrad(),
+                  adaptor.getLogsumexp(), deltaBySequence, transposedOperands));
+      return success();
+    }
+    Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
+    Value k = l.keyRows(rewriter, loc, adaptor.getKey());
+    Value v = l.keyRows(rewriter, loc, adaptor.getValue());
+    Value dO = l.queryRows(rewriter, loc, adaptor.getGrad());
+    Value lse = l.statRows(rewriter, loc, adaptor.getLogsumexp());
+    Value delta = reshape(rewriter, loc, deltaBySequence,
+                          RankedTensorType::get({bh, l.S * l.G}, l.elt));
+    GradTileOperands whole{q,
+                           dO,
+                           lse,
+                           delta,
+                           k,
+                           transposeMatrices(rewriter, loc, k),
+                           transposeMatrices(rewriter, loc, v)};
     SmallVector<Value> init{
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
@@ -607,57 +830,15 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
             ValueRange args) -> SmallVector<Value> {
           OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
           int64_t rows = size * l.G;
-          Value qc = sliceDim(b, nl, 1, q, rowOffset, rows);
-          Value dOc = sliceDim(b, nl, 1, dO, rowOffset, rows);
-          Value lsec = sliceDim(b, nl, 1, lse, rowOffset, rows);
-          Value deltac = sliceDim(b, nl, 1, delta, rowOffset, rows);
-          Value dqRows = sliceDim(b, nl, 1, args[0], rowOffset, rows);
-          Value zero = constantFloat(b, nl, l.elt, 0.0);
-          SmallVector<Value> state{
-              linalg::FillOp::create(b, nl, zero, dqRows).getResult(0), args[1],
-              args[2]};
-          state = forEachKeyTile(
-              b, nl, l, causal, tile, offset, size, state,
-              [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset,
-                  int64_t keys, bool diagonal,
-                  ValueRange st) -> SmallVector<Value> {
-                Value s = scores(tb, tl, l, qc,
-                                 sliceDim(tb, tl, 2, kT, keyOffset, keys),
-                                 scale, diagonal);
-                // P = exp(s − logsumexp), in place of the scores.
-                Value p = updateRows(
-                    tb, tl, s, lsec,
-                    [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      return math::ExpOp::create(nb, nl2,
-                                                 subF(nb, nl2, a[1], a[0]));
-                    });
-                // dV rows += Pᵀ·dO.
-                Value dvRows = transposedLhsProduct(
-                    tb, tl, p, dOc,
-                    sliceDim(tb, tl, 1, st[2], keyOffset, keys));
-                // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP.
-                Value dp = batchMatmul(
-                    tb, tl, dOc, sliceDim(tb, tl, 2, vT, keyOffset, keys));
-                MLIRContext *ctx = tb.getContext();
-                Value ds = generic(
-                    tb, tl, {p, deltac},
-                    {AffineMap::getMultiDimIdentityMap(3, ctx),
-                     dimsMap(ctx, 3, {0, 1})},
-                    dp, AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
-                    [&](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-                      Value d = mulF(nb, nl2, a[0], subF(nb, nl2, a[2], a[1]));
-                      return mulF(nb, nl2, d,
-                                  constantFloat(nb, nl2, l.elt, scale));
-                    });
-                // dQ rows += dS·K, dK rows += dSᵀ·Q.
-                Value dq = batchMatmulInto(
-                    tb, tl, ds, sliceDim(tb, tl, 1, k, keyOffset, keys), st[0]);
-                Value dkRows = transposedLhsProduct(
-                    tb, tl, ds, qc,
-                    sliceDim(tb, tl, 1, st[1], keyOffset, keys));
-                return {dq, insertDim(tb, tl, 1, dkRows, st[1], keyOffset),
-                        insertDim(tb, tl, 1, dvRows, st[2], keyOffset)};
-              });
+          GradTileOperands t = whole;
+          t.q = sliceDim(b, nl, 1, q, rowOffset, rows);
+          t.dO = sliceDim(b, nl, 1, dO, rowOffset, rows);
+          t.lse = sliceDim(b, nl, 1, lse, rowOffset, rows);
+          t.delta = sliceDim(b, nl, 1, delta, rowOffset, rows);
+          SmallVector<Value> state =
+              gradQueryTile(b, nl, l, causal, scale, tile, offset, size, t,
+                            sliceDim(b, nl, 1, args[0], rowOffset, rows),
+                            args[1], args[2], transposedOperands);
           return {insertDim(b, nl, 1, state[0], args[0], rowOffset), state[1],
                   state[2]};
         });
@@ -666,17 +847,10 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                             l.fromKeyRows(rewriter, loc, grads[2])});
     return success();
   }
-  /// out += lhsᵀ · rhs per batch entry: through the product's map with
-  /// `transposedOperands` (a fusion), else from a transposed copy.
-  Value transposedLhsProduct(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                             Value init) const {
-    if (transposedOperands)
-      return batchMatmulTransposedLhs(b, loc, lhs, rhs, init);
-    return batchMatmulInto(b, loc, transposeMatrices(b, loc, lhs), rhs, init);
-  }
 
   int64_t tileBytes;
   bool transposedOperands;
+  int64_t taskBytes;
 };
 
 } // namespace
@@ -687,5 +861,5 @@ void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
                                                    int64_t taskBytes) {
   patterns.add<AttentionLowering>(patterns.getContext(), tileBytes, taskBytes);
   patterns.add<AttentionGradLowering>(patterns.getContext(), tileBytes,
-                                      transposedOperands);
+                                      transposedOperands, taskBytes);
 }

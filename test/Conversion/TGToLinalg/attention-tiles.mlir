@@ -130,3 +130,29 @@ func.func @grad(%g: tensor<1x100x2x4xf32>, %q: tensor<1x100x2x4xf32>, %k: tensor
   %dq, %dk, %dv = tg.attention_grad %g, %q, %k, %v, %o, %lse {causal} : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x2xf32>
   return %dq, %dk, %dv : tensor<1x100x2x4xf32>, tensor<1x100x1x4xf32>, tensor<1x100x1x4xf32>
 }
+
+// The gradient as tasks (task-bytes): one per (sequence, key/value head),
+// its query tiles in order inside it (dK and dV accumulate over them). A
+// task copies its queries and dO (the G heads of its group), K and the
+// transposes of K and V from the sequence's layout into tensors of its
+// own, and copies its dQ, dK and dV by a loop into their slices of the
+// sequence's layout at the end.
+// TASKS-LABEL: func.func @grad_tasks
+// TASKS: scf.forall (%[[SEQ:.*]], %[[HEAD:.*]]) in (2, 2) shared_outs(%[[DQ:.*]] = %{{.*}}, %[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}) -> (tensor<2x20x2x1x4xf32>, tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>)
+// TASKS: tensor.extract_slice %{{.*}}[%[[SEQ]], 0, %[[HEAD]], 0, 0] [1, 20, 1, 1, 4] {{.*}} to tensor<20x1x4xf32>
+// TASKS: linalg.copy
+// TASKS: linalg.transpose ins(%{{.*}} : tensor<20x4xf32>) outs(%{{.*}} : tensor<4x20xf32>)
+// TASKS: linalg.batch_matmul {{.*}} -> tensor<1x20x20xf32>
+// TASKS: arith.cmpi ugt
+// TASKS: %[[DQS:.*]] = tensor.extract_slice %[[DQ]][%[[SEQ]], 0, %[[HEAD]], 0, 0] [1, 20, 1, 1, 4]
+// TASKS: %[[DQW:.*]] = linalg.copy ins(%{{.*}} : tensor<20x1x4xf32>) outs(%[[DQS]] : tensor<20x1x4xf32>)
+// TASKS: %[[DKS:.*]] = tensor.extract_slice %[[DK]][%[[SEQ]], 0, %[[HEAD]], 0] [1, 20, 1, 4]
+// TASKS: linalg.copy ins(%{{.*}} : tensor<20x4xf32>) outs(%[[DKS]] : tensor<20x4xf32>)
+// TASKS: scf.forall.in_parallel
+// TASKS: tensor.parallel_insert_slice %[[DQW]] into %[[DQ]][%[[SEQ]], 0, %[[HEAD]], 0, 0] [1, 20, 1, 1, 4]
+// TASKS: tensor.parallel_insert_slice %{{.*}} into %[[DK]][%[[SEQ]], 0, %[[HEAD]], 0] [1, 20, 1, 4]
+// TASKS: tensor.parallel_insert_slice %{{.*}} into %[[DV]][%[[SEQ]], 0, %[[HEAD]], 0] [1, 20, 1, 4]
+func.func @grad_tasks(%g: tensor<2x20x2x4xf32>, %q: tensor<2x20x2x4xf32>, %k: tensor<2x20x2x4xf32>, %v: tensor<2x20x2x4xf32>, %o: tensor<2x20x2x4xf32>, %lse: tensor<2x20x2xf32>) -> (tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>) {
+  %dq, %dk, %dv = tg.attention_grad %g, %q, %k, %v, %o, %lse {causal} : tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>, tensor<2x20x2xf32>
+  return %dq, %dk, %dv : tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>, tensor<2x20x2x4xf32>
+}

@@ -169,10 +169,15 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
               b, l, rowType, acc[0], accOffsets, sizes, strides);
           Value g = tensor::ExtractSliceOp::create(b, l, rowType, grad,
                                                    gradOffsets, sizes, strides);
-          Value sum = elementwise(b, l, rowType, ValueRange{current, g},
-                                  [](OpBuilder &nb, Location nl, ValueRange a) {
-                                    return addF(nb, nl, a[0], a[1]);
-                                  });
+          // The row is the loop's destination: updated in place, not read
+          // into a copy first.
+          AffineMap identity =
+              AffineMap::getMultiDimIdentityMap(2, b.getContext());
+          Value sum =
+              generic(b, l, g, identity, current, identity, iterators(2),
+                      [](OpBuilder &nb, Location nl, ValueRange a) {
+                        return addF(nb, nl, a[1], a[0]);
+                      });
           Value next = tensor::InsertSliceOp::create(
               b, l, sum, acc[0], accOffsets, sizes, strides);
           scf::YieldOp::create(b, l, next);

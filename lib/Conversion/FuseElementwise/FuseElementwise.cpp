@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGCFUSEELEMENTWISEPASS
@@ -110,10 +111,17 @@ bool readsBeforeUpdates(
 /// place a tensor that `reader` reads (uses it as its destination), so that
 /// moving the read to `at` would put it after the write: attention's
 /// running max is updated in place in its loop after its old value is read.
+/// Tensors the body reads directly count too: the fused loss gathers each
+/// row's target logit before the exponentials overwrite the logits.
 bool overwrittenBetween(linalg::GenericOp reader, Operation *at) {
   Block *block = at->getBlock();
   Operation *from = block->findAncestorOpInBlock(*reader);
   SmallVector<Value> inputs(reader.getDpsInputs());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(reader.getRegion(), captured);
+  for (Value value : captured)
+    if (isa<RankedTensorType>(value.getType()))
+      inputs.push_back(value);
   auto overwrites = [&](OpOperand &use) {
     Operation *owner = use.getOwner();
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))

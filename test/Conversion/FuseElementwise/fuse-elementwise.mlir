@@ -468,3 +468,40 @@ func.func @task_rows_read_twice(%x: tensor<6x8xf32>, %other: tensor<2x3x8xf32>) 
   } -> tensor<2x3x8xf32>
   return %sum, %full : tensor<2x3x8xf32>, tensor<2x3x8xf32>
 }
+
+// -----
+
+// A producer that reads a tensor in its body (the fused loss's gather of
+// each row's target logit) is not fused past an op that overwrites that
+// tensor in place (the exponentials written over the logits): the gather
+// stays before it, and the logits need no copy.
+#col = affine_map<(d0) -> (d0)>
+#full2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @gather_before_overwrite
+// CHECK: %[[PICKED:.*]] = linalg.generic
+// CHECK:   tensor.extract %[[L:.*]][
+// CHECK: linalg.generic {{.*}} outs(%[[L]] : tensor<4x3xf32>)
+// CHECK:   math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[PICKED]] : tensor<3xf32>)
+func.func @gather_before_overwrite(%logits: tensor<4x3xf32>, %t: tensor<3xindex>) -> (tensor<4x3xf32>, tensor<3xf32>) {
+  %e = tensor.empty() : tensor<3xf32>
+  %picked = linalg.generic {indexing_maps = [#col, #col], iterator_types = ["parallel"]} ins(%t : tensor<3xindex>) outs(%e : tensor<3xf32>) {
+  ^bb0(%i: index, %o: f32):
+    %r = linalg.index 0 : index
+    %v = tensor.extract %logits[%i, %r] : tensor<4x3xf32>
+    linalg.yield %v : f32
+  } -> tensor<3xf32>
+  %exps = linalg.generic {indexing_maps = [#full2], iterator_types = ["parallel", "parallel"]} outs(%logits : tensor<4x3xf32>) {
+  ^bb0(%o: f32):
+    %x = math.exp %o : f32
+    linalg.yield %x : f32
+  } -> tensor<4x3xf32>
+  %e2 = tensor.empty() : tensor<3xf32>
+  %neg = linalg.generic {indexing_maps = [#col, #col], iterator_types = ["parallel"]} ins(%picked : tensor<3xf32>) outs(%e2 : tensor<3xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    linalg.yield %n : f32
+  } -> tensor<3xf32>
+  return %exps, %neg : tensor<4x3xf32>, tensor<3xf32>
+}

@@ -385,6 +385,26 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value v) {
   return linalg::CopyOp::create(b, loc, v, init).getResult(0);
 }
 
+/// A task's matrix [R, C] as a batch of one [1, R, C] (an expand: never a
+/// reshape through one flat dimension, which would need a copy of a strided
+/// slice and which the CPU schedule cannot take for a product operand).
+Value matrixAsBatch(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType t = tensorType(v);
+  return tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({1, t.getDimSize(0), t.getDimSize(1)},
+                            t.getElementType()),
+      v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+
+/// Query-shaped [B, S, Hq, E] with the heads split into groups:
+/// [B, S, Hkv, G, E].
+Value byGroup(OpBuilder &b, Location loc, const Layout &l, Value x, int64_t e) {
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, e}, l.elt), x,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+}
+
 /// The forward as parallel tasks (`task-bytes`): one per
 /// (sequence, key/value head, query tile), in an scf.forall. A task reads
 /// its query rows and each key tile from the sequence's layout into small
@@ -398,20 +418,8 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                                        const Layout &l, bool causal,
                                        double scale, int64_t tile, Value query,
                                        Value key, Value value) {
-  // Only expands and collapses here: a reshape through one flat dimension
-  // of a task's strided slice would need a copy, and the CPU schedule
-  // cannot take a product operand made that way.
-  auto matrixAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
-    RankedTensorType t = tensorType(v);
-    return tensor::ExpandShapeOp::create(
-        ob, ol,
-        RankedTensorType::get({1, t.getDimSize(0), t.getDimSize(1)},
-                              t.getElementType()),
-        v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  };
-  Value q5 = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, l.D}, l.elt), query,
-      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+  // Only expands and collapses here (matrixAsBatch).
+  Value q5 = byGroup(b, loc, l, query, l.D);
   SmallVector<Value> outs{
       tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G, l.Dv}, l.elt),
       tensor::EmptyOp::create(b, loc, {l.B, l.S, l.Hkv, l.G}, l.elt)};
@@ -621,6 +629,34 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
       });
 }
 
+/// The backward over every query tile in order: `whole` holds the
+/// operands of all query rows, `init` dQ (written a query tile's rows at a
+/// time: they accumulate over the key tiles the tile sees), dK and dV
+/// (accumulated across query tiles).
+SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
+                                  bool causal, double scale, int64_t tile,
+                                  const GradTileOperands &whole,
+                                  ValueRange init, bool transposedOperands) {
+  return forEachChunk(
+      b, loc, l.S, tile, init,
+      [&](OpBuilder &cb, Location cl, OpFoldResult offset, int64_t size,
+          ValueRange args) -> SmallVector<Value> {
+        OpFoldResult rowOffset = scaled(cb, cl, offset, l.G);
+        int64_t rows = size * l.G;
+        GradTileOperands t = whole;
+        t.q = sliceDim(cb, cl, 1, whole.q, rowOffset, rows);
+        t.dO = sliceDim(cb, cl, 1, whole.dO, rowOffset, rows);
+        t.lse = sliceDim(cb, cl, 1, whole.lse, rowOffset, rows);
+        t.delta = sliceDim(cb, cl, 1, whole.delta, rowOffset, rows);
+        SmallVector<Value> state =
+            gradQueryTile(cb, cl, l, causal, scale, tile, offset, size, t,
+                          sliceDim(cb, cl, 1, args[0], rowOffset, rows),
+                          args[1], args[2], transposedOperands);
+        return {insertDim(cb, cl, 1, state[0], args[0], rowOffset), state[1],
+                state[2]};
+      });
+}
+
 /// The gradient as parallel tasks (`task-bytes`): one per (sequence,
 /// key/value head), its query tiles in order inside it, because its dK and
 /// dV accumulate over them. A task copies its queries, dO, K, Kᵀ and Vᵀ
@@ -633,26 +669,14 @@ SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
                                       Value key, Value value, Value grad,
                                       Value logsumexp, Value delta,
                                       bool transposedOperands) {
-  auto matrixAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
-    RankedTensorType t = tensorType(v);
-    return tensor::ExpandShapeOp::create(
-        ob, ol,
-        RankedTensorType::get({1, t.getDimSize(0), t.getDimSize(1)},
-                              t.getElementType()),
-        v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-  };
   auto rowsAsBatch = [](OpBuilder &ob, Location ol, Value v) -> Value {
     RankedTensorType t = tensorType(v);
     return tensor::ExpandShapeOp::create(
         ob, ol, RankedTensorType::get({1, t.getDimSize(0)}, t.getElementType()),
         v, ArrayRef<ReassociationIndices>{{0, 1}});
   };
-  auto groups = [&](Value x, int64_t e) -> Value {
-    return tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, e}, l.elt), x,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
-  };
-  Value q5 = groups(query, l.D), dO5 = groups(grad, l.Dv);
+  Value q5 = byGroup(b, loc, l, query, l.D),
+        dO5 = byGroup(b, loc, l, grad, l.Dv);
   Value lse4 = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G}, l.elt), logsumexp,
       ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
@@ -704,24 +728,8 @@ SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
         tensor::EmptyOp::create(b, loc, {1, rows, l.D}, l.elt),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.D}, l.elt), 0.0),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.Dv}, l.elt), 0.0)};
-    SmallVector<Value> grads = forEachChunk(
-        b, loc, l.S, tile, init,
-        [&](OpBuilder &cb, Location cl, OpFoldResult offset, int64_t size,
-            ValueRange args) -> SmallVector<Value> {
-          OpFoldResult rowOffset = scaled(cb, cl, offset, l.G);
-          int64_t tileRows = size * l.G;
-          GradTileOperands t = whole;
-          t.q = sliceDim(cb, cl, 1, whole.q, rowOffset, tileRows);
-          t.dO = sliceDim(cb, cl, 1, whole.dO, rowOffset, tileRows);
-          t.lse = sliceDim(cb, cl, 1, whole.lse, rowOffset, tileRows);
-          t.delta = sliceDim(cb, cl, 1, whole.delta, rowOffset, tileRows);
-          SmallVector<Value> st =
-              gradQueryTile(cb, cl, l, causal, scale, tile, offset, size, t,
-                            sliceDim(cb, cl, 1, args[0], rowOffset, tileRows),
-                            args[1], args[2], transposedOperands);
-          return {insertDim(cb, cl, 1, st[0], args[0], rowOffset), st[1],
-                  st[2]};
-        });
+    SmallVector<Value> grads = gradQueryTiles(b, loc, l, causal, scale, tile,
+                                              whole, init, transposedOperands);
     // Each accumulator into its slice of the sequence's layout.
     Value dq = regroup(b, loc, grads[0], {{0, 1}, {2}}, {{0, 1}, {2}},
                        RankedTensorType::get({l.S, l.G, l.D}, l.elt));
@@ -822,26 +830,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
-    // Per query tile: dQ's rows accumulate over the key tiles it sees and
-    // are written once; dK's and dV's rows accumulate across query tiles.
-    SmallVector<Value> grads = forEachChunk(
-        rewriter, loc, l.S, tile, init,
-        [&](OpBuilder &b, Location nl, OpFoldResult offset, int64_t size,
-            ValueRange args) -> SmallVector<Value> {
-          OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
-          int64_t rows = size * l.G;
-          GradTileOperands t = whole;
-          t.q = sliceDim(b, nl, 1, q, rowOffset, rows);
-          t.dO = sliceDim(b, nl, 1, dO, rowOffset, rows);
-          t.lse = sliceDim(b, nl, 1, lse, rowOffset, rows);
-          t.delta = sliceDim(b, nl, 1, delta, rowOffset, rows);
-          SmallVector<Value> state =
-              gradQueryTile(b, nl, l, causal, scale, tile, offset, size, t,
-                            sliceDim(b, nl, 1, args[0], rowOffset, rows),
-                            args[1], args[2], transposedOperands);
-          return {insertDim(b, nl, 1, state[0], args[0], rowOffset), state[1],
-                  state[2]};
-        });
+    SmallVector<Value> grads = gradQueryTiles(
+        rewriter, loc, l, causal, scale, tile, whole, init, transposedOperands);
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});

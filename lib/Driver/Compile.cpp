@@ -69,6 +69,8 @@ struct CountKernelsPass
       }
       return n;
     };
+    // What one task's core keeps in its cache.
+    constexpr int64_t kTaskCacheBytes = 256 << 10;
     // A buffer a parallel task makes for itself (a score tile, a copy of
     // its queries or of a key tile) of at most 256 KiB stays in that task's
     // core's cache: no trip to memory.
@@ -77,7 +79,7 @@ struct CountKernelsPass
       Operation *def = root.getDefiningOp();
       return isa_and_nonnull<memref::AllocOp>(def) &&
              def->getParentOfType<scf::ForallOp>() &&
-             tg::getValueBytes(root) <= (256 << 10);
+             tg::getValueBytes(root) <= kTaskCacheBytes;
     };
     // What the target does inside its products' tiles is no kernel: the
     // fill of the output, a layout change of it, and the epilogue, which
@@ -112,7 +114,7 @@ struct CountKernelsPass
     auto countedInTask = [&](Operation *op, Value operand) {
       if (!isa<scf::ForallOp>(op->getParentOp()) ||
           !isa_and_nonnull<memref::SubViewOp>(operand.getDefiningOp()) ||
-          tg::getValueBytes(operand) > (256 << 10))
+          tg::getValueBytes(operand) > kTaskCacheBytes)
         return false;
       return !taskSlices.insert(operand).second;
     };

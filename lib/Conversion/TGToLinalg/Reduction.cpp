@@ -218,16 +218,21 @@ SmallVector<Value> rowTasks(OpBuilder &b, Location loc, ValueRange inputs,
   return results;
 }
 
-/// Rows per task: as many rows of `type` as fit `taskBytes`, at least one.
-int64_t rowsPerTask(int64_t taskBytes, RankedTensorType type) {
+/// `body` over the rows of `inputs` (as rowTasks describes): with a task
+/// budget, as parallel tasks of as many rows as fit `taskBytes` (at least
+/// one), their partial sums then summed; without one, on the whole tensors
+/// at once (its partials are then the sums).
+SmallVector<Value> byRows(OpBuilder &b, Location loc, ValueRange inputs,
+                          int64_t taskBytes, ArrayRef<Type> rowTypes,
+                          ArrayRef<Type> partialTypes, RowTaskBody body) {
+  RankedTensorType type = tensorType(inputs[0]);
+  if (taskBytes <= 0 || type.getRank() < 2 || type.getNumElements() == 0)
+    return body(b, loc, inputs);
   int64_t rowBytes = type.getShape().back() *
                      std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  return std::max<int64_t>(taskBytes / std::max<int64_t>(rowBytes, 1), 1);
-}
-
-/// Whether a norm over `type`'s last axis runs as row tasks.
-bool useRowTasks(int64_t taskBytes, RankedTensorType type) {
-  return taskBytes > 0 && type.getRank() >= 2 && type.getNumElements() > 0;
+  int64_t tileRows =
+      std::max<int64_t>(taskBytes / std::max<int64_t>(rowBytes, 1), 1);
+  return rowTasks(b, loc, inputs, tileRows, rowTypes, partialTypes, body);
 }
 
 //===----------------------------------------------------------------------===//
@@ -247,12 +252,11 @@ Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps,
                  });
 }
 
-/// RMSNorm's input gradient for rows `g`, `x` (as `elt`), and the rows'
-/// sums of squares (which the weight gradient reads).
-/// r = rsqrt(mean(x²)+eps), n = x·r: dx = r·(g·w − n·mean(g·w·n)).
-std::pair<Value, Value> rmsNormInputGradRows(OpBuilder &b, Location loc,
-                                             Value g, Value x, Value w,
-                                             double eps, Type elt) {
+/// RMSNorm's gradients for rows `g`, `x`: dx (as `elt`) and dw summed
+/// over these rows. r = rsqrt(mean(x²)+eps), n = x·r:
+/// dx = r·(g·w − n·mean(g·w·n)), dw = Σ_rows g·n.
+SmallVector<Value> rmsNormGradRows(OpBuilder &b, Location loc, Value g, Value x,
+                                   Value w, double eps, Type elt) {
   RankedTensorType type = tensorType(x);
   int64_t last = type.getRank() - 1, d = type.getShape().back();
   Value ss = reduceAxis(b, loc, x, last, 0.0, sumOf(square));
@@ -273,18 +277,12 @@ std::pair<Value, Value> rmsNormInputGradRows(OpBuilder &b, Location loc,
                 Value gw = mulF(nb, l, a[0], a[4]);
                 return mulF(nb, l, r, subF(nb, l, gw, mulF(nb, l, n, meanGWN)));
               });
-  return {dx, ss};
-}
-
-/// dw = Σ_rows g·x·r for rows `g`, `x` with sums of squares `ss`.
-Value rmsNormWeightGradRows(OpBuilder &b, Location loc, Value g, Value x,
-                            Value ss, double eps) {
-  int64_t d = tensorType(x).getShape().back();
-  return reduceRows(
+  Value dw = reduceRows(
       b, loc, {g, x}, ss, [&](OpBuilder &nb, Location l, ValueRange a) {
         return mulF(nb, l, a[0],
                     mulF(nb, l, a[1], inverseRms(nb, l, a[2], d, eps)));
       });
+  return {dx, dw};
 }
 
 struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
@@ -296,18 +294,14 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     double eps = op.getEps().convertToDouble();
-    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    Value w = adaptor.getWeight();
     Type elt = type.getElementType();
-    if (!useRowTasks(taskBytes, type)) {
-      rewriter.replaceOp(op, rmsNormRows(rewriter, loc, x, w, eps, elt));
-      return success();
-    }
     rewriter.replaceOp(
-        op, rowTasks(rewriter, loc, x, rowsPerTask(taskBytes, type), elt, {},
-                     [&](OpBuilder &b, Location l, ValueRange rows) {
-                       return SmallVector<Value>{
-                           rmsNormRows(b, l, rows[0], w, eps, elt)};
-                     }));
+        op, byRows(rewriter, loc, adaptor.getInput(), taskBytes, elt, {},
+                   [&](OpBuilder &b, Location l, ValueRange rows) {
+                     return SmallVector<Value>{
+                         rmsNormRows(b, l, rows[0], w, eps, elt)};
+                   }));
     return success();
   }
   int64_t taskBytes;
@@ -320,29 +314,18 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType type = op.getInput().getType();
     double eps = op.getEps().convertToDouble();
     Value g = adaptor.getGrad(), x = adaptor.getInput(),
           w = adaptor.getWeight();
     Type dxElt = op.getInputGrad().getType().getElementType();
-    if (!useRowTasks(taskBytes, type)) {
-      auto [dx, ss] = rmsNormInputGradRows(rewriter, loc, g, x, w, eps, dxElt);
-      rewriter.replaceOp(
-          op, {dx, rmsNormWeightGradRows(rewriter, loc, g, x, ss, eps)});
-      return success();
-    }
-    // Each task: its rows' dx and its share of dw; dw sums the shares (in
-    // the gradient's element type, as the untasked sum).
+    // dw summed in the gradient's element type (per task, then over them).
     Type dwElt = tensorType(g).getElementType();
-    rewriter.replaceOp(
-        op, rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type), dxElt,
-                     dwElt, [&](OpBuilder &b, Location l, ValueRange rows) {
-                       auto [dx, ss] = rmsNormInputGradRows(
-                           b, l, rows[0], rows[1], w, eps, dxElt);
-                       return SmallVector<Value>{
-                           dx, rmsNormWeightGradRows(b, l, rows[0], rows[1], ss,
-                                                     eps)};
-                     }));
+    rewriter.replaceOp(op,
+                       byRows(rewriter, loc, {g, x}, taskBytes, dxElt, dwElt,
+                              [&](OpBuilder &b, Location l, ValueRange rows) {
+                                return rmsNormGradRows(b, l, rows[0], rows[1],
+                                                       w, eps, dxElt);
+                              }));
     return success();
   }
   int64_t taskBytes;
@@ -439,18 +422,12 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     SmallVector<Value> columns{adaptor.getWeight()};
     if (adaptor.getBias())
       columns.push_back(adaptor.getBias());
-    Value x = adaptor.getInput();
-    if (!useRowTasks(taskBytes, type)) {
-      rewriter.replaceOp(op,
-                         layerNormRows(rewriter, loc, x, columns, eps, elt));
-      return success();
-    }
     rewriter.replaceOp(
-        op, rowTasks(rewriter, loc, x, rowsPerTask(taskBytes, type), elt, {},
-                     [&](OpBuilder &b, Location l, ValueRange rows) {
-                       return SmallVector<Value>{
-                           layerNormRows(b, l, rows[0], columns, eps, elt)};
-                     }));
+        op, byRows(rewriter, loc, adaptor.getInput(), taskBytes, elt, {},
+                   [&](OpBuilder &b, Location l, ValueRange rows) {
+                     return SmallVector<Value>{
+                         layerNormRows(b, l, rows[0], columns, eps, elt)};
+                   }));
     return success();
   }
   int64_t taskBytes;
@@ -463,25 +440,18 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType type = op.getInput().getType();
     double eps = op.getEps().convertToDouble();
     Value g = adaptor.getGrad(), x = adaptor.getInput(),
           w = adaptor.getWeight();
     Type dxElt = op.getInputGrad().getType().getElementType();
-    if (!useRowTasks(taskBytes, type)) {
-      rewriter.replaceOp(op,
-                         layerNormGradRows(rewriter, loc, g, x, w, eps, dxElt));
-      return success();
-    }
-    // Each task: its rows' dx and its shares of dw and db.
+    // dw and db summed in the gradient's element type.
     Type wElt = tensorType(g).getElementType();
     rewriter.replaceOp(
-        op,
-        rowTasks(rewriter, loc, {g, x}, rowsPerTask(taskBytes, type), dxElt,
-                 {wElt, wElt}, [&](OpBuilder &b, Location l, ValueRange rows) {
-                   return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
-                                            dxElt);
-                 }));
+        op, byRows(rewriter, loc, {g, x}, taskBytes, dxElt, {wElt, wElt},
+                   [&](OpBuilder &b, Location l, ValueRange rows) {
+                     return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
+                                              dxElt);
+                   }));
     return success();
   }
   int64_t taskBytes;

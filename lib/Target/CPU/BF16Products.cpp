@@ -15,6 +15,8 @@
 
 #include "BF16Products.h"
 
+#include "tgc/Conversion/ProductFusion.h"
+
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -82,8 +84,10 @@ std::optional<Layout> bf16ProductLayout(linalg::MatmulOp op) {
   auto b = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
   auto c = llvm::dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
   if (!a || !b || !c || !a.hasStaticShape() || !b.hasStaticShape() ||
-      !c.hasStaticShape() || !a.getElementType().isBF16() ||
-      !b.getElementType().isBF16() || !c.getElementType().isF32())
+      !c.hasStaticShape() || a.getNumElements() == 0 ||
+      b.getNumElements() == 0 || c.getNumElements() == 0 ||
+      !a.getElementType().isBF16() || !b.getElementType().isBF16() ||
+      !c.getElementType().isF32())
     return std::nullopt;
   MLIRContext *ctx = op.getContext();
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
@@ -242,6 +246,7 @@ public:
     this->t.mt = roundUp(std::max(t.mt, this->t.mr), this->t.mr);
     this->t.nt = roundUp(std::max(t.nt, this->t.nr), this->t.nr);
     this->t.kt = std::clamp<int64_t>(t.kt, 1, kPairs);
+    takeAccumulatorInit(op);
     b.setInsertionPoint(op);
     pack(op, layout);
   }
@@ -295,6 +300,24 @@ private:
       body();
       scf::YieldOp::create(b, loc);
     });
+  }
+
+  /// The fill of a constant that initialises C just before the product
+  /// (tgc::findAccumulatorInit) becomes the register tiles' starting value
+  /// in the first block of K pairs: C is then written once, not filled and
+  /// read back (a [1024, 688] f32 fill is 2.75 MiB of stores per product).
+  void takeAccumulatorInit(linalg::MatmulOp op) {
+    linalg::FillOp fill = tgc::findAccumulatorInit(op);
+    FloatAttr value;
+    if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&value)))
+      return;
+    auto f32x16 = VectorType::get({kLanes}, b.getF32Type());
+    b.setInsertionPoint(op);
+    initial = arith::ConstantOp::create(
+        b, loc, f32x16,
+        DenseElementsAttr::get(f32x16,
+                               static_cast<float>(value.getValueAsDouble())));
+    b.eraseOp(fill);
   }
 
   /// A where its pairs along K are adjacent in memory (read as [M, K], K
@@ -377,17 +400,40 @@ private:
       rowOf.push_back(add(i, r));
     for (int64_t v = 0; v < vectors; ++v)
       colOf.push_back(add(j, v * kLanes));
+    auto loadC = [&] {
+      SmallVector<Value> loaded;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < vectors; ++v) {
+          SmallVector<Value, 2> at{rowOf[r], colOf[v]};
+          loaded.push_back(
+              v + 1 == vectors && mask
+                  ? vector::MaskedLoadOp::create(b, loc, f32x16, c, at, mask,
+                                                 zero)
+                        .getResult()
+                  : vector::LoadOp::create(b, loc, f32x16, c, at).getResult());
+        }
+      return loaded;
+    };
     SmallVector<Value> accumulators;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < vectors; ++v) {
-        SmallVector<Value, 2> at{rowOf[r], colOf[v]};
-        accumulators.push_back(
-            v + 1 == vectors && mask
-                ? vector::MaskedLoadOp::create(b, loc, f32x16, c, at, mask,
-                                               zero)
-                      .getResult()
-                : vector::LoadOp::create(b, loc, f32x16, c, at).getResult());
+    if (!initial) {
+      accumulators = loadC();
+    } else {
+      // The first block of K pairs starts from the fill's value.
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0, index(0));
+      SmallVector<Type> types(rows * vectors, f32x16);
+      auto start = scf::IfOp::create(b, loc, types, first,
+                                     /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(start.thenBlock());
+        scf::YieldOp::create(b, loc,
+                             SmallVector<Value>(rows * vectors, initial));
+        b.setInsertionPointToStart(start.elseBlock());
+        scf::YieldOp::create(b, loc, loadC());
       }
+      accumulators.assign(start.getResults().begin(), start.getResults().end());
+    }
     Value jPairs = mul(j, 2);
     auto loop = scf::ForOp::create(
         b, loc, k0, kEnd, index(1), accumulators,
@@ -428,6 +474,7 @@ private:
   Location loc;
   DotTiles t;
   Value c, ap, bp;
+  Value initial; // C's starting value (a vector constant), if it is filled
   bool aPairsAlongK = false; // ap is [K/2][2 M], else [M][>= K]
   int64_t m, n, k, kPairs;
 };

@@ -622,10 +622,11 @@ bool isScheduledProduct(linalg::LinalgOp op) {
     return false;
   if (batched && !isScheduledBatchLayout(op))
     return false;
+  // An empty operand (a zero size) leaves nothing to tile: the loops do it.
   return op.hasPureBufferSemantics() &&
          llvm::all_of(op->getOperandTypes(), [](Type t) {
            auto m = llvm::dyn_cast<MemRefType>(t);
-           return m && m.hasStaticShape();
+           return m && m.hasStaticShape() && m.getNumElements() > 0;
          });
 }
 

@@ -107,3 +107,50 @@ func.func @odd_k_row_major(%a: memref<8x37xbf16>, %b: memref<37x16xbf16>, %c: me
   linalg.matmul ins(%a, %b : memref<8x37xbf16>, memref<37x16xbf16>) outs(%c : memref<8x16xf32>)
   return
 }
+
+// C filled with a constant just before the product: the fill goes, and the
+// register tiles start from the constant in the first block of K pairs
+// (K0 = 0) and load C in the later ones.
+// CHECK-LABEL: func.func @filled_output
+// CHECK-DAG: %[[INIT:.*]] = arith.constant dense<2.500000e-01> : vector<16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %[[K0:.*]] = %c0 to %c128 step %c64
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[K0]], %c0 : index
+// CHECK: scf.if %[[FIRST]] -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NEXT: scf.yield %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]], %[[INIT]]
+// CHECK-NEXT: } else {
+// CHECK-COUNT-8: vector.load %arg2
+// CHECK: x86vector.avx512.dot
+// CHECK-NOT: linalg.fill
+// CHECK: return
+// An empty product (K = 0) is left to the loops, its fill with it (on
+// every path), as is an empty f32 product.
+// CHECK-LABEL: func.func @filled_empty_k
+// CHECK: linalg.fill
+// CHECK-NOT: x86vector
+// AMX-LABEL: func.func @filled_empty_k
+// AMX-NOT: amx.
+// AVX2-LABEL: func.func @filled_empty_k
+// AVX2: linalg.fill
+func.func @filled_output(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  %init = arith.constant 0.25 : f32
+  linalg.fill ins(%init : f32) outs(%c : memref<64x128xf32>)
+  linalg.matmul ins(%a, %b : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+func.func @filled_empty_k(%a: memref<8x0xbf16>, %b: memref<0x16xbf16>, %c: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x0xbf16>, memref<0x16xbf16>) outs(%c : memref<8x16xf32>)
+  return
+}
+// CHECK-LABEL: func.func @empty_f32
+// CHECK: linalg.fill
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @empty_f32(%a: memref<8x0xf32>, %b: memref<0x16xf32>, %c: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x0xf32>, memref<0x16xf32>) outs(%c : memref<8x16xf32>)
+  return
+}

@@ -148,19 +148,6 @@ public:
       return llvm::createStringError(
           "--data-parallel: the CUDA target has no collectives yet (NCCL is "
           "the next step, docs/distributed.md); use the CPU target");
-    Type lowPrecision;
-    step.walk([&](tg::CastOp cast) {
-      Type element = getElementTypeOrSelf(cast.getResult().getType());
-      if (element.isF16() || element.isBF16())
-        lowPrecision = element;
-    });
-    if (lowPrecision)
-      return llvm::createStringError(
-          lowPrecision.isF16()
-              ? "--precision=fp16-mixed: the CUDA target has no f16 "
-                "products yet (docs/mixed-precision.md); use the CPU target"
-              : "--precision=bf16-mixed: the CUDA target has no bf16 "
-                "products yet (docs/mixed-precision.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
   }
 

@@ -41,9 +41,18 @@ std::optional<Contraction> matchContraction(linalg::LinalgOp op) {
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
       dims->k.size() != 1 || dims->batch.size() > 1)
     return std::nullopt;
+  // f32 operands, or bf16/f16 ones (mixed precision: both of one type)
+  // accumulated in f32; an f32 output.
+  Type operandElement = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+  if (!operandElement.isF32() && !operandElement.isBF16() &&
+      !operandElement.isF16())
+    return std::nullopt;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type || !type.getElementType().isF32() ||
+    Type expected = op.isDpsInit(&operand)
+                        ? Type(Float32Type::get(op->getContext()))
+                        : operandElement;
+    if (!type || type.getElementType() != expected ||
         !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       return std::nullopt;
   }
@@ -135,10 +144,23 @@ struct TGCGPUTileMatmulsPass
     Value batchIndex = program.blockId(2);
     Value m0 = mul(b, program.blockId(1), tileM);
     Value n0 = mul(b, program.blockId(0), tileN);
-    Value lhsTile = program.shared({tileK, tileM});
-    Value rhsTile = program.shared({tileK, tileN});
+    // The tiles keep the operands' type (bf16/f16 halve the loads and the
+    // shared memory); the products are widened to f32 where they are used.
+    Type element = getElementTypeOrSelf(c.lhs.getType());
+    Value lhsTile = program.shared({tileK, tileM}, element);
+    Value rhsTile = program.shared({tileK, tileN}, element);
     Value acc = program.perThread({rowsPerThread, colsPerThread});
     Value zero = program.f32(0);
+    Value zeroElement =
+        element.isF32()
+            ? zero
+            : arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0))
+                  .getResult();
+    auto widened = [&](OpBuilder &builder, Value v) -> Value {
+      if (element.isF32())
+        return v;
+      return arith::ExtFOp::create(builder, loc, builder.getF32Type(), v);
+    };
 
     // Operand indices for the loop point (b, m, n, k).
     auto indices = [&](AffineMap map, Value m, Value n, Value k) {
@@ -199,14 +221,14 @@ struct TGCGPUTileMatmulsPass
         Value inside = arith::AndIOp::create(rb, loc, less(rb, k, c.sizeK),
                                              lhs ? less(rb, m, c.sizeM)
                                                  : less(rb, n, c.sizeN));
-        auto guarded = scf::IfOp::create(rb, loc, TypeRange{rb.getF32Type()},
-                                         inside, /*withElseRegion=*/true);
+        auto guarded = scf::IfOp::create(rb, loc, TypeRange{element}, inside,
+                                         /*withElseRegion=*/true);
         OpBuilder tb = guarded.getThenBodyBuilder();
         Value loaded =
             memref::LoadOp::create(tb, loc, operand, indices(map, m, n, k));
         scf::YieldOp::create(tb, loc, loaded);
         OpBuilder eb = guarded.getElseBodyBuilder();
-        scf::YieldOp::create(eb, loc, zero);
+        scf::YieldOp::create(eb, loc, zeroElement);
         SmallVector<Value> at =
             lhs ? SmallVector<Value>{col, row} : SmallVector<Value>{row, col};
         memref::StoreOp::create(rb, loc, guarded.getResult(0), tile, at);
@@ -220,12 +242,15 @@ struct TGCGPUTileMatmulsPass
       Value ty = threadRow(pb, t), tx = threadCol(pb, t);
       program.forEach(pb, tileK, [&](OpBuilder &kkb, Value kk) {
         unrolled(kkb, rowsPerThread, [&](OpBuilder &ib, int64_t i) {
-          Value a = memref::LoadOp::create(
-              ib, loc, lhsTile, ValueRange{kk, add(ib, ty, cst(i * threadsY))});
+          Value a =
+              widened(ib, memref::LoadOp::create(
+                              ib, loc, lhsTile,
+                              ValueRange{kk, add(ib, ty, cst(i * threadsY))}));
           unrolled(ib, colsPerThread, [&](OpBuilder &jb, int64_t j) {
-            Value bv = memref::LoadOp::create(
-                jb, loc, rhsTile,
-                ValueRange{kk, add(jb, tx, cst(j * threadsX))});
+            Value bv = widened(
+                jb, memref::LoadOp::create(
+                        jb, loc, rhsTile,
+                        ValueRange{kk, add(jb, tx, cst(j * threadsX))}));
             SmallVector<Value, 3> at{t, cst(i), cst(j)};
             Value sum = memref::LoadOp::create(jb, loc, acc, at);
             // a * b + sum as one fused multiply-add where the target has it.

@@ -87,6 +87,49 @@ func.func @transposed_rhs(%a: memref<5x7xf32>, %b: memref<9x7xf32>, %c: memref<5
 
 // -----
 
+// Mixed precision: bf16 (or f16) operands accumulated in f32. The shared
+// tiles keep the operands' type (half the loads and the shared memory of
+// f32 ones), zero-padded with a bf16 zero, and each product widens its two
+// factors to f32.
+// CHECK-LABEL: func.func @bf16_matmul
+// CHECK: memref.alloca() {tgc.gpu.shared} : memref<16x64xbf16>
+// CHECK: memref.alloca() {tgc.gpu.shared} : memref<16x64xbf16>
+// CHECK: memref.alloca() {tgc.gpu.per_thread} : memref<256x4x4xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : bf16
+// CHECK: scf.if %{{.+}} -> (bf16)
+// CHECK: memref.load %arg0{{.*}} : memref<70x37xbf16>
+// CHECK: scf.yield %[[ZERO]] : bf16
+// CHECK: } {tgc.gpu.phase}
+// CHECK: %[[A:.+]] = memref.load %{{.+}} : memref<16x64xbf16>
+// CHECK: %[[AW:.+]] = arith.extf %[[A]] : bf16 to f32
+// CHECK: %[[B:.+]] = memref.load %{{.+}} : memref<16x64xbf16>
+// CHECK: %[[BW:.+]] = arith.extf %[[B]] : bf16 to f32
+// CHECK: arith.mulf %[[AW]], %[[BW]] fastmath<contract> : f32
+// CHECK-NOT: linalg.matmul
+// GPU-LABEL: func.func @bf16_matmul
+// GPU: workgroup(%{{[a-z0-9]+}} : memref<16x64xbf16, #gpu.address_space<workgroup>>, %{{[a-z0-9]+}} : memref<16x64xbf16, #gpu.address_space<workgroup>>) private(%{{[a-z0-9]+}} : memref<4x4xf32, #gpu.address_space<private>>)
+func.func @bf16_matmul(%a: memref<70x37xbf16>, %b: memref<37x50xbf16>, %c: memref<70x50xf32>) {
+  linalg.matmul ins(%a, %b : memref<70x37xbf16>, memref<37x50xbf16>) outs(%c : memref<70x50xf32>)
+  return
+}
+
+// -----
+
+// Operands of two types, or a low-precision output, are left to the
+// per-element kernels.
+// CHECK-LABEL: func.func @mixed_operands
+// CHECK: linalg.matmul
+// CHECK-NOT: tgc.gpu
+// CHECK: linalg.matmul
+// CHECK-NOT: tgc.gpu
+func.func @mixed_operands(%a: memref<8x16xbf16>, %b: memref<16x8xf32>, %c: memref<8x8xf32>, %d: memref<16x8xbf16>, %e: memref<8x8xbf16>) {
+  linalg.matmul ins(%a, %b : memref<8x16xbf16>, memref<16x8xf32>) outs(%c : memref<8x8xf32>)
+  linalg.matmul ins(%a, %d : memref<8x16xbf16>, memref<16x8xbf16>) outs(%e : memref<8x8xbf16>)
+  return
+}
+
+// -----
+
 // Anything else is left to the per-element kernels.
 // CHECK-LABEL: func.func @not_a_contraction
 // CHECK: linalg.generic

@@ -31,7 +31,9 @@ def TGCGPUTileMatmulsPass
   let summary = "Matmuls as block programs over shared-memory tiles";
   let description = [{
     On bufferized linalg, before `convert-linalg-to-parallel-loops`: every
-    f32 contraction with one M, N and K dimension (and at most one batch
+    contraction into f32 (of f32 operands, or of bf16 or f16 ones: mixed
+    precision, its shared tiles in that type and each factor widened to
+    f32 at its multiply-add) with one M, N and K dimension (and at most one batch
     dimension) — `linalg.matmul`, `linalg.batch_matmul`, transposed
     operands through their indexing maps — becomes a *block program*: an
     `scf.parallel` over output tiles of `tile-m` × `tile-n` (grid x over

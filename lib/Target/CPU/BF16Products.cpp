@@ -231,7 +231,8 @@ constexpr int64_t kLanes = 16; // f32 lanes of a 512-bit vector
 /// One product on AVX512-BF16 dot products (see emitDotBF16Products).
 class DotProduct {
 public:
-  DotProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout, DotTiles t)
+  DotProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout, DotTiles t,
+             bool takeFill)
       : b(b), loc(op.getLoc()), t(t) {
     c = op.getDpsInits()[0];
     auto cType = llvm::cast<MemRefType>(c.getType());
@@ -246,7 +247,8 @@ public:
     this->t.mt = roundUp(std::max(t.mt, this->t.mr), this->t.mr);
     this->t.nt = roundUp(std::max(t.nt, this->t.nr), this->t.nr);
     this->t.kt = std::clamp<int64_t>(t.kt, 1, kPairs);
-    takeAccumulatorInit(op);
+    if (takeFill)
+      takeAccumulatorInit(op);
     b.setInsertionPoint(op);
     pack(op, layout);
   }
@@ -493,7 +495,8 @@ void tgc::cpu::emitAMXProducts(ModuleOp module) {
 
 void tgc::cpu::emitDotBF16Products(
     ModuleOp module,
-    llvm::function_ref<DotTiles(int64_t, int64_t, int64_t)> chooseTiles) {
+    llvm::function_ref<DotTiles(int64_t, int64_t, int64_t)> chooseTiles,
+    bool takeFills) {
   SmallVector<std::pair<linalg::MatmulOp, Layout>> products;
   module.walk([&](linalg::MatmulOp op) {
     if (std::optional<Layout> layout = bf16ProductLayout(op))
@@ -507,7 +510,8 @@ void tgc::cpu::emitDotBF16Products(
     int64_t k = aType.getDimSize(layout.transposedA ? 0 : 1);
     DotProduct product(
         b, op, layout,
-        chooseTiles(cType.getDimSize(0), cType.getDimSize(1), (k + 1) / 2));
+        chooseTiles(cType.getDimSize(0), cType.getDimSize(1), (k + 1) / 2),
+        takeFills);
     product.emit();
     b.eraseOp(op);
   }

@@ -24,11 +24,13 @@ struct DotTiles {
 /// stride, with AVX512-BF16 dot products (`x86vector.avx512.dot` on 512-bit
 /// vectors): B packed as pairs along K, register tiles of C accumulated
 /// across blocks of K pairs. `chooseTiles(M, N, K pairs)` sizes each
-/// product's tiles.
+/// product's tiles. With `takeFills`, the fill of a constant that
+/// initialises C just before a product becomes the register tiles' start.
 void emitDotBF16Products(
     mlir::ModuleOp module,
     llvm::function_ref<DotTiles(int64_t m, int64_t n, int64_t kPairs)>
-        chooseTiles);
+        chooseTiles,
+    bool takeFills);
 } // namespace tgc::cpu
 
 #endif // TGC_LIB_TARGET_CPU_BF16PRODUCTS_H

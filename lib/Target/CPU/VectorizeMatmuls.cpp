@@ -1165,15 +1165,22 @@ struct TGCVectorizeMatmulsPass
     if (amx)
       tgc::cpu::emitAMXProducts(module);
     else if (bf16Dot && cpu.lanes == 16)
-      tgc::cpu::emitDotBF16Products(module, [&](int64_t m, int64_t n,
-                                                int64_t kPairs) {
-        // A pair of bf16 takes the bytes of one f32: the f32 model
-        // over K/2 sizes the tiles.
-        Tiles t = forced ? *forced : chooseTiles(m, n, kPairs, 1, cpu, threads);
-        return tgc::cpu::DotTiles{t.mt, t.nt, t.kt, t.mr,
-                                  roundUp(t.nr, cpu.lanes)};
-      });
+      tgc::cpu::emitDotBF16Products(
+          module,
+          [&](int64_t m, int64_t n, int64_t kPairs) {
+            // A pair of bf16 takes the bytes of one f32: the f32 model
+            // over K/2 sizes the tiles.
+            Tiles t =
+                forced ? *forced : chooseTiles(m, n, kPairs, 1, cpu, threads);
+            return tgc::cpu::DotTiles{t.mt, t.nt, t.kt, t.mr,
+                                      roundUp(t.nr, cpu.lanes)};
+          },
+          fillTiles);
     widenNarrowOperands(module);
+    // The widened products are f32 ones now: their output tiles take their
+    // fills too (a separate fill wrote the whole output to memory first).
+    if (fillTiles)
+      takeAccumulatorFills(module);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))

@@ -6,7 +6,8 @@
 // sizes: K odd, M = 61 (a remainder of rows), N = 10 (one masked vector).
 // With amx=true the AMX path wins; f16 and strided-row products are
 // widened to f32.
-// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=512 vector-registers=32 tiles=32,64,64,4,32" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=512 vector-registers=32 tiles=32,64,64,4,32 fill-tiles=true" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=512 vector-registers=32 tiles=32,64,64,4,32" --canonicalize | FileCheck %s --check-prefix=NOFUSE
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true amx=true vector-bits=512 vector-registers=32" | FileCheck %s --check-prefix=AMX
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="bf16-dot=true vector-bits=256 vector-registers=16" | FileCheck %s --check-prefix=AVX2
 
@@ -108,9 +109,14 @@ func.func @odd_k_row_major(%a: memref<8x37xbf16>, %b: memref<37x16xbf16>, %c: me
   return
 }
 
-// C filled with a constant just before the product: the fill goes, and the
-// register tiles start from the constant in the first block of K pairs
-// (K0 = 0) and load C in the later ones.
+// C filled with a constant just before the product: with fill-tiles the
+// fill goes, and the register tiles start from the constant in the first
+// block of K pairs (K0 = 0) and load C in the later ones; without, the fill
+// stays.
+// NOFUSE-LABEL: func.func @filled_output
+// NOFUSE: linalg.fill
+// NOFUSE-NOT: scf.if
+// NOFUSE: x86vector.avx512.dot
 // CHECK-LABEL: func.func @filled_output
 // CHECK-DAG: %[[INIT:.*]] = arith.constant dense<2.500000e-01> : vector<16xf32>
 // CHECK-NOT: linalg.fill

@@ -180,6 +180,24 @@ func.func @zeroed_output(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %c: memr
 
 // -----
 
+// A bf16 product widened to f32 (no AMX, no bf16-dot) takes its fill into
+// its output tiles like an f32 one: no fill of the whole output is left.
+// TILEFILL-LABEL: func.func @zeroed_widened_output
+// TILEFILL-NOT: linalg.fill ins(%{{.*}} : f32) outs(%arg2
+// TILEFILL: arith.extf %{{.*}} : bf16 to f32
+// TILEFILL: scf.forall
+// TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<{{.*}}strided
+// TILEFILL: scf.for
+// TILEFILL: vector.fma
+func.func @zeroed_widened_output(%a: memref<128x64xbf16>, %b: memref<64x96xbf16>, %c: memref<128x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xbf16>, memref<64x96xbf16>) outs(%c : memref<128x96xf32>)
+  return
+}
+
+// -----
+
 // A fill read by something else before the product stays where it is.
 // TILEFILL-LABEL: func.func @read_between
 // TILEFILL: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<128x96xf32>)

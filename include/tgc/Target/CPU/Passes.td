@@ -114,8 +114,10 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     B packed as pairs along K, A's pairs broadcast, MR x NR register tiles
     of C kept in registers across blocks of KT pairs, sized by the same
     model over K/2 (a pair has the bytes of one f32), the remainders as
-    static smaller tiles (the last vector masked). Otherwise their narrow
-    operands are widened to f32 once and the product is scheduled as above.
+    static smaller tiles (the last vector masked); with `fill-tiles` the
+    fill that zeroes C starts the register tiles in the first block of K
+    pairs instead. Otherwise their narrow operands are widened to f32 once
+    and the product is scheduled as above, fills included.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", "512",

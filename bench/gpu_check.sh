@@ -2,17 +2,20 @@
 # The GPU check of docs/gpu.md, in two halves, for a GPU machine that is bare,
 # offline and only sometimes available:
 #
-#   bash bench/gpu_check.sh prepare [DIR]   # here: build the bundle (default
-#                                           # build/gpu-bundle)
-#   bash DIR/run.sh                         # on the GPU machine
+#   bash bench/gpu_check.sh prepare [DIR] [PRECISION]
+#                    # here: build the bundle (default build/gpu-bundle;
+#                    # PRECISION fp32 (default), bf16-mixed or fp16-mixed)
+#   bash DIR/run.sh  # on the GPU machine
 #
 # prepare compiles the tiny llama (batch 8, seq 128, AdamW) for --target=cuda
-# and for the CPU, writes the initial weights, runs the CPU executable for 50
+# and for the CPU, in PRECISION, writes the initial weights, runs the CPU executable for 50
 # steps from them (losses in cpu.jsonl, first-step gradients in
 # cpu-grads.safetensors), and copies what the GPU executable needs (libomp)
 # with the data. run.sh runs the GPU executable from the same weights on the
 # same data and compares: every step's loss within 1e-3 relative, each
-# gradient within 1e-3 (norm-wise relative); it prints ms/step, tokens/s and
+# gradient within 1e-3 (norm-wise relative; 1e-2 for both with mixed
+# precision, whose products the CPU and the GPU add up in different orders
+# before rounding to bf16/f16); it prints ms/step, tokens/s and
 # achieved TFLOP/s (the step's FLOPs from `tgc stats`) and the device, and
 # exits non-zero when a comparison fails. Everything it writes goes to
 # $OUT (when set) or the bundle.
@@ -24,12 +27,22 @@ if [ "$mode" != prepare ]; then
   exit 2
 fi
 dir=${2:-build/gpu-bundle}
+precision=${3:-fp32}
+case "$precision" in
+fp32) tolerance=1e-3 ;;
+bf16-mixed | fp16-mixed) tolerance=1e-2 ;;
+*)
+  echo "bench/gpu_check.sh: unknown precision '$precision' (fp32, bf16-mixed or fp16-mixed)" >&2
+  exit 2
+  ;;
+esac
 tgc=build/bin/tgc
 model=examples/tiny-llama.json
 steps=50
 rm -rf "$dir" && mkdir -p "$dir"
-"$tgc" "$model" --return-gradients --target=cuda -o "$dir/train-gpu"
-"$tgc" "$model" --return-gradients -o "$dir/train-cpu"
+"$tgc" "$model" --precision="$precision" --return-gradients --target=cuda -o "$dir/train-gpu"
+"$tgc" "$model" --precision="$precision" --return-gradients -o "$dir/train-cpu"
+echo "$tolerance" > "$dir/tolerance.txt"
 cp /usr/share/common-licenses/GPL-3 "$dir/data.txt"
 libomp=$(ldd "$dir/train-gpu" | awk '/libomp/ {print $3}')
 cp "$libomp" "$dir/"
@@ -37,7 +50,7 @@ cp "$libomp" "$dir/"
 "$dir/train-cpu" --init "$dir/init.safetensors" --data "$dir/data.txt" \
   --steps "$steps" --quiet --log "$dir/cpu.jsonl" \
   --dump-grads "$dir/cpu-grads.safetensors"
-"$tgc" stats "$model" --json > "$dir/stats.json"
+"$tgc" stats "$model" --precision="$precision" --json > "$dir/stats.json"
 rm "$dir/train-cpu"
 cp bench/gpu_compare.py "$dir/"
 cat > "$dir/run.sh" <<RUN

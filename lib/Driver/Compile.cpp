@@ -88,11 +88,13 @@ struct CountKernelsPass
     llvm::DenseSet<Operation *> doneInTiles;
     llvm::DenseMap<Operation *, Value> epilogueOutputs;
     getOperation().walk([&](linalg::LinalgOp product) {
-      if (fusion == tg::FusionMode::None ||
-          !target.fusesIntoProductTiles(product))
+      if (fusion == tg::FusionMode::None)
         return;
-      if (linalg::FillOp fill = findAccumulatorInit(product))
-        doneInTiles.insert(fill);
+      if (target.takesAccumulatorFill(product))
+        if (linalg::FillOp fill = findAccumulatorInit(product))
+          doneInTiles.insert(fill);
+      if (!target.fusesIntoProductTiles(product))
+        return;
       // The tiles write the new layout: the product's bytes stay, the
       // transpose's go.
       if (linalg::TransposeOp transpose = findOutputTranspose(product))

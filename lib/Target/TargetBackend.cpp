@@ -15,6 +15,10 @@ bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
   return false;
 }
 
+bool TargetBackend::takesAccumulatorFill(mlir::Operation *product) const {
+  return fusesIntoProductTiles(product);
+}
+
 int64_t TargetBackend::taskBytes() const { return 0; }
 
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,

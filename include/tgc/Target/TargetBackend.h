@@ -77,6 +77,10 @@ public:
   /// are then no passes over memory of their own; `tgc stats` counts
   /// kernels and bytes accordingly.
   virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
+  /// Whether, with fusion on, the fill that zeroes `product`'s output is
+  /// done inside its tiles (by default: where fusesIntoProductTiles; also
+  /// where only the fill is, e.g. the CPU's bf16 products).
+  virtual bool takesAccumulatorFill(mlir::Operation *product) const;
 
   /// With fusion on, the attention forward and the norms as parallel
   /// tasks whose own tiles take at most this many bytes (one core's cache:

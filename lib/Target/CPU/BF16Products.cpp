@@ -482,6 +482,18 @@ private:
 };
 } // namespace
 
+bool tgc::cpu::isAMXProduct(Operation *op) {
+  auto product = llvm::dyn_cast<linalg::MatmulOp>(op);
+  return product && bf16ProductLayout(product);
+}
+
+bool tgc::cpu::isDotBF16Product(Operation *op) {
+  auto product = llvm::dyn_cast<linalg::MatmulOp>(op);
+  return product && bf16ProductLayout(product) &&
+         hasUnitRows(
+             llvm::cast<MemRefType>(product.getDpsInits()[0].getType()));
+}
+
 void tgc::cpu::emitAMXProducts(ModuleOp module) {
   SmallVector<std::pair<linalg::MatmulOp, Layout>> products;
   module.walk([&](linalg::MatmulOp op) {
@@ -499,9 +511,8 @@ void tgc::cpu::emitDotBF16Products(
     bool takeFills) {
   SmallVector<std::pair<linalg::MatmulOp, Layout>> products;
   module.walk([&](linalg::MatmulOp op) {
-    if (std::optional<Layout> layout = bf16ProductLayout(op))
-      if (hasUnitRows(llvm::cast<MemRefType>(op.getDpsInits()[0].getType())))
-        products.push_back({op, *layout});
+    if (isDotBF16Product(op))
+      products.push_back({op, *bf16ProductLayout(op)});
   });
   IRRewriter b(module.getContext());
   for (auto [op, layout] : products) {

@@ -13,6 +13,11 @@ namespace tgc::cpu {
 /// operands and AMX tile products.
 void emitAMXProducts(mlir::ModuleOp module);
 
+/// Whether `op` is a product emitAMXProducts replaces.
+bool isAMXProduct(mlir::Operation *op);
+/// Whether `op` is a product emitDotBF16Products replaces.
+bool isDotBF16Product(mlir::Operation *op);
+
 /// Tiles of a product on `vdpbf16ps`, in pairs of K: MT x NT output tiles
 /// (the parallel loop), KT pairs deep cache blocks, MR x NR register tiles
 /// (NR a multiple of 16).

@@ -183,6 +183,10 @@ public:
     return cpu::fusesIntoProductTiles(product);
   }
 
+  bool takesAccumulatorFill(Operation *product) const override {
+    return cpu::takesAccumulatorFill(product, options.amx);
+  }
+
   int64_t taskBytes() const override { return cpu::kTaskBytes; }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -631,8 +631,8 @@ bool isScheduledProduct(linalg::LinalgOp op) {
 }
 
 /// f32 products only: bf16/f16 operands are widened, or become AMX tiles or
-/// vdpbf16ps products, first, which this schedule's fill placement does
-/// not follow.
+/// vdpbf16ps products, first, which this schedule's epilogues and output
+/// layouts do not follow (their fills: takesAccumulatorFill).
 bool isF32Product(linalg::LinalgOp op) {
   return llvm::all_of(op->getOperandTypes(),
                       [](Type t) { return getElementTypeOrSelf(t).isF32(); });
@@ -1233,6 +1233,19 @@ struct TGCVectorizeMatmulsPass
 };
 
 } // namespace
+
+bool tgc::cpu::takesAccumulatorFill(Operation *op, bool amx) {
+  auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
+  if (!product || !isScheduledProduct(product) ||
+      !getElementTypeOrSelf(product.getDpsInits()[0].getType()).isF32())
+    return false;
+  if (isF32Product(product))
+    return true;
+  if (amx && isAMXProduct(op))
+    return false;
+  // On dot products, or widened to an f32 product.
+  return true;
+}
 
 bool tgc::cpu::fusesIntoProductTiles(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);

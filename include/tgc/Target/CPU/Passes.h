@@ -29,6 +29,12 @@ namespace tgc::cpu {
 /// output tile.
 bool fusesIntoProductTiles(mlir::Operation *op);
 
+/// Whether tgc-vectorize-matmuls, with fill-tiles, does the fill that
+/// zeroes `op`'s output inside its tiles: the f32 products above, bf16 ones
+/// on AVX512-BF16 dot products and products widened to f32; not the
+/// products that run on AMX tiles (with `amx`).
+bool takesAccumulatorFill(mlir::Operation *op, bool amx);
+
 } // namespace tgc::cpu
 
 #endif // TGC_TARGET_CPU_PASSES_H

@@ -13,9 +13,11 @@
 # cpu-grads.safetensors), and copies what the GPU executable needs (libomp)
 # with the data. run.sh runs the GPU executable from the same weights on the
 # same data and compares: every step's loss within 1e-3 relative, each
-# gradient within 1e-3 (norm-wise relative; 1e-2 for both with mixed
-# precision, whose products the CPU and the GPU add up in different orders
-# before rounding to bf16/f16); it prints ms/step, tokens/s and
+# gradient within 1e-3 (norm-wise relative). With mixed precision the CPU
+# and the GPU add a product's terms up in different orders before rounding
+# to bf16/f16, and 50 steps drift apart by about 1%: losses within 2e-2
+# (the bound for bf16 against fp32), gradients within 1e-2. It
+# prints ms/step, tokens/s and
 # achieved TFLOP/s (the step's FLOPs from `tgc stats`) and the device, and
 # exits non-zero when a comparison fails. Everything it writes goes to
 # $OUT (when set) or the bundle.
@@ -29,8 +31,8 @@ fi
 dir=${2:-build/gpu-bundle}
 precision=${3:-fp32}
 case "$precision" in
-fp32) tolerance=1e-3 ;;
-bf16-mixed | fp16-mixed) tolerance=1e-2 ;;
+fp32) tolerance="1e-3 1e-3" ;;
+bf16-mixed | fp16-mixed) tolerance="2e-2 1e-2" ;;
 *)
   echo "bench/gpu_check.sh: unknown precision '$precision' (fp32, bf16-mixed or fp16-mixed)" >&2
   exit 2

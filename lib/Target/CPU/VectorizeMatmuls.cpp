@@ -534,6 +534,123 @@ bool mayWriteBuffer(Operation *op, Value root) {
          });
 }
 
+/// Whether `op` is a product with an f32 output (its narrow inputs are
+/// widened by widenNarrowOperands).
+bool isWidenedProduct(Operation *op) {
+  return llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
+         getElementTypeOrSelf(
+             llvm::cast<linalg::LinalgOp>(op).getDpsInits()[0].getType())
+             .isF32();
+}
+
+/// A narrow (bf16/f16) buffer that one elementwise loop writes whole by
+/// rounding f32 values (its yield an `arith.truncf`), and that only
+/// products read (directly or through reshapes), would be rounded, stored,
+/// read back and widened to f32 for them. Instead the loop stores the
+/// rounded values widened back (`extf(truncf(x))`, the same numbers the
+/// products would see) into an f32 buffer that the products read: one pass
+/// instead of two, and no narrow buffer. For targets that widen (no AMX,
+/// no AVX512-BF16): the casts of the weights and of the gradients entering
+/// the backward products.
+void roundInsteadOfNarrowing(ModuleOp module) {
+  SmallVector<memref::AllocOp> narrow;
+  module.walk([&](memref::AllocOp alloc) {
+    MemRefType type = alloc.getType();
+    if (type.hasStaticShape() && type.getLayout().isIdentity() &&
+        llvm::isa<BFloat16Type, Float16Type>(type.getElementType()))
+      narrow.push_back(alloc);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (memref::AllocOp alloc : narrow) {
+    Value buffer = alloc.getResult();
+    linalg::GenericOp writer;
+    SmallVector<Operation *> reshapes;
+    bool onlyProducts = true;
+    // A product reading `v` (not writing it).
+    auto readsAsProduct = [](Operation *user, Value v) {
+      return isWidenedProduct(user) &&
+             !llvm::is_contained(
+                 llvm::cast<linalg::LinalgOp>(user).getDpsInits(), v);
+    };
+    auto readByProducts = [&](Value v) {
+      return llvm::all_of(v.getUsers(), [&](Operation *user) {
+        return readsAsProduct(user, v);
+      });
+    };
+    for (Operation *user : buffer.getUsers()) {
+      auto generic = llvm::dyn_cast<linalg::GenericOp>(user);
+      if (generic && llvm::is_contained(generic.getDpsInits(), buffer) &&
+          !llvm::is_contained(generic.getDpsInputs(), buffer) && !writer) {
+        writer = generic;
+        continue;
+      }
+      if (llvm::isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(user) &&
+          readByProducts(user->getResult(0))) {
+        reshapes.push_back(user);
+        continue;
+      }
+      if (!readsAsProduct(user, buffer))
+        onlyProducts = false;
+    }
+    if (!writer || !onlyProducts || writer.getNumLoops() == 0 ||
+        writer.getNumReductionLoops() != 0)
+      continue;
+    // The writer covers the buffer (an identity map), does not read what
+    // it writes, and rounds an f32 value into it.
+    OpOperand *init = nullptr;
+    for (OpOperand &operand : writer.getDpsInitsMutable())
+      if (operand.get() == buffer)
+        init = &operand;
+    if (!writer.getMatchingIndexingMap(init).isIdentity() ||
+        !writer.getMatchingBlockArgument(init).use_empty())
+      continue;
+    auto yield = llvm::cast<linalg::YieldOp>(writer.getBody()->getTerminator());
+    unsigned result = init->getOperandNumber() - writer.getNumDpsInputs();
+    auto round = yield.getOperand(result).getDefiningOp<arith::TruncFOp>();
+    if (!round || !round.getIn().getType().isF32())
+      continue;
+    // Every reader comes after the writer.
+    bool afterWriter = llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+      if (user == writer)
+        return true;
+      Operation *at = writer->getBlock()->findAncestorOpInBlock(*user);
+      return at && writer->isBeforeInBlock(at);
+    });
+    if (!afterWriter)
+      continue;
+    Type f32 = rewriter.getF32Type();
+    rewriter.setInsertionPoint(alloc);
+    auto wide = memref::AllocOp::create(
+        rewriter, alloc.getLoc(),
+        MemRefType::get(alloc.getType().getShape(), f32));
+    rewriter.setInsertionPoint(yield);
+    Value widened =
+        arith::ExtFOp::create(rewriter, round.getLoc(), f32, round.getResult());
+    rewriter.modifyOpInPlace(writer, [&] {
+      yield->setOperand(result, widened);
+      writer.getMatchingBlockArgument(init).setType(f32);
+      init->set(wide);
+    });
+    for (Operation *reshape : reshapes) {
+      rewriter.setInsertionPoint(reshape);
+      Value view;
+      if (auto collapse = llvm::dyn_cast<memref::CollapseShapeOp>(reshape))
+        view =
+            memref::CollapseShapeOp::create(rewriter, collapse.getLoc(), wide,
+                                            collapse.getReassociationIndices());
+      else {
+        auto expand = llvm::cast<memref::ExpandShapeOp>(reshape);
+        view = memref::ExpandShapeOp::create(
+            rewriter, expand.getLoc(), expand.getResultType().getShape(), wide,
+            expand.getReassociationIndices());
+      }
+      rewriter.replaceOp(reshape, view);
+    }
+    rewriter.replaceAllUsesWith(alloc.getResult(), wide.getResult());
+    rewriter.eraseOp(alloc);
+  }
+}
+
 /// Products of bf16/f16 operands with an f32 accumulator: each narrow
 /// operand is widened into an f32 buffer once (planned in the arena like
 /// any temporary), and the product runs as an f32 one. Widening inside the
@@ -1176,6 +1293,7 @@ struct TGCVectorizeMatmulsPass
                                       roundUp(t.nr, cpu.lanes)};
           },
           fillTiles);
+    roundInsteadOfNarrowing(module);
     widenNarrowOperands(module);
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).

@@ -160,6 +160,70 @@ func.func @after_bf16() {
   return
 }
 
+// A bf16 buffer that one loop writes whole by rounding f32 values, and
+// that only products read (also through a reshape): the loop stores the
+// rounded values widened back to f32 (extf(truncf(x))) into an f32 buffer
+// the products read; no bf16 buffer and no widening copy are left.
+// CHECK-LABEL: func.func @rounded_for_products
+// CHECK-NOT: memref.alloc() : memref<{{.*}}xbf16>
+// CHECK: %[[WIDE:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg0 : memref<64x256xf32>) outs(%[[WIDE]] : memref<64x256xf32>)
+// CHECK: %[[R:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CHECK: linalg.yield %[[W]] : f32
+// CHECK-NOT: memref.alloc() : memref<{{.*}}xbf16>
+// CHECK-NOT: ins(%{{.*}} : memref<64x256xbf16>)
+// CHECK-NOT: ins(%{{.*}} : memref<256x128xbf16>)
+// CHECK: vector.fma
+// CHECK: return
+func.func @rounded_for_products(%x: memref<64x256xf32>, %w: memref<256x128xf32>, %c: memref<64x128xf32>, %w2: memref<2x256x16xbf16>, %d: memref<2x32x16xf32>) {
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %wb = memref.alloc() : memref<256x128xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<256x128xf32>) outs(%wb : memref<256x128xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %wb : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  %x3 = memref.expand_shape %xb [[0, 1], [2]] output_shape [2, 32, 256] : memref<64x256xbf16> into memref<2x32x256xbf16>
+  linalg.batch_matmul ins(%x3, %w2 : memref<2x32x256xbf16>, memref<2x256x16xbf16>) outs(%d : memref<2x32x16xf32>)
+  return
+}
+
+// The same with another reader of the bf16 buffer (a loop): it stays, and
+// the product widens it.
+// CHECK-LABEL: func.func @rounded_and_read
+// CHECK: memref.alloc() : memref<64x256xbf16>
+// CHECK: arith.truncf
+// CHECK-NOT: arith.extf %{{.*}} : bf16 to f32
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<64x256xbf16>) outs(%{{.*}} : memref<64x256xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<64x256xbf16>) outs(%{{.*}} : memref<64x256xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: return
+func.func @rounded_and_read(%x: memref<64x256xf32>, %w: memref<256x128xbf16>, %c: memref<64x128xf32>, %saved: memref<64x256xbf16>) {
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%xb : memref<64x256xbf16>) outs(%saved : memref<64x256xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    linalg.yield %in : bf16
+  }
+  linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+
 // -----
 
 // With fill-tiles (fusion on), the fill that zeroes a product's output

@@ -117,7 +117,9 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     static smaller tiles (the last vector masked); with `fill-tiles` the
     fill that zeroes C starts the register tiles in the first block of K
     pairs instead. Otherwise their narrow operands are widened to f32 once
-    and the product is scheduled as above, fills included.
+    and the product is scheduled as above, fills included; a narrow buffer
+    that one loop writes by rounding f32 values and only such products
+    read is written as the rounded values in f32 instead (no widening).
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", "512",

@@ -609,14 +609,25 @@ void roundInsteadOfNarrowing(ModuleOp module) {
     auto round = yield.getOperand(result).getDefiningOp<arith::TruncFOp>();
     if (!round || !round.getIn().getType().isF32())
       continue;
-    // Every reader comes after the writer.
-    bool afterWriter = llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+    // Every reader comes soon after the writer, in its block: an f32
+    // buffer kept longer (a bf16 copy the backward pass saves for a weight
+    // gradient) would cost twice the memory of the narrow one for all that
+    // time, where a widened copy lives only around its product.
+    constexpr int kMaxOpsToReaders = 64;
+    llvm::SmallPtrSet<Operation *, 8> readers;
+    for (Operation *user : buffer.getUsers()) {
       if (user == writer)
-        return true;
-      Operation *at = writer->getBlock()->findAncestorOpInBlock(*user);
-      return at && writer->isBeforeInBlock(at);
-    });
-    if (!afterWriter)
+        continue;
+      if (llvm::is_contained(reshapes, user))
+        readers.insert(user->getUsers().begin(), user->getUsers().end());
+      readers.insert(user);
+    }
+    int seen = 0;
+    for (Operation *op = writer->getNextNode();
+         op && !readers.empty() && seen < kMaxOpsToReaders;
+         op = op->getNextNode(), ++seen)
+      readers.erase(op);
+    if (!readers.empty())
       continue;
     Type f32 = rewriter.getF32Type();
     rewriter.setInsertionPoint(alloc);

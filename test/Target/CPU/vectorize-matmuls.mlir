@@ -571,3 +571,28 @@ func.func @tile_accumulators(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %out
   memref.copy %c, %out : memref<128x96xf32> to memref<128x96xf32>
   return
 }
+
+// A reader that is not among the ops right after the writer (here in a
+// loop's body): an f32 buffer kept that long would cost twice the narrow
+// one, so the bf16 buffer stays and the product widens it.
+// CHECK-LABEL: func.func @rounded_read_later
+// CHECK: memref.alloc() : memref<64x256xbf16>
+// CHECK: scf.for
+// CHECK: ins(%{{.*}} : memref<64x256xbf16>) outs(%{{.*}} : memref<64x256xf32>)
+// CHECK: return
+func.func @rounded_read_later(%x: memref<64x256xf32>, %w: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  }
+  return
+}

@@ -550,8 +550,9 @@ bool isWidenedProduct(Operation *op) {
 /// rounded values widened back (`extf(truncf(x))`, the same numbers the
 /// products would see) into an f32 buffer that the products read: one pass
 /// instead of two, and no narrow buffer. For targets that widen (no AMX,
-/// no AVX512-BF16): the casts of the weights and of the gradients entering
-/// the backward products.
+/// no AVX512-BF16): the copies of the weights, of the gradients entering
+/// the backward products and of the products' activations, where the
+/// products follow the cast (see kMaxOpsToReaders).
 void roundInsteadOfNarrowing(ModuleOp module) {
   SmallVector<memref::AllocOp> narrow;
   module.walk([&](memref::AllocOp alloc) {

@@ -534,13 +534,13 @@ bool mayWriteBuffer(Operation *op, Value root) {
          });
 }
 
-/// Whether `op` is a product with an f32 output (its narrow inputs are
-/// widened by widenNarrowOperands).
+/// Whether `op` is a product on buffers with an f32 output (its narrow
+/// inputs are widened by widenNarrowOperands).
 bool isWidenedProduct(Operation *op) {
-  return llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
-         getElementTypeOrSelf(
-             llvm::cast<linalg::LinalgOp>(op).getDpsInits()[0].getType())
-             .isF32();
+  auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
+  return llvm::isa_and_nonnull<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
+         product.hasPureBufferSemantics() &&
+         getElementTypeOrSelf(product.getDpsInits()[0].getType()).isF32();
 }
 
 /// A narrow (bf16/f16) buffer that one elementwise loop writes whole by
@@ -676,9 +676,7 @@ void roundInsteadOfNarrowing(ModuleOp module) {
 void widenNarrowOperands(ModuleOp module) {
   SmallVector<linalg::LinalgOp> products;
   module.walk([&](linalg::LinalgOp op) {
-    if (!llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
-        !op.hasPureBufferSemantics() ||
-        !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32())
+    if (!isWidenedProduct(op))
       return;
     // The arena planner places the widened buffers of a function body and
     // of its top-level loops; the deallocation pipeline frees the others.

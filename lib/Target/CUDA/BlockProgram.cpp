@@ -60,11 +60,13 @@ Value BlockProgramBuilder::shared(ArrayRef<int64_t> shape, Type element) {
   return buffer;
 }
 
-Value BlockProgramBuilder::perThread(ArrayRef<int64_t> shape) {
+Value BlockProgramBuilder::perThread(ArrayRef<int64_t> shape, Type element) {
+  if (!element)
+    element = bodyBuilder.getF32Type();
   SmallVector<int64_t> withThread{threads};
   withThread.append(shape.begin(), shape.end());
-  auto buffer = memref::AllocaOp::create(
-      bodyBuilder, loc, MemRefType::get(withThread, bodyBuilder.getF32Type()));
+  auto buffer = memref::AllocaOp::create(bodyBuilder, loc,
+                                         MemRefType::get(withThread, element));
   buffer->setAttr(kPerThreadAttrName, UnitAttr::get(context));
   return buffer;
 }

@@ -43,8 +43,10 @@ public:
   /// A buffer the block's threads share (f32 unless `element` is given).
   mlir::Value shared(llvm::ArrayRef<int64_t> shape,
                      mlir::Type element = nullptr);
-  /// One buffer of `shape` per thread: indexed [thread, ...].
-  mlir::Value perThread(llvm::ArrayRef<int64_t> shape);
+  /// One buffer of `shape` per thread: indexed [thread, ...] (f32 unless
+  /// `element` is given).
+  mlir::Value perThread(llvm::ArrayRef<int64_t> shape,
+                        mlir::Type element = nullptr);
 
   /// A phase at `at`'s insertion point: `build(builder, thread)`.
   void phase(mlir::OpBuilder &at,

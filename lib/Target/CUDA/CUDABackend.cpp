@@ -19,6 +19,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
@@ -35,11 +36,24 @@ llvm::StringRef tgc::cuda::configuredToolkit() {
 #endif
 }
 
+/// mma.sync.m16n8k16 on bf16/f16 needs sm_80 (Ampere) or later.
+static bool hasBF16TensorCores(StringRef chip) {
+  unsigned version = 0;
+  return chip.consume_front("sm_") &&
+         !chip.take_while(llvm::isDigit).getAsInteger(10, version) &&
+         version >= 80;
+}
+
 void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
                                           const CUDABackendOptions &options,
                                           bool launches) {
   pm.addNestedPass<func::FuncOp>(createTGCGPUPrepareKernelsPass());
-  pm.addNestedPass<func::FuncOp>(createTGCGPUTileMatmulsPass());
+  TGCGPUTileMatmulsPassOptions tiles;
+  // Tensor cores for mixed precision's products; --gpu-emulate runs the
+  // same fragments through an emulated multiply.
+  if (hasBF16TensorCores(options.chip))
+    tiles.mma = launches ? "nvvm" : "emulated";
+  pm.addNestedPass<func::FuncOp>(createTGCGPUTileMatmulsPass(tiles));
   pm.addNestedPass<func::FuncOp>(createTGCGPUBlockReductionsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   TGCGPUMapKernelsPassOptions map;

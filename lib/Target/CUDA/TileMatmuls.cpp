@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BlockProgram.h"
+#include "WarpMMA.h"
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -106,6 +107,16 @@ struct TGCGPUTileMatmulsPass
                      "threads)");
       return signalPassFailure();
     }
+    if (mma == "nvvm")
+      mmaKind = WarpMMAKind::NVVM;
+    else if (mma == "emulated")
+      mmaKind = WarpMMAKind::Emulated;
+    else if (mma != "none") {
+      func.emitError("tgc-gpu-tile-matmuls: mma must be none, nvvm or "
+                     "emulated, not '")
+          << mma << "'";
+      return signalPassFailure();
+    }
     SmallVector<Contraction> contractions;
     func.walk([&](linalg::LinalgOp op) {
       if (std::optional<Contraction> c = matchContraction(op))
@@ -122,6 +133,87 @@ struct TGCGPUTileMatmulsPass
   }
 
   static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  std::optional<WarpMMAKind> mmaKind;
+
+  /// The warps' share of a tile for mma.m16n8k16: warpsM warps down the
+  /// 16-row slices, warpsN across, each with `subtiles` 16 x 8 outputs.
+  struct WarpTiling {
+    int64_t warpsN, subtiles;
+  };
+  std::optional<WarpTiling> warpTiling() const {
+    int64_t warps = threads / 32, warpsM = tileM / 16;
+    if (threads % 32 || tileM % 16 || tileK % 16 || warps % warpsM)
+      return std::nullopt;
+    int64_t warpsN = warps / warpsM;
+    if (tileN % (8 * warpsN))
+      return std::nullopt;
+    return WarpTiling{warpsN, tileN / (8 * warpsN)};
+  }
+
+  /// The first row and column of thread t's warp in the tile.
+  std::pair<Value, Value> warpOrigin(BlockProgramBuilder &program, OpBuilder &b,
+                                     Value t, const WarpTiling &tiling) const {
+    Location loc = program.getLoc();
+    Value warp = arith::DivUIOp::create(b, loc, t, program.index(32));
+    Value warpM =
+        arith::DivUIOp::create(b, loc, warp, program.index(tiling.warpsN));
+    Value warpN =
+        arith::RemUIOp::create(b, loc, warp, program.index(tiling.warpsN));
+    return {program.mul(b, warpM, 16),
+            program.mul(b, warpN, 8 * tiling.subtiles)};
+  }
+
+  /// For each 16-deep slice of a K tile: every warp loads its A fragment
+  /// and one B fragment per subtile from the shared tiles (stored [k][m]
+  /// and [k][n]) into `fragA` and `fragB`, and multiplies them into its C
+  /// fragments in `acc`. The
+  /// emulated multiply reads other lanes' fragments, so it is a phase of
+  /// its own.
+  void buildWarpProducts(BlockProgramBuilder &program, OpBuilder &kb,
+                         const WarpTiling &tiling, Type element, Value lhsTile,
+                         Value rhsTile, Value fragA, Value fragB, Value acc) {
+    Location loc = program.getLoc();
+    auto cst = [&](int64_t v) { return program.index(v); };
+    WarpMMABuilder mmaBuilder(program, element, *mmaKind);
+    auto multiply = [&](OpBuilder &pb, Value t,
+                        const WarpMMABuilder::Lane &lane) {
+      for (int64_t j = 0; j < tiling.subtiles; ++j)
+        mmaBuilder.multiplyAdd(pb, t, lane, fragA, fragB, j, acc, j);
+    };
+    for (int64_t k0 = 0; k0 < tileK; k0 += 16) {
+      program.phase(kb, [&](OpBuilder &pb, Value t) {
+        WarpMMABuilder::Lane lane = mmaBuilder.lane(pb, t);
+        auto [warpRow, warpCol] = warpOrigin(program, pb, t, tiling);
+        Value laneK = program.add(pb, program.mul(pb, lane.q, 2), cst(k0));
+        for (int64_t i = 0; i < 8; ++i) {
+          FragmentOffset offset = fragmentOffsetA(i);
+          Value m = program.add(pb, warpRow,
+                                program.add(pb, lane.g, cst(offset.row)));
+          Value k = program.add(pb, laneK, cst(offset.col));
+          Value v = memref::LoadOp::create(pb, loc, lhsTile, ValueRange{k, m});
+          memref::StoreOp::create(pb, loc, v, fragA, ValueRange{t, cst(i)});
+        }
+        for (int64_t j = 0; j < tiling.subtiles; ++j) {
+          Value n =
+              program.add(pb, warpCol, program.add(pb, lane.g, cst(8 * j)));
+          for (int64_t i = 0; i < 4; ++i) {
+            Value k = program.add(pb, laneK, cst(fragmentOffsetB(i).row));
+            Value v =
+                memref::LoadOp::create(pb, loc, rhsTile, ValueRange{k, n});
+            memref::StoreOp::create(pb, loc, v, fragB,
+                                    ValueRange{t, cst(j), cst(i)});
+          }
+        }
+        if (mmaBuilder.getKind() == WarpMMAKind::NVVM)
+          multiply(pb, t, lane);
+      });
+      if (mmaBuilder.getKind() == WarpMMAKind::Emulated)
+        program.phase(kb, [&](OpBuilder &pb, Value t) {
+          multiply(pb, t, mmaBuilder.lane(pb, t));
+        });
+    }
+  }
 
   void buildBlockProgram(Contraction &c, int64_t gridX, int64_t gridY) {
     BlockProgramBuilder program(c.op, {gridX, gridY, c.sizeBatch}, threads);
@@ -149,7 +241,22 @@ struct TGCGPUTileMatmulsPass
     Type element = getElementTypeOrSelf(c.lhs.getType());
     Value lhsTile = program.shared({tileK, tileM}, element);
     Value rhsTile = program.shared({tileK, tileN}, element);
-    Value acc = program.perThread({rowsPerThread, colsPerThread});
+    // Tensor cores for bf16/f16 operands where the tiles split into warps.
+    std::optional<WarpTiling> warps;
+    if (mmaKind && !element.isF32())
+      warps = warpTiling();
+    // A thread's accumulators: its rows x columns of the tile, or with
+    // tensor cores its C fragments, 4 for each 16 x 8 subtile.
+    int64_t accRows = warps ? warps->subtiles : rowsPerThread;
+    int64_t accCols = warps ? 4 : colsPerThread;
+    Value acc = program.perThread({accRows, accCols});
+    // With tensor cores, each thread's A and B fragments.
+    Value fragA, fragB;
+    if (warps) {
+      WarpMMABuilder mmaBuilder(program, element, *mmaKind);
+      fragA = mmaBuilder.fragmentsA();
+      fragB = mmaBuilder.fragmentsB(warps->subtiles);
+    }
     Value zero = program.f32(0);
     Value zeroElement =
         element.isF32()
@@ -193,8 +300,8 @@ struct TGCGPUTileMatmulsPass
     };
 
     program.phase(b, [&](OpBuilder &pb, Value t) {
-      unrolled(pb, rowsPerThread, [&](OpBuilder &ib, int64_t i) {
-        unrolled(ib, colsPerThread, [&](OpBuilder &jb, int64_t j) {
+      unrolled(pb, accRows, [&](OpBuilder &ib, int64_t i) {
+        unrolled(ib, accCols, [&](OpBuilder &jb, int64_t j) {
           memref::StoreOp::create(jb, loc, zero, acc,
                                   ValueRange{t, cst(i), cst(j)});
         });
@@ -238,39 +345,58 @@ struct TGCGPUTileMatmulsPass
       copyTile(pb, t, c.lhs, c.lhsMap, lhsTile, /*lhs=*/true);
       copyTile(pb, t, c.rhs, c.rhsMap, rhsTile, /*lhs=*/false);
     });
-    program.phase(kb, [&](OpBuilder &pb, Value t) {
-      Value ty = threadRow(pb, t), tx = threadCol(pb, t);
-      program.forEach(pb, tileK, [&](OpBuilder &kkb, Value kk) {
-        unrolled(kkb, rowsPerThread, [&](OpBuilder &ib, int64_t i) {
-          Value a =
-              widened(ib, memref::LoadOp::create(
-                              ib, loc, lhsTile,
-                              ValueRange{kk, add(ib, ty, cst(i * threadsY))}));
-          unrolled(ib, colsPerThread, [&](OpBuilder &jb, int64_t j) {
-            Value bv = widened(
-                jb, memref::LoadOp::create(
-                        jb, loc, rhsTile,
-                        ValueRange{kk, add(jb, tx, cst(j * threadsX))}));
-            SmallVector<Value, 3> at{t, cst(i), cst(j)};
-            Value sum = memref::LoadOp::create(jb, loc, acc, at);
-            // a * b + sum as one fused multiply-add where the target has it.
-            auto contract = arith::FastMathFlagsAttr::get(
-                context, arith::FastMathFlags::contract);
-            Value product = arith::MulFOp::create(jb, loc, a, bv, contract);
-            memref::StoreOp::create(
-                jb, loc, arith::AddFOp::create(jb, loc, sum, product, contract),
-                acc, at);
+    if (warps)
+      buildWarpProducts(program, kb, *warps, element, lhsTile, rhsTile, fragA,
+                        fragB, acc);
+    else
+      program.phase(kb, [&](OpBuilder &pb, Value t) {
+        Value ty = threadRow(pb, t), tx = threadCol(pb, t);
+        program.forEach(pb, tileK, [&](OpBuilder &kkb, Value kk) {
+          unrolled(kkb, rowsPerThread, [&](OpBuilder &ib, int64_t i) {
+            Value a = widened(
+                ib, memref::LoadOp::create(
+                        ib, loc, lhsTile,
+                        ValueRange{kk, add(ib, ty, cst(i * threadsY))}));
+            unrolled(ib, colsPerThread, [&](OpBuilder &jb, int64_t j) {
+              Value bv = widened(
+                  jb, memref::LoadOp::create(
+                          jb, loc, rhsTile,
+                          ValueRange{kk, add(jb, tx, cst(j * threadsX))}));
+              SmallVector<Value, 3> at{t, cst(i), cst(j)};
+              Value sum = memref::LoadOp::create(jb, loc, acc, at);
+              // a * b + sum as one fused multiply-add where the target has it.
+              auto contract = arith::FastMathFlagsAttr::get(
+                  context, arith::FastMathFlags::contract);
+              Value product = arith::MulFOp::create(jb, loc, a, bv, contract);
+              memref::StoreOp::create(
+                  jb, loc,
+                  arith::AddFOp::create(jb, loc, sum, product, contract), acc,
+                  at);
+            });
           });
         });
       });
-    });
 
+    // Where accumulator (i, j) of thread t goes in the tile.
+    auto tilePosition = [&](OpBuilder &builder, Value t, int64_t i,
+                            int64_t j) -> std::pair<Value, Value> {
+      if (!warps)
+        return {add(builder, threadRow(builder, t), cst(i * threadsY)),
+                add(builder, threadCol(builder, t), cst(j * threadsX))};
+      WarpMMABuilder mmaBuilder(program, element, *mmaKind);
+      WarpMMABuilder::Lane lane = mmaBuilder.lane(builder, t);
+      auto [warpRow, warpCol] = warpOrigin(program, builder, t, *warps);
+      FragmentOffset offset = fragmentOffsetC(j);
+      return {
+          add(builder, warpRow, add(builder, lane.g, cst(offset.row))),
+          add(builder, warpCol,
+              add(builder, mul(builder, lane.q, 2), cst(i * 8 + offset.col)))};
+    };
     program.phase(b, [&](OpBuilder &pb, Value t) {
-      Value ty = threadRow(pb, t), tx = threadCol(pb, t);
-      unrolled(pb, rowsPerThread, [&](OpBuilder &ib, int64_t i) {
-        Value m = add(ib, m0, add(ib, ty, cst(i * threadsY)));
-        unrolled(ib, colsPerThread, [&](OpBuilder &jb, int64_t j) {
-          Value n = add(jb, n0, add(jb, tx, cst(j * threadsX)));
+      unrolled(pb, accRows, [&](OpBuilder &ib, int64_t i) {
+        unrolled(ib, accCols, [&](OpBuilder &jb, int64_t j) {
+          auto [row, col] = tilePosition(jb, t, i, j);
+          Value m = add(jb, m0, row), n = add(jb, n0, col);
           Value inside = arith::AndIOp::create(jb, loc, less(jb, m, c.sizeM),
                                                less(jb, n, c.sizeN));
           auto guarded = scf::IfOp::create(jb, loc, inside,

@@ -1,8 +1,13 @@
 // RUN: tgc-opt %s --split-input-file --tgc-gpu-tile-matmuls | FileCheck %s
 // RUN: tgc-opt %s --split-input-file --tgc-gpu-tile-matmuls --tgc-gpu-lower-block-programs | FileCheck %s --check-prefix=GPU
 // RUN: not tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=tile-m=40" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=mma=emulated" | FileCheck %s --check-prefix=EMU
+// RUN: tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=mma=nvvm" --tgc-gpu-lower-block-programs | FileCheck %s --check-prefix=NVVM
+// RUN: tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=mma=nvvm tile-k=8" | FileCheck %s --check-prefix=SCALAR
+// RUN: not tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=mma=wmma" 2>&1 | FileCheck %s --check-prefix=BADMMA
 
 // BAD: tiles must split evenly over the threads
+// BADMMA: mma must be none, nvvm or emulated, not 'wmma'
 
 // A 70 x 50 x 37 matmul (no size a multiple of a tile): a grid of 1 x 2 x 1
 // blocks of 64 x 64 outputs; per K tile of 16, one phase copies the A and B
@@ -108,8 +113,63 @@ func.func @transposed_rhs(%a: memref<5x7xf32>, %b: memref<9x7xf32>, %c: memref<5
 // CHECK-NOT: linalg.matmul
 // GPU-LABEL: func.func @bf16_matmul
 // GPU: workgroup(%{{[a-z0-9]+}} : memref<16x64xbf16, #gpu.address_space<workgroup>>, %{{[a-z0-9]+}} : memref<16x64xbf16, #gpu.address_space<workgroup>>) private(%{{[a-z0-9]+}} : memref<4x4xf32, #gpu.address_space<private>>)
+
+// Tensor cores: 8 warps, each a 16-row slice and 4 subtiles of 8 columns
+// of the 64 x 64 tile; per thread 4 x 4 f32 accumulators (the C
+// fragments), 8 A and 4 x 4 B fragment elements. Emulated, the fragment
+// loads and the multiply are phases of their own; the multiply gathers
+// the warp's fragments over 16 k.
+// EMU-LABEL: func.func @bf16_matmul
+// EMU: memref.alloca() {tgc.gpu.per_thread} : memref<256x4x4xf32>
+// EMU: %[[FA:.+]] = memref.alloca() {tgc.gpu.per_thread} : memref<256x8xbf16>
+// EMU: %[[FB:.+]] = memref.alloca() {tgc.gpu.per_thread} : memref<256x4x4xbf16>
+// EMU: } {tgc.gpu.phase}
+// EMU: scf.for
+// EMU: } {tgc.gpu.phase}
+// EMU: memref.store %{{.+}}, %[[FA]]
+// EMU: memref.store %{{.+}}, %[[FB]]
+// EMU: } {tgc.gpu.phase}
+// EMU: scf.for %{{.+}} = %c0{{.*}} to %c16 step %c1{{.*}} iter_args
+// EMU: memref.load %[[FA]]
+// EMU: memref.load %[[FB]]
+// EMU: arith.extf
+// EMU: } {tgc.gpu.phase}
+// EMU-NOT: nvvm.mma.sync
+// EMU: memref.store {{.*}}, %arg2
+// EMU: } {tgc.gpu.phase}
+// On the GPU the loads and nvvm.mma.sync share a phase: two bf16 to an
+// i32, the lower element in the low half.
+// NVVM-LABEL: func.func @bf16_matmul
+// NVVM: private(%{{[a-z0-9]+}} : memref<4x4xf32, #gpu.address_space<private>>, %{{[a-z0-9]+}} : memref<8xbf16, #gpu.address_space<private>>, %{{[a-z0-9]+}} : memref<4x4xbf16, #gpu.address_space<private>>)
+// NVVM: arith.bitcast %{{.+}} : bf16 to i16
+// NVVM: arith.shli
+// NVVM-COUNT-4: nvvm.mma.sync A[{{.+}}] B[{{.+}}] C[{{.+}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// NVVM-NOT: nvvm.mma.sync
+// NVVM: gpu.barrier
+// NVVM: memref.store {{.*}}, %arg2
+// A K tile of 8 does not fill mma.m16n8k16's K: scalar multiply-adds.
+// SCALAR-LABEL: func.func @bf16_matmul
+// SCALAR-NOT: nvvm.mma.sync
+// SCALAR: arith.mulf {{.*}} fastmath<contract> : f32
+// SCALAR-NOT: nvvm.mma.sync
 func.func @bf16_matmul(%a: memref<70x37xbf16>, %b: memref<37x50xbf16>, %c: memref<70x50xf32>) {
   linalg.matmul ins(%a, %b : memref<70x37xbf16>, memref<37x50xbf16>) outs(%c : memref<70x50xf32>)
+  return
+}
+
+// -----
+
+// f16 operands go in as vector<2xf16>; f32 ones keep scalar multiply-adds
+// (tf32 would need its own tolerance).
+// NVVM-LABEL: func.func @f16_and_f32
+// NVVM: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// NVVM: gpu.launch
+// NVVM-NOT: nvvm.mma.sync
+// NVVM: arith.mulf {{.*}} fastmath<contract> : f32
+func.func @f16_and_f32(%a: memref<1x16xf16>, %b: memref<16x61xf16>, %c: memref<1x61xf32>,
+                       %x: memref<5x3xf32>, %y: memref<3x7xf32>, %z: memref<5x7xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x16xf16>, memref<16x61xf16>) outs(%c : memref<1x61xf32>)
+  linalg.matmul ins(%x, %y : memref<5x3xf32>, memref<3x7xf32>) outs(%z : memref<5x7xf32>)
   return
 }
 

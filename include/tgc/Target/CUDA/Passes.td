@@ -49,15 +49,32 @@ def TGCGPUTileMatmulsPass
     `--gpu-emulate` runs it — as with every thread running them with a
     barrier between phases, which is what `tgc-gpu-lower-block-programs`
     makes of it.
+
+    With `mma=nvvm` or `mma=emulated`, bf16 and f16 products use tensor
+    cores instead: each warp of 32 consecutive threads owns a 16-row slice
+    of the output tile and a run of 8-column subtiles, loads its PTX
+    fragments of `mma.sync.m16n8k16.row.col` from the shared tiles into
+    per-thread buffers, and multiplies them with `nvvm.mma.sync` (f32
+    accumulators, the C fragments). `emulated` computes each lane's C
+    fragment from the other lanes' A and B fragments by the PTX layouts, in
+    a phase of its own, so that `--gpu-emulate` runs the same loads and
+    stores on the host. Tiles that do not split into warps that way (tile-m
+    a multiple of 16, tile-k of 16, the warps over tile-m / 16 rows, tile-n
+    a multiple of 8 per warp column) keep the scalar multiply-adds.
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", /*default=*/"64", "Output rows per block">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"64", "Output columns per block">,
     Option<"tileK", "tile-k", "int64_t", /*default=*/"16", "K per shared tile">,
     Option<"threads", "threads", "int64_t", /*default=*/"256", "Threads per block">,
+    Option<"mma", "mma", "std::string", /*default=*/"\"none\"",
+           "Tensor cores for bf16/f16 operands: none (scalar multiply-adds), "
+           "nvvm (nvvm.mma.sync, sm_80 and later) or emulated (the same "
+           "fragments, multiplied on the host for --gpu-emulate)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
 def TGCGPUBlockReductionsPass

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -660,6 +661,209 @@ void roundInsteadOfNarrowing(ModuleOp module) {
     }
     rewriter.replaceAllUsesWith(alloc.getResult(), wide.getResult());
     rewriter.eraseOp(alloc);
+  }
+}
+
+/// Whether `use` of a view only reads it: a linalg input, a load, a copy's
+/// source.
+bool onlyReads(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto linalgOp = llvm::dyn_cast<linalg::LinalgOp>(user))
+    return linalgOp.isDpsInput(&use);
+  if (auto copy = llvm::dyn_cast<memref::CopyOp>(user))
+    return use.get() == copy.getSource();
+  return llvm::isa<memref::LoadOp, vector::TransferReadOp, vector::LoadOp>(
+      user);
+}
+
+/// Clones the chain of views from `root` to `view` (reshapes and subviews)
+/// onto `newRoot`: each clone right after its original, or all at the
+/// rewriter's insertion point with `inPlace` false. Null when the chain
+/// holds anything else.
+Value cloneViewChain(RewriterBase &rewriter, Value root, Value view,
+                     Value newRoot, bool inPlace) {
+  if (view == root)
+    return newRoot;
+  Operation *op = view.getDefiningOp();
+  if (!llvm::isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                             memref::SubViewOp>(op))
+    return {};
+  Value source =
+      cloneViewChain(rewriter, root, op->getOperand(0), newRoot, inPlace);
+  if (!source)
+    return {};
+  OpBuilder::InsertionGuard guard(rewriter);
+  if (inPlace)
+    rewriter.setInsertionPointAfter(op);
+  IRMapping mapping;
+  mapping.map(op->getOperand(0), source);
+  Operation *clone = rewriter.clone(*op, mapping);
+  if (!inPlace)
+    rewriter.setInsertionPointAfter(clone);
+  return clone->getResult(0);
+}
+
+/// Whether `view` is `root` reshaped (no subviews, no operands but the
+/// source): such a chain can be remade anywhere after the root.
+bool isReshapeOf(Value view, Value root) {
+  while (view != root) {
+    Operation *op = view.getDefiningOp();
+    if (!llvm::isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(
+            op) ||
+        op->getNumOperands() != 1)
+      return false;
+    view = op->getOperand(0);
+  }
+  return true;
+}
+
+/// A loop that only rounds an f32 buffer X to bf16/f16 precision into an
+/// f32 buffer Y (`extf(truncf(x))`, as roundInsteadOfNarrowing makes them:
+/// a cast before the products) is one more pass over memory, and one more
+/// parallel region, that the f32 step does not have; at two threads these
+/// cost the bf16 step more than its products save. Where one elementwise
+/// loop writes X and the rest of the step only reads it, that loop rounds
+/// instead: into X itself where the rounding is X's only reader (Y's
+/// readers then read X), else into Y as a second output. The same numbers,
+/// without the pass.
+void roundInProducers(ModuleOp module) {
+  SmallVector<linalg::GenericOp> roundings;
+  module.walk([&](linalg::GenericOp op) {
+    if (op.hasPureBufferSemantics() && op.getNumDpsInputs() == 1 &&
+        op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&
+        llvm::all_of(op.getIndexingMapsArray(),
+                     [](AffineMap map) { return map.isIdentity(); }) &&
+        op.getDpsInputs()[0].getType() == op.getDpsInits()[0].getType() &&
+        getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32()) {
+      auto yield = llvm::cast<linalg::YieldOp>(op.getBody()->getTerminator());
+      auto widen = yield.getOperand(0).getDefiningOp<arith::ExtFOp>();
+      auto round =
+          widen ? widen.getIn().getDefiningOp<arith::TruncFOp>() : nullptr;
+      if (round && round.getIn() == op.getBody()->getArgument(0) &&
+          op.getBody()->getOperations().size() == 3)
+        roundings.push_back(op);
+    }
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp rounding : roundings) {
+    Value input = rounding.getDpsInputs()[0];
+    auto output = rounding.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+    Value root = tgc::rootBuffer(input);
+    auto source = root.getDefiningOp<memref::AllocOp>();
+    if (!output || !source)
+      continue;
+    // Every access to X, through its views: one writer, the rounding and
+    // perhaps other readers.
+    linalg::GenericOp writer;
+    OpOperand *written = nullptr;
+    bool otherReaders = false, otherAccess = false;
+    SmallVector<Value> views{root};
+    while (!views.empty() && !otherAccess) {
+      Value view = views.pop_back_val();
+      for (OpOperand &use : view.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == rounding || llvm::isa<memref::DeallocOp>(user))
+          continue;
+        if (llvm::isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                      memref::SubViewOp>(user)) {
+          views.push_back(user->getResult(0));
+          continue;
+        }
+        if (onlyReads(use)) {
+          otherReaders = true;
+          continue;
+        }
+        auto generic = llvm::dyn_cast<linalg::GenericOp>(user);
+        if (!generic || writer || !generic.isDpsInit(&use) ||
+            !generic.getMatchingBlockArgument(&use).use_empty()) {
+          otherAccess = true;
+          break;
+        }
+        writer = generic;
+        written = &use;
+      }
+    }
+    if (otherAccess || !writer)
+      continue;
+    // The writer runs first.
+    Operation *writerAt =
+        rounding->getBlock()->findAncestorOpInBlock(*writer.getOperation());
+    if (!writerAt || !writerAt->isBeforeInBlock(rounding))
+      continue;
+    auto yield = llvm::cast<linalg::YieldOp>(writer.getBody()->getTerminator());
+    unsigned result = written->getOperandNumber() - writer.getNumDpsInputs();
+    Value value = yield.getOperand(result);
+    if (!value.getType().isF32())
+      continue;
+    Type narrowType =
+        llvm::cast<arith::TruncFOp>(*rounding.getBody()->begin()).getType();
+    auto roundValue = [&](OpBuilder &b, Location loc, Value v) -> Value {
+      Value narrow = arith::TruncFOp::create(b, loc, narrowType, v);
+      return arith::ExtFOp::create(b, loc, v.getType(), narrow);
+    };
+
+    if (!otherReaders) {
+      // Y's readers read X in its place, so X must be there before them.
+      DominanceInfo dominance(rounding->getParentOp());
+      if (llvm::any_of(output->getUses(), [&](OpOperand &use) {
+            return use.getOwner() != rounding &&
+                   !llvm::isa<memref::DeallocOp>(use.getOwner()) &&
+                   !dominance.properlyDominates(input, use.getOwner());
+          }))
+        continue;
+      rewriter.setInsertionPoint(yield);
+      Value rounded = roundValue(rewriter, yield.getLoc(), value);
+      rewriter.modifyOpInPlace(yield,
+                               [&] { yield->setOperand(result, rounded); });
+      rewriter.eraseOp(rounding);
+      for (Operation *user : llvm::make_early_inc_range(output->getUsers()))
+        if (llvm::isa<memref::DeallocOp>(user))
+          rewriter.eraseOp(user);
+      rewriter.replaceAllUsesWith(output.getResult(), input);
+      rewriter.eraseOp(output);
+      continue;
+    }
+
+    // Others read X too: the writer stores the rounded values into Y as
+    // well. Y is allocated with X's shape next to X; the rounding's view
+    // of X and the writer's are remade on it.
+    if (!isReshapeOf(input, root))
+      continue;
+    rewriter.setInsertionPointAfter(source);
+    auto wide = memref::AllocOp::create(
+        rewriter, output.getLoc(), source.getType(), output.getAlignmentAttr());
+    rewriter.setInsertionPointAfter(wide);
+    Value readView =
+        cloneViewChain(rewriter, root, input, wide, /*inPlace=*/false);
+    Value writeView =
+        cloneViewChain(rewriter, root, written->get(), wide, /*inPlace=*/true);
+    assert(readView && writeView && "the walk above followed only views");
+    SmallVector<Value> outputs = writer.getDpsInits();
+    outputs.push_back(writeView);
+    SmallVector<AffineMap> maps = writer.getIndexingMapsArray();
+    maps.push_back(writer.getMatchingIndexingMap(written));
+    rewriter.setInsertionPoint(writer);
+    auto fused = linalg::GenericOp::create(
+        rewriter, writer.getLoc(), TypeRange{}, writer.getDpsInputs(), outputs,
+        maps, writer.getIteratorTypesArray());
+    fused->setDiscardableAttrs(writer->getDiscardableAttrDictionary());
+    rewriter.inlineRegionBefore(writer.getRegion(), fused.getRegion(),
+                                fused.getRegion().end());
+    Block *body = fused.getBody();
+    body->addArgument(rewriter.getF32Type(), writer.getLoc());
+    auto fusedYield = llvm::cast<linalg::YieldOp>(body->getTerminator());
+    rewriter.setInsertionPoint(fusedYield);
+    Value rounded = roundValue(rewriter, fusedYield.getLoc(), value);
+    rewriter.modifyOpInPlace(fusedYield, [&] {
+      fusedYield->insertOperands(fusedYield->getNumOperands(), rounded);
+    });
+    rewriter.eraseOp(writer);
+    rewriter.eraseOp(rounding);
+    for (Operation *user : llvm::make_early_inc_range(output->getUsers()))
+      if (llvm::isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.replaceAllUsesWith(output.getResult(), readView);
+    rewriter.eraseOp(output);
   }
 }
 
@@ -1304,6 +1508,7 @@ struct TGCVectorizeMatmulsPass
           },
           fillTiles);
     roundInsteadOfNarrowing(module);
+    roundInProducers(module);
     widenNarrowOperands(module);
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).

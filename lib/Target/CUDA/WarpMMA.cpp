@@ -44,8 +44,7 @@ Value WarpMMABuilder::packPair(OpBuilder &b, Value low, Value high) {
   // operand types).
   if (element.isBF16())
     return packed;
-  return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, element),
-                                 packed);
+  return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, element), packed);
 }
 
 void WarpMMABuilder::multiplyAdd(OpBuilder &b, Value thread, const Lane &lane,
@@ -127,11 +126,11 @@ void WarpMMABuilder::multiplyAdd(OpBuilder &b, Value thread, const Lane &lane,
           kb, loc, fragB,
           ValueRange{add(kb, lane.warpBase, laneB), cst(bIndex), elementB});
       Type f32 = kb.getF32Type();
-      Value product =
-          arith::MulFOp::create(kb, loc, arith::ExtFOp::create(kb, loc, f32, av),
-                                arith::ExtFOp::create(kb, loc, f32, bv));
-      Value sum = arith::AddFOp::create(kb, loc, kLoop.getRegionIterArgs()[0],
-                                        product);
+      Value product = arith::MulFOp::create(
+          kb, loc, arith::ExtFOp::create(kb, loc, f32, av),
+          arith::ExtFOp::create(kb, loc, f32, bv));
+      Value sum =
+          arith::AddFOp::create(kb, loc, kLoop.getRegionIterArgs()[0], product);
       scf::YieldOp::create(kb, loc, sum);
     }
     memref::StoreOp::create(b, loc, kLoop.getResult(0), acc, at);

@@ -1,11 +1,12 @@
-//===- WarpMMA.h - a warp's mma.sync.m16n8k16 in a block program -*- C++ -*-===//
+//===- WarpMMA.h - a warp's mma.sync.m16n8k16 in a block program -*- C++
+//-*-===//
 //
 // PTX's `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}` multiplies a
 // 16 x 16 A by a 16 x 8 B into a 16 x 8 f32 C, each spread over the 32 lanes
 // of a warp: lane L (g = L / 4, q = L % 4) holds
-//   A elements a0..a7 at row g + 8 * ((i / 2) % 2), column 2q + i % 2 + 8 * (i / 4),
-//   B elements b0..b3 at row (k) 2q + i % 2 + 8 * (i / 2), column g,
-//   C elements c0..c3 at row g + 8 * (i / 2), column 2q + i % 2,
+//   A elements a0..a7 at row g + 8 * ((i / 2) % 2), column 2q + i % 2 + 8 * (i
+//   / 4), B elements b0..b3 at row (k) 2q + i % 2 + 8 * (i / 2), column g, C
+//   elements c0..c3 at row g + 8 * (i / 2), column 2q + i % 2,
 // two 16-bit elements to a 32-bit register, the lower-numbered one in the
 // low half (PTX ISA, "Matrix fragments for mma.m16n8k16 with floating
 // point type").

@@ -596,3 +596,123 @@ func.func @rounded_read_later(%x: memref<64x256xf32>, %w: memref<256x128xbf16>, 
   }
   return
 }
+
+// The rounded copy's f32 source written by one loop and read by nothing
+// else: that loop rounds what it stores, and the product reads it; no
+// rounding loop, no copy.
+// CHECK-LABEL: func.func @rounded_in_producer
+// CHECK: %[[X:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[X]] : memref<64x256xf32>)
+// CHECK: %[[V:.*]] = arith.mulf
+// CHECK: %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CHECK: linalg.yield %[[W]] : f32
+// CHECK-NOT: ins(%[[X]]
+// CHECK-NOT: xbf16>
+// CHECK: vector.transfer_read %[[X]]
+// CHECK: return
+func.func @rounded_in_producer(%a: memref<64x256xf32>, %w: memref<256x128xf32>, %c: memref<64x128xf32>) {
+  %x = memref.alloc() : memref<64x256xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<64x256xf32>) outs(%x : memref<64x256xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %in : f32
+    linalg.yield %s : f32
+  }
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %wb = memref.alloc() : memref<256x128xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<256x128xf32>) outs(%wb : memref<256x128xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %wb : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+
+// The source is read by another loop as well (and the products read the
+// rounded copy through a reshape): the writer, a row loop here, stores
+// both, the f32 value into X for the other reader and the rounded one into
+// a buffer of X's shape for the products.
+// CHECK-LABEL: func.func @rounded_beside_other_reader
+// CHECK: %[[X:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: %[[Y:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: scf.for
+// CHECK: %[[XS:.*]] = memref.subview %[[X]]
+// CHECK: %[[YS:.*]] = memref.subview %[[Y]]
+// CHECK: linalg.generic {{.*}} outs(%[[XS]], %[[YS]] : {{.*}})
+// CHECK: %[[V:.*]] = arith.mulf
+// CHECK: %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CHECK: linalg.yield %[[V]], %[[W]] : f32, f32
+// CHECK: linalg.generic {{.*}} ins(%[[X]] : memref<64x256xf32>) outs(%arg3 : memref<64xf32>)
+// CHECK-NOT: arith.truncf
+// CHECK: vector.transfer_read %[[Y]]
+// CHECK: return
+func.func @rounded_beside_other_reader(%a: memref<64x256xf32>, %w2: memref<2x256x16xbf16>, %d: memref<2x32x16xf32>, %sum: memref<64xf32>) {
+  %x = memref.alloc() : memref<64x256xf32>
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %c64 step %c8 {
+    %as = memref.subview %a[%i, 0] [8, 256] [1, 1] : memref<64x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %xs = memref.subview %x[%i, 0] [8, 256] [1, 1] : memref<64x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+        ins(%as : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      %s = arith.mulf %in, %in : f32
+      linalg.yield %s : f32
+    }
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x256xf32>) outs(%sum : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  %x3 = memref.expand_shape %x [[0, 1], [2]] output_shape [2, 32, 256] : memref<64x256xf32> into memref<2x32x256xf32>
+  %xb = memref.alloc() : memref<2x32x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x3 : memref<2x32x256xf32>) outs(%xb : memref<2x32x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.batch_matmul ins(%xb, %w2 : memref<2x32x256xbf16>, memref<2x256x16xbf16>) outs(%d : memref<2x32x16xf32>)
+  return
+}
+
+// A writer that accumulates into the source (it reads what it writes) is
+// left alone: the rounding loop stays.
+// CHECK-LABEL: func.func @rounded_after_accumulation
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: linalg.yield
+// CHECK: arith.truncf
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: linalg.yield
+// CHECK: return
+func.func @rounded_after_accumulation(%a: memref<64x256xf32>, %w: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  %x = memref.alloc() : memref<64x256xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<64x256xf32>) outs(%x : memref<64x256xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}

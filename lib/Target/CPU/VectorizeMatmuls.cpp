@@ -676,12 +676,12 @@ bool onlyReads(OpOperand &use) {
       user);
 }
 
-/// Clones the chain of views from `root` to `view` (reshapes and subviews)
-/// onto `newRoot`: each clone right after its original, or all at the
-/// rewriter's insertion point with `inPlace` false. Null when the chain
-/// holds anything else.
-Value cloneViewChain(RewriterBase &rewriter, Value root, Value view,
-                     Value newRoot, bool inPlace) {
+/// Remakes the chain of views from `root` to `view` (reshapes and
+/// subviews) on `newRoot`, whose element type may differ: each new view
+/// right after its original, or all at the rewriter's insertion point with
+/// `inPlace` false. Null when the chain holds anything else.
+Value remakeViewChain(RewriterBase &rewriter, Value root, Value view,
+                      Value newRoot, bool inPlace) {
   if (view == root)
     return newRoot;
   Operation *op = view.getDefiningOp();
@@ -689,18 +689,35 @@ Value cloneViewChain(RewriterBase &rewriter, Value root, Value view,
                              memref::SubViewOp>(op))
     return {};
   Value source =
-      cloneViewChain(rewriter, root, op->getOperand(0), newRoot, inPlace);
+      remakeViewChain(rewriter, root, op->getOperand(0), newRoot, inPlace);
   if (!source)
     return {};
   OpBuilder::InsertionGuard guard(rewriter);
   if (inPlace)
     rewriter.setInsertionPointAfter(op);
-  IRMapping mapping;
-  mapping.map(op->getOperand(0), source);
-  Operation *clone = rewriter.clone(*op, mapping);
+  Location loc = op->getLoc();
+  Value remade;
+  if (auto expand = llvm::dyn_cast<memref::ExpandShapeOp>(op)) {
+    remade = memref::ExpandShapeOp::create(
+        rewriter, loc, expand.getResultType().getShape(), source,
+        expand.getReassociationIndices(), expand.getMixedOutputShape());
+  } else if (auto collapse = llvm::dyn_cast<memref::CollapseShapeOp>(op)) {
+    remade = memref::CollapseShapeOp::create(
+        rewriter, loc, source, collapse.getReassociationIndices());
+  } else {
+    auto subview = llvm::cast<memref::SubViewOp>(op);
+    auto type = memref::SubViewOp::inferRankReducedResultType(
+        subview.getType().getShape(), llvm::cast<MemRefType>(source.getType()),
+        subview.getMixedOffsets(), subview.getMixedSizes(),
+        subview.getMixedStrides());
+    remade = memref::SubViewOp::create(
+        rewriter, loc, llvm::cast<MemRefType>(type), source,
+        subview.getMixedOffsets(), subview.getMixedSizes(),
+        subview.getMixedStrides());
+  }
   if (!inPlace)
-    rewriter.setInsertionPointAfter(clone);
-  return clone->getResult(0);
+    rewriter.setInsertionPointAfter(remade.getDefiningOp());
+  return remade;
 }
 
 /// Whether `view` is `root` reshaped (no subviews, no operands but the
@@ -717,42 +734,64 @@ bool isReshapeOf(Value view, Value root) {
   return true;
 }
 
-/// A loop that only rounds an f32 buffer X to bf16/f16 precision into an
-/// f32 buffer Y (`extf(truncf(x))`, as roundInsteadOfNarrowing makes them:
-/// a cast before the products) is one more pass over memory, and one more
-/// parallel region, that the f32 step does not have; at two threads these
-/// cost the bf16 step more than its products save. Where one elementwise
-/// loop writes X and the rest of the step only reads it, that loop rounds
-/// instead: into X itself where the rounding is X's only reader (Y's
-/// readers then read X), else into Y as a second output. The same numbers,
-/// without the pass.
-void roundInProducers(ModuleOp module) {
-  SmallVector<linalg::GenericOp> roundings;
+/// How a loop casts an f32 buffer X for products into a buffer Y of X's
+/// shape: by rounding to bf16/f16 precision in f32 (`extf(truncf(x))`,
+/// targets that widen: roundInsteadOfNarrowing makes them), or by narrowing
+/// (`truncf(x)`, targets with bf16 products). Null if `op` is no such loop.
+Type castForProducts(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return {};
+  auto in = llvm::dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
+  auto out = llvm::dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
+  if (!in || !out || in.getShape() != out.getShape() ||
+      !in.getElementType().isF32())
+    return {};
+  Block *body = op.getBody();
+  auto yield = llvm::cast<linalg::YieldOp>(body->getTerminator());
+  Value result = yield.getOperand(0);
+  if (out.getElementType().isF32()) {
+    auto widen = result.getDefiningOp<arith::ExtFOp>();
+    if (!widen || body->getOperations().size() != 3)
+      return {};
+    result = widen.getIn();
+  } else if (body->getOperations().size() != 2) {
+    return {};
+  }
+  auto round = result.getDefiningOp<arith::TruncFOp>();
+  if (!round || round.getIn() != body->getArgument(0) ||
+      !llvm::isa<BFloat16Type, Float16Type>(round.getType()))
+    return {};
+  return round.getType();
+}
+
+/// A loop that casts an f32 buffer X for the products (castForProducts)
+/// is one more pass over memory, and one more parallel region, than the
+/// f32 step has: at two threads such passes cost the bf16 step much of
+/// what its products save. Where one elementwise loop writes X and the
+/// rest of the step only reads it, that loop casts what it stores instead:
+/// into a buffer of X's shape that the products read, replacing X where
+/// the cast was X's only reader, beside it otherwise; a rounding cast into
+/// X itself where nothing else reads X. The same numbers, without the pass
+/// (and without X's f32 buffer where the products alone read it).
+void castInProducers(ModuleOp module) {
+  SmallVector<linalg::GenericOp> casts;
   module.walk([&](linalg::GenericOp op) {
-    if (op.hasPureBufferSemantics() && op.getNumDpsInputs() == 1 &&
-        op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&
-        llvm::all_of(op.getIndexingMapsArray(),
-                     [](AffineMap map) { return map.isIdentity(); }) &&
-        op.getDpsInputs()[0].getType() == op.getDpsInits()[0].getType() &&
-        getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32()) {
-      auto yield = llvm::cast<linalg::YieldOp>(op.getBody()->getTerminator());
-      auto widen = yield.getOperand(0).getDefiningOp<arith::ExtFOp>();
-      auto round =
-          widen ? widen.getIn().getDefiningOp<arith::TruncFOp>() : nullptr;
-      if (round && round.getIn() == op.getBody()->getArgument(0) &&
-          op.getBody()->getOperations().size() == 3)
-        roundings.push_back(op);
-    }
+    if (castForProducts(op))
+      casts.push_back(op);
   });
   IRRewriter rewriter(module.getContext());
-  for (linalg::GenericOp rounding : roundings) {
-    Value input = rounding.getDpsInputs()[0];
-    auto output = rounding.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+  for (linalg::GenericOp cast : casts) {
+    Type narrowType = castForProducts(cast);
+    Value input = cast.getDpsInputs()[0];
+    auto output = cast.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
     Value root = tgc::rootBuffer(input);
     auto source = root.getDefiningOp<memref::AllocOp>();
     if (!output || !source)
       continue;
-    // Every access to X, through its views: one writer, the rounding and
+    // Every access to X, through its views: one writer, the cast and
     // perhaps other readers.
     linalg::GenericOp writer;
     OpOperand *written = nullptr;
@@ -762,7 +801,7 @@ void roundInProducers(ModuleOp module) {
       Value view = views.pop_back_val();
       for (OpOperand &use : view.getUses()) {
         Operation *user = use.getOwner();
-        if (user == rounding || llvm::isa<memref::DeallocOp>(user))
+        if (user == cast || llvm::isa<memref::DeallocOp>(user))
           continue;
         if (llvm::isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
                       memref::SubViewOp>(user)) {
@@ -787,57 +826,82 @@ void roundInProducers(ModuleOp module) {
       continue;
     // The writer runs first.
     Operation *writerAt =
-        rounding->getBlock()->findAncestorOpInBlock(*writer.getOperation());
-    if (!writerAt || !writerAt->isBeforeInBlock(rounding))
+        cast->getBlock()->findAncestorOpInBlock(*writer.getOperation());
+    if (!writerAt || !writerAt->isBeforeInBlock(cast))
       continue;
     auto yield = llvm::cast<linalg::YieldOp>(writer.getBody()->getTerminator());
     unsigned result = written->getOperandNumber() - writer.getNumDpsInputs();
     Value value = yield.getOperand(result);
     if (!value.getType().isF32())
       continue;
-    Type narrowType =
-        llvm::cast<arith::TruncFOp>(*rounding.getBody()->begin()).getType();
-    auto roundValue = [&](OpBuilder &b, Location loc, Value v) -> Value {
+    Type castType = getElementTypeOrSelf(output.getType());
+    auto castValue = [&](OpBuilder &b, Location loc, Value v) -> Value {
       Value narrow = arith::TruncFOp::create(b, loc, narrowType, v);
-      return arith::ExtFOp::create(b, loc, v.getType(), narrow);
+      if (castType == narrow.getType())
+        return narrow;
+      return arith::ExtFOp::create(b, loc, castType, narrow);
+    };
+    auto eraseCast = [&](Value replacement) {
+      rewriter.eraseOp(cast);
+      for (Operation *user : llvm::make_early_inc_range(output->getUsers()))
+        if (llvm::isa<memref::DeallocOp>(user))
+          rewriter.eraseOp(user);
+      rewriter.replaceAllUsesWith(output.getResult(), replacement);
+      rewriter.eraseOp(output);
     };
 
-    if (!otherReaders) {
+    if (!otherReaders && castType.isF32()) {
       // Y's readers read X in its place, so X must be there before them.
-      DominanceInfo dominance(rounding->getParentOp());
+      DominanceInfo dominance(cast->getParentOp());
       if (llvm::any_of(output->getUses(), [&](OpOperand &use) {
-            return use.getOwner() != rounding &&
+            return use.getOwner() != cast &&
                    !llvm::isa<memref::DeallocOp>(use.getOwner()) &&
                    !dominance.properlyDominates(input, use.getOwner());
           }))
         continue;
       rewriter.setInsertionPoint(yield);
-      Value rounded = roundValue(rewriter, yield.getLoc(), value);
+      Value rounded = castValue(rewriter, yield.getLoc(), value);
       rewriter.modifyOpInPlace(yield,
                                [&] { yield->setOperand(result, rounded); });
-      rewriter.eraseOp(rounding);
-      for (Operation *user : llvm::make_early_inc_range(output->getUsers()))
-        if (llvm::isa<memref::DeallocOp>(user))
-          rewriter.eraseOp(user);
-      rewriter.replaceAllUsesWith(output.getResult(), input);
-      rewriter.eraseOp(output);
+      eraseCast(input);
       continue;
     }
 
-    // Others read X too: the writer stores the rounded values into Y as
-    // well. Y is allocated with X's shape next to X; the rounding's view
-    // of X and the writer's are remade on it.
-    if (!isReshapeOf(input, root))
+    // The writer stores the cast values into a buffer of X's shape, next
+    // to X; the cast's view of X and the writer's are remade on it.
+    // Y's readers then read a reshape of that buffer: of Y's type when X
+    // and Y are plain buffers.
+    auto plain = [](MemRefType type) {
+      return type.getLayout().isIdentity() && !type.getMemorySpace();
+    };
+    if (!isReshapeOf(input, root) || !plain(source.getType()) ||
+        output.getType() !=
+            MemRefType::get(llvm::cast<MemRefType>(input.getType()).getShape(),
+                            castType))
       continue;
+    MemRefType castBufferType =
+        MemRefType::get(source.getType().getShape(), castType);
     rewriter.setInsertionPointAfter(source);
-    auto wide = memref::AllocOp::create(
-        rewriter, output.getLoc(), source.getType(), output.getAlignmentAttr());
-    rewriter.setInsertionPointAfter(wide);
+    auto castBuffer = memref::AllocOp::create(
+        rewriter, output.getLoc(), castBufferType, output.getAlignmentAttr());
+    rewriter.setInsertionPointAfter(castBuffer);
     Value readView =
-        cloneViewChain(rewriter, root, input, wide, /*inPlace=*/false);
-    Value writeView =
-        cloneViewChain(rewriter, root, written->get(), wide, /*inPlace=*/true);
+        remakeViewChain(rewriter, root, input, castBuffer, /*inPlace=*/false);
+    Value writeView = remakeViewChain(rewriter, root, written->get(),
+                                      castBuffer, /*inPlace=*/true);
     assert(readView && writeView && "the walk above followed only views");
+    rewriter.setInsertionPoint(yield);
+    Value castResult = castValue(rewriter, yield.getLoc(), value);
+    if (!otherReaders) {
+      // Only the cast read X: the writer stores into the new buffer alone.
+      rewriter.modifyOpInPlace(writer, [&] {
+        yield->setOperand(result, castResult);
+        writer.getMatchingBlockArgument(written).setType(castType);
+        written->set(writeView);
+      });
+      eraseCast(readView);
+      continue;
+    }
     SmallVector<Value> outputs = writer.getDpsInits();
     outputs.push_back(writeView);
     SmallVector<AffineMap> maps = writer.getIndexingMapsArray();
@@ -849,21 +913,12 @@ void roundInProducers(ModuleOp module) {
     fused->setDiscardableAttrs(writer->getDiscardableAttrDictionary());
     rewriter.inlineRegionBefore(writer.getRegion(), fused.getRegion(),
                                 fused.getRegion().end());
-    Block *body = fused.getBody();
-    body->addArgument(rewriter.getF32Type(), writer.getLoc());
-    auto fusedYield = llvm::cast<linalg::YieldOp>(body->getTerminator());
-    rewriter.setInsertionPoint(fusedYield);
-    Value rounded = roundValue(rewriter, fusedYield.getLoc(), value);
-    rewriter.modifyOpInPlace(fusedYield, [&] {
-      fusedYield->insertOperands(fusedYield->getNumOperands(), rounded);
+    fused.getBody()->addArgument(castType, writer.getLoc());
+    rewriter.modifyOpInPlace(yield, [&] {
+      yield->insertOperands(yield->getNumOperands(), castResult);
     });
     rewriter.eraseOp(writer);
-    rewriter.eraseOp(rounding);
-    for (Operation *user : llvm::make_early_inc_range(output->getUsers()))
-      if (llvm::isa<memref::DeallocOp>(user))
-        rewriter.eraseOp(user);
-    rewriter.replaceAllUsesWith(output.getResult(), readView);
-    rewriter.eraseOp(output);
+    eraseCast(readView);
   }
 }
 
@@ -1508,7 +1563,7 @@ struct TGCVectorizeMatmulsPass
           },
           fillTiles);
     roundInsteadOfNarrowing(module);
-    roundInProducers(module);
+    castInProducers(module);
     widenNarrowOperands(module);
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).

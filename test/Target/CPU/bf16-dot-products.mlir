@@ -160,3 +160,81 @@ func.func @empty_f32(%a: memref<8x0xf32>, %b: memref<0x16xf32>, %c: memref<8x16x
   linalg.matmul ins(%a, %b : memref<8x0xf32>, memref<0x16xf32>) outs(%c : memref<8x16xf32>)
   return
 }
+
+// An f32 activation that one loop (a row loop) writes and only a cast to
+// bf16 reads: the loop stores bf16 into a buffer the product reads, and
+// the f32 buffer and the cast are gone. With another reader, the loop
+// stores both.
+// AMX-LABEL: func.func @narrowed_in_producer
+// CHECK-LABEL: func.func @narrowed_in_producer
+// CHECK: %[[XB:.*]] = memref.alloc() : memref<64x256xbf16>
+// CHECK: scf.for
+// CHECK: %[[XS:.*]] = memref.subview %[[XB]]
+// CHECK: linalg.generic {{.*}} outs(%[[XS]] : memref<8x256xbf16, strided<[256, 1], offset: ?>>)
+// CHECK: %[[V:.*]] = arith.mulf
+// CHECK: %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK: linalg.yield %[[R]] : bf16
+// CHECK-NOT: memref<64x256xf32>
+// CHECK: vector.load %[[XB]][{{.*}}] : memref<64x256xbf16>, vector<2xbf16>
+// CHECK: return
+func.func @narrowed_in_producer(%a: memref<64x256xf32>, %w: memref<256x128xbf16>, %c: memref<64x128xf32>) {
+  %x = memref.alloc() : memref<64x256xf32>
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %c64 step %c8 {
+    %as = memref.subview %a[%i, 0] [8, 256] [1, 1] : memref<64x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %xs = memref.subview %x[%i, 0] [8, 256] [1, 1] : memref<64x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+        ins(%as : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      %s = arith.mulf %in, %in : f32
+      linalg.yield %s : f32
+    }
+  }
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @narrowed_beside_other_reader
+// CHECK: %[[X:.*]] = memref.alloc() : memref<64x256xf32>
+// CHECK: %[[XB:.*]] = memref.alloc() : memref<64x256xbf16>
+// CHECK: linalg.generic {{.*}} outs(%[[X]], %[[XB]] : memref<64x256xf32>, memref<64x256xbf16>)
+// CHECK: %[[V:.*]] = arith.mulf
+// CHECK: %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK: linalg.yield %[[V]], %[[R]] : f32, bf16
+// CHECK: linalg.generic {{.*}} ins(%[[X]] : memref<64x256xf32>) outs(%arg3 : memref<64xf32>)
+// CHECK-NOT: arith.truncf
+// CHECK: vector.load %[[XB]][{{.*}}] : memref<64x256xbf16>, vector<2xbf16>
+// CHECK: return
+func.func @narrowed_beside_other_reader(%a: memref<64x256xf32>, %w: memref<256x128xbf16>, %c: memref<64x128xf32>, %sum: memref<64xf32>) {
+  %x = memref.alloc() : memref<64x256xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<64x256xf32>) outs(%x : memref<64x256xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x256xf32>) outs(%sum : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  %xb = memref.alloc() : memref<64x256xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%xb : memref<64x256xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  return
+}

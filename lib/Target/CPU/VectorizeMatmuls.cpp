@@ -775,8 +775,10 @@ Type castForProducts(linalg::GenericOp op) {
 /// into a buffer of X's shape that the products read, replacing X where
 /// the cast was X's only reader, beside it otherwise; a rounding cast into
 /// X itself where nothing else reads X. The same numbers, without the pass
-/// (and without X's f32 buffer where the products alone read it).
-void castInProducers(ModuleOp module) {
+/// (and without X's f32 buffer where the products alone read it). A
+/// writer that is a product's epilogue (`epilogues`) is replaced there.
+void castInProducers(ModuleOp module,
+                     MutableArrayRef<linalg::GenericOp> epilogues) {
   SmallVector<linalg::GenericOp> casts;
   module.walk([&](linalg::GenericOp op) {
     if (castForProducts(op))
@@ -917,6 +919,10 @@ void castInProducers(ModuleOp module) {
     rewriter.modifyOpInPlace(yield, [&] {
       yield->insertOperands(yield->getNumOperands(), castResult);
     });
+    // A writer that is a product's epilogue stays one, with its new output.
+    for (linalg::GenericOp &epilogue : epilogues)
+      if (epilogue == writer)
+        epilogue = fused;
     rewriter.eraseOp(writer);
     eraseCast(readView);
   }
@@ -1563,7 +1569,7 @@ struct TGCVectorizeMatmulsPass
           },
           fillTiles);
     roundInsteadOfNarrowing(module);
-    castInProducers(module);
+    castInProducers(module, epilogues);
     widenNarrowOperands(module);
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).

@@ -716,3 +716,47 @@ func.func @rounded_after_accumulation(%a: memref<64x256xf32>, %w: memref<256x128
   linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
   return
 }
+
+// -----
+
+// A product's epilogue whose result is cast for a bf16 product and read by
+// another loop: the epilogue stores the cast values as a second output,
+// on each output tile.
+// TILEFILL-LABEL: func.func @epilogue_casts
+// TILEFILL: scf.forall
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>, memref<?x96xf32, strided<[96, 1], offset: ?>>)
+// TILEFILL: %[[V:.*]] = arith.addf
+// TILEFILL: %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// TILEFILL: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// TILEFILL: linalg.yield %[[V]], %[[W]] : f32, f32
+// TILEFILL-NOT: arith.truncf
+// TILEFILL: return
+func.func @epilogue_casts(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<128x96xf32>, %sum: memref<128xf32>, %w: memref<96x32xbf16>, %d: memref<128x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  %h = memref.alloc() : memref<128x96xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c : memref<128x96xf32>, memref<128x96xf32>) outs(%h : memref<128x96xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<128x96xf32>) outs(%sum : memref<128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  %hb = memref.alloc() : memref<128x96xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%h : memref<128x96xf32>) outs(%hb : memref<128x96xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%hb, %w : memref<128x96xbf16>, memref<96x32xbf16>) outs(%d : memref<128x32xf32>)
+  return
+}

@@ -36,6 +36,11 @@ constexpr llvm::StringLiteral kArenaBytesAttrName = "tgc.arena_bytes";
 constexpr llvm::StringLiteral kArenaOffsetAttrName = "tgc.arena_offset";
 /// On functions a backend outlined from the step (no C entry point).
 constexpr llvm::StringLiteral kOutlinedAttrName = "tgc.outlined";
+/// On the `linalg.generic` of a `tg.cast` that tg-low-precision-saves made
+/// (the forward pass's bf16/f16 copy of an activation the reverse graph
+/// reads): fusion keeps it where it is, since moving it into its readers
+/// would keep the wider value alive across the step instead.
+constexpr llvm::StringLiteral kSavedCopyAttrName = "tgc.saved_copy";
 
 /// Patterns of each category (lib/Conversion/TGToLinalg/*.cpp).
 void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);

@@ -118,6 +118,10 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
     parameter or optimizer state (tg-schedule-updates puts updates inside
     the backward sweep; the runtime passes one buffer for the old and the
     new value). Fan-in stays at most 40 inputs (a GPU kernel's parameters).
+    A saved activation's low-precision copy (`tgc.saved_copy`, from a
+    `tg.cast` of tg-low-precision-saves) is neither fused into its readers
+    nor moved later as a sibling: it is made in the forward pass so that
+    the f32 value need not live until the reverse graph reads it.
     Named ops (matmuls, transposes, fills) are left alone, so the targets'
     matmul schedules see the same products. The reshape-propagation
     patterns of `linalg-fuse-elementwise-ops` are not used: they rewrite

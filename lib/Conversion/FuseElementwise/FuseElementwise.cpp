@@ -277,7 +277,9 @@ SiblingPlace canFuseSiblings(
                ? SiblingPlace::AtEarlier
                : SiblingPlace::None;
   }
-  if (overwrittenBetween(earlier, later) ||
+  // Nor does a saved activation's copy move later (see shouldFuse).
+  if (earlier->hasAttr(tg::kSavedCopyAttrName) ||
+      overwrittenBetween(earlier, later) ||
       !readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later))
     return SiblingPlace::None;
   return SiblingPlace::AtLater;
@@ -340,6 +342,8 @@ linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a,
         }
         linalg::YieldOp::create(nested, loc, yields);
       });
+  if (a->hasAttr(tg::kSavedCopyAttrName) || b->hasAttr(tg::kSavedCopyAttrName))
+    fused->setAttr(tg::kSavedCopyAttrName, rewriter.getUnitAttr());
   rewriter.replaceOp(a, fused.getResults().take_front(ra));
   rewriter.replaceOp(b, fused.getResults().drop_front(ra));
   return fused;
@@ -708,6 +712,11 @@ struct TGCFuseElementwisePass
       // run once per iteration.
       if (!generic || !isa<linalg::GenericOp>(consumer) ||
           producer->getBlock() != consumer->getBlock())
+        return false;
+      // A saved activation's low-precision copy exists to be stored: fused
+      // into its reader in the reverse graph, the f32 value it rounds would
+      // stay alive in its place.
+      if (generic->hasAttr(tg::kSavedCopyAttrName))
         return false;
       if (!producer->hasOneUse() &&
           (!isCheapToRecompute(generic,

@@ -49,6 +49,9 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
                                            : v);
                       return castFloat(b, l, fn(op, b, l, wide), element);
                     });
+    if (Operation *generic = result.getDefiningOp();
+        generic && op->hasAttr(TGDialect::kSavedCopyAttrName))
+      generic->setAttr(kSavedCopyAttrName, rewriter.getUnitAttr());
     rewriter.replaceOp(op, result);
     return success();
   }

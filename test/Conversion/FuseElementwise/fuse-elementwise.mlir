@@ -505,3 +505,48 @@ func.func @gather_before_overwrite(%logits: tensor<4x3xf32>, %t: tensor<3xindex>
   } -> tensor<3xf32>
   return %exps, %neg : tensor<4x3xf32>, tensor<3xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A saved activation's bf16 copy (tgc.saved_copy) made in the forward pass
+// and widened in the reverse graph stays a loop of its own: fused into the
+// widening, the f32 input would be read there instead and stay alive
+// across the step at twice the bytes. The same pair without the mark is
+// one loop (rounding in place).
+// CHECK-LABEL: func.func @saved_copy
+// CHECK: %[[COPY:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK-SAME: tgc.saved_copy
+// CHECK: arith.truncf
+// CHECK: linalg.generic {{.*}} ins(%[[COPY]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: arith.truncf
+// CHECK: arith.extf
+// CHECK-NOT: linalg.generic
+func.func @saved_copy(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %el = tensor.empty() : tensor<4x8xbf16>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %copy = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x8xf32>) outs(%el : tensor<4x8xbf16>) attrs = {tgc.saved_copy} {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%copy : tensor<4x8xbf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %r = arith.extf %x : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %round = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x8xf32>) outs(%el : tensor<4x8xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  %back = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%round : tensor<4x8xbf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %r = arith.extf %x : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %wide, %back : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -97,6 +97,21 @@ func.func @mixed_linear(%x: tensor<4x8xf32>, %w: tensor<6x8xbf16>) -> tensor<4x6
 
 // -----
 
+// A saved activation's low-precision copy (tg-low-precision-saves) keeps its
+// mark on the generic, for tgc-fuse-elementwise; other casts have none.
+// CHECK-LABEL: func.func @saved_copy
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK-SAME: tgc.saved_copy
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK-NOT: tgc.saved_copy
+func.func @saved_copy(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s = tg.cast %x {tg.saved_copy} : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %w = tg.cast %s : tensor<4x8xbf16> -> tensor<4x8xf32>
+  return %w : tensor<4x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @bf16_result
 // CHECK: %[[ACC:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x6xbf16>) outs(%{{.*}} : tensor<4x6xf32>)
 // CHECK: linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)

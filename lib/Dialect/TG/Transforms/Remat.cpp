@@ -518,16 +518,25 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
       graph.forwardOps, [](Operation *op) { return layerOf(op).has_value(); });
   llvm::DenseSet<Operation *> recompute;
   std::string chosen;
+  // The plan of `none`: cheap ops recomputed in their fused readers, kept
+  // only where the plan's peak falls (the planner weighs the bytes the
+  // values free against what the recomputation holds alive). A budget's
+  // fraction is of this plan's peak, the one `tgc stats` reports for remat
+  // none, not of the step before it.
+  llvm::DenseSet<Operation *> noneRecompute;
+  int64_t nonePeak = result.plannedPeakWithout;
+  if (fusedRecompute && (policy == RematPolicy::None ||
+                         (policy == RematPolicy::Budget && budget.bytes < 0))) {
+    Candidate fused{"fused recompute", fusedRecomputePlan(graph)};
+    evaluate(step, fused, savedElement);
+    if (!fused.recompute.empty() && fused.peak < nonePeak) {
+      noneRecompute = std::move(fused.recompute);
+      nonePeak = fused.peak;
+    }
+  }
   switch (policy) {
   case RematPolicy::None:
-    // Kept only where the plan's peak falls: the planner weighs the bytes
-    // the values free against what the recomputation holds alive.
-    if (fusedRecompute) {
-      Candidate fused{"fused recompute", fusedRecomputePlan(graph)};
-      evaluate(step, fused, savedElement);
-      if (!fused.recompute.empty() && fused.peak < result.plannedPeakWithout)
-        recompute = std::move(fused.recompute);
-    }
+    recompute = std::move(noneRecompute);
     break;
   case RematPolicy::Layers:
     if (!hasLayers)
@@ -547,8 +556,10 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     int64_t bytes =
         budget.bytes >= 0
             ? budget.bytes
-            : static_cast<int64_t>(budget.fraction * result.plannedPeakWithout);
+            : static_cast<int64_t>(budget.fraction * nonePeak);
     result.budgetBytes = bytes;
+    if (budget.bytes < 0)
+      result.budgetOfBytes = nonePeak;
 
     FailureOr<Candidate> pick = searchBudgetPlan(step, graph, bytes, hasLayers,
                                                  result.candidatesEvaluated);
@@ -593,9 +604,14 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
 
 void mlir::tg::printRematReport(llvm::raw_ostream &os, const RematResult &r) {
   os << "tg-remat: policy " << stringifyRematPolicy(r.policy);
-  if (r.budgetBytes >= 0)
-    os << ", budget " << formatBytes(r.budgetBytes) << " ("
-       << r.candidatesEvaluated << " candidate plans evaluated)";
+  if (r.budgetBytes >= 0) {
+    os << ", budget " << formatBytes(r.budgetBytes);
+    if (r.budgetOfBytes >= 0)
+      os << llvm::formatv(" ({0:F2} of remat none's planned peak, {1})",
+                          double(r.budgetBytes) / double(r.budgetOfBytes),
+                          formatBytes(r.budgetOfBytes));
+    os << " (" << r.candidatesEvaluated << " candidate plans evaluated)";
+  }
   os << "\n";
   int64_t keptBytes = 0, recomputedBytes = 0;
   for (const RematDecision &d : r.decisions) {

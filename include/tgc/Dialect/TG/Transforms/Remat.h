@@ -22,7 +22,8 @@
 namespace mlir::tg {
 
 /// A memory budget for the planned peak of intermediates: bytes, or a
-/// fraction of the peak without rematerialisation.
+/// fraction of the planned peak of policy `none` (what `tgc stats` reports
+/// for remat none).
 struct MemoryBudget {
   int64_t bytes = -1;
   double fraction = -1;
@@ -51,8 +52,9 @@ struct RematResult {
   int64_t extraFlops = 0;
   /// Planned arena of the step with and without rematerialisation.
   int64_t plannedPeak = 0, plannedPeakWithout = 0;
-  /// The budget the choice was made for (-1: none).
-  int64_t budgetBytes = -1;
+  /// The budget the choice was made for (-1: none), and for a fraction the
+  /// planned peak of policy `none` it is a fraction of (-1: bytes given).
+  int64_t budgetBytes = -1, budgetOfBytes = -1;
   /// Candidate plans the budget policy weighed.
   int64_t candidatesEvaluated = 0;
 };

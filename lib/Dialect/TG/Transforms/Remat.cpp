@@ -553,10 +553,9 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
     if (!budget.isSet())
       return mlir::emitError(step.getLoc(),
                              "tg-remat: --remat=budget needs a memory budget");
-    int64_t bytes =
-        budget.bytes >= 0
-            ? budget.bytes
-            : static_cast<int64_t>(budget.fraction * nonePeak);
+    int64_t bytes = budget.bytes >= 0
+                        ? budget.bytes
+                        : static_cast<int64_t>(budget.fraction * nonePeak);
     result.budgetBytes = bytes;
     if (budget.bytes < 0)
       result.budgetOfBytes = nonePeak;

@@ -55,7 +55,7 @@ llvm::Expected<MemoryBudget> mlir::tg::parseMemoryBudget(StringRef text) {
     return llvm::createStringError(
         "invalid memory budget '" + text +
         "': expected bytes (e.g. 1073741824, 1.5GiB, 800MB, 512MiB) or a "
-        "fraction of the peak without rematerialisation (0.4 or 40%)");
+        "fraction of the planned peak of --remat=none (0.4 or 40%)");
   };
   StringRef t = text.trim();
   size_t numberEnd = 0;

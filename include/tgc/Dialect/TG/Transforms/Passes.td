@@ -432,7 +432,7 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
            "TG_REMAT_POLICY_CL_VALUES">,
     Option<"memoryBudget", "memory-budget", "std::string", "\"\"",
            "Budget for the planned peak of intermediates: bytes (1.5GiB, "
-           "800MB) or a fraction of the peak without rematerialisation "
+           "800MB) or a fraction of the planned peak of policy none "
            "(0.4, 40%)">,
     Option<"report", "report", "bool", "false",
            "Print every decision to stderr">,

@@ -31,7 +31,7 @@ struct MemoryBudget {
 };
 
 /// Parses "1073741824", "1.5GiB", "512MiB", "800MB", "64KiB", "0.4" (a
-/// fraction of the peak without rematerialisation) or "40%".
+/// fraction of the planned peak of policy `none`) or "40%".
 llvm::Expected<MemoryBudget> parseMemoryBudget(llvm::StringRef text);
 
 /// One forward value the reverse graph reads: kept or recomputed, and why.

@@ -112,9 +112,8 @@ Flag<int64_t> lossScaleGrowthInterval(
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
-    "(1.5GiB, 800MB) or a fraction of the planned peak of --remat=none (0.4, "
-    "40%); "
-    "implies --remat=budget",
+    "(1.5GiB, 800MB) or a fraction of the planned peak of --remat=none "
+    "(0.4, 40%); implies --remat=budget",
     "size");
 cl::opt<bool> rematReport("remat-report",
                           cl::desc("Print every rematerialisation decision "

@@ -109,6 +109,14 @@ Flag<double> lossScaleInit("loss-scale-init",
 Flag<int64_t> lossScaleGrowthInterval(
     "loss-scale-growth-interval",
     "Clean steps after which a dynamic loss scale doubles (default 2000)", "n");
+cl::opt<bool> guardUpdate(
+    "guard-update",
+    cl::desc("Skip the updates of a step whose gradient norm is not finite, "
+             "so training stops with the weights of the step before "
+             "(default: on with --grad-clip or loss scaling, whose updates "
+             "wait for the norm anyway; without clipping it keeps every "
+             "gradient alive until the norm)"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
@@ -196,6 +204,8 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
     t.lossScaleInit = lossScaleInit;
   if (lossScaleGrowthInterval.given())
     t.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  if (guardUpdate.getNumOccurrences())
+    t.guardUpdate = guardUpdate;
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -284,5 +294,6 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.zeroProcesses = t.zeroStage == 1 ? t.processes : 0;
   options.lossScaling = t.lossScaling();
   options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
+  options.guardUpdates = t.guardsUpdates();
   options.microBatches = t.gradAccum;
 }

@@ -397,6 +397,8 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     t.lossScaleGrowthInterval = *v;
   if (auto v = r.boolean("optimizer_in_backward"))
     t.optimizerInBackward = *v;
+  if (auto v = r.boolean("guard_update"))
+    t.guardUpdate = *v;
   if (auto v = r.integer("seed", false, 0))
     t.seed = static_cast<uint64_t>(*v);
   if (auto v = r.integer("steps", false, 0))
@@ -437,6 +439,12 @@ llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
     return llvm::createStringError(llvm::formatv(
         "{0}: loss scale growth interval must be at least 1, got {1}", path,
         t.lossScaleGrowthInterval));
+  if (t.guardUpdate == false && t.lossScaling() != "none")
+    return llvm::createStringError(llvm::formatv(
+        "{0}: guard_update (--guard-update) false needs loss scaling off "
+        "(--loss-scale=none): a loss-scaled step always skips the updates of "
+        "gradients that overflow (loss scaling is {1} here)",
+        path, t.lossScaling()));
   return llvm::Error::success();
 }
 

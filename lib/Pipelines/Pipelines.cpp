@@ -53,6 +53,7 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     opt.returnGradients = options.returnGradients;
     opt.lossScaling = options.lossScaling;
     opt.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
+    opt.guardUpdates = options.guardUpdates;
     pm.addPass(mlir::tg::createTGOptimizerPass(opt));
     if (options.dataParallel && options.zeroProcesses > 0) {
       mlir::tg::TGShardOptimizerPassOptions zero;

@@ -789,6 +789,9 @@ private:
           double n = in(o.getNorm())[0], c = o.getMaxNorm().convertToDouble();
           set(o, Tensor({}, std::min(1.0, c / (n + 1e-6))));
         })
+        .Case([&](NotFiniteOp o) {
+          set(o, Tensor({}, std::isfinite(in(o.getInput())[0]) ? 0.0 : 1.0));
+        })
         .Case([&](LossScaleUpdateOp o) {
           double scale = in(o.getScale())[0],
                  tracker = in(o.getGrowthTracker())[0],

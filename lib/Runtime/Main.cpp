@@ -355,10 +355,13 @@ struct StepBuffers {
       loss = -1, norm = -1;
   /// tgc --data-parallel: this process's share of the global mean.
   int dpWeight = -1;
-  /// Loss scaling: the state holding the scale (-1 without), and each
-  /// gradient's sum of squares (outputs grad_sumsq.<parameter>).
+  /// Loss scaling: the state holding the scale (-1 without). Each
+  /// gradient's sum of squares (outputs grad_sumsq.<parameter>): the step
+  /// has a skip flag guarding its updates (loss scaling's, or tgc
+  /// --guard-update's).
   int lossScale = -1;
   std::vector<int> gradSumSquares;
+  bool guarded() const { return !gradSumSquares.empty(); }
   /// Optimizer updates applied so far (AdamW's step count: a step whose
   /// scaled gradients overflowed is skipped and does not count).
   int64_t updatesApplied = 0;
@@ -903,10 +906,11 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     // norm that is not) are expected now and then: the step skipped its
     // update and halved the scale. A static scale (it did not change) or
     // one below 1 does not explain them: stop, with the weights of the
-    // step before (the skip flag guarded the in-place update).
-    bool guarded = s.lossScale >= 0;
-    float nextScale = guarded ? newLossScale() : 1.0f;
-    bool skipped = guarded && std::isfinite(loss) && !std::isfinite(norm) &&
+    // step before (the skip flag guarded the in-place update). So does a
+    // non-finite norm in a step guarded without loss scaling.
+    bool scaled = s.lossScale >= 0;
+    float nextScale = scaled ? newLossScale() : 1.0f;
+    bool skipped = scaled && std::isfinite(loss) && !std::isfinite(norm) &&
                    scale >= 1.0f && nextScale < scale;
     if (skipped && !opt.quiet)
       std::fprintf(stderr,
@@ -918,13 +922,17 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       std::string kept = lastSavedStep ? "; " + opt.save + " holds step " +
                                              std::to_string(lastSavedStep)
                                        : "";
-      std::string guard =
-          guarded && std::isfinite(loss)
-              ? " at loss scale " + formatScale(scale) +
-                    " (not an overflow of dynamic loss scaling; the step "
-                    "skipped its update: the weights are those of step " +
-                    std::to_string(step) + ")"
-              : "";
+      // The step skipped its updates when its norm was not finite.
+      std::string weightsKept =
+          "the step skipped its update: the weights are those of step " +
+          std::to_string(step);
+      std::string guard;
+      if (scaled && std::isfinite(loss))
+        guard = " at loss scale " + formatScale(scale) +
+                " (not an overflow of dynamic loss scaling; " + weightsKept +
+                ")";
+      else if (s.guarded() && !std::isfinite(norm))
+        guard = " (" + weightsKept + ")";
       die(std::string(std::isfinite(loss) ? "the gradient norm" : "the loss") +
           " became " + std::to_string(std::isfinite(loss) ? norm : loss) +
           " at step " + std::to_string(step + 1) + guard + " (lower --lr?)" +

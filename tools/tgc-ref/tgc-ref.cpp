@@ -148,13 +148,27 @@ int main(int argc, char **argv) {
       out.tensors[paramNames[i]] = rt::makeTensor(
           (*results)[i + 1].shape, (*results)[i + 1].data, rt::DType::F64);
   } else {
-    // Results: loss, grad_norm, new params, new state; fed back each step.
+    // Results: loss, grad_norm, perhaps other outputs (a guarded step's
+    // per-gradient sums of squares), then the new params and state, in
+    // argument order: fed back each step.
     std::vector<double> losses, norms;
-    std::vector<unsigned> carried;
+    std::vector<unsigned> carried, updated;
+    auto carries = [&](llvm::function_ref<Attribute(StringRef)> attr) {
+      return attr(tg::TGDialect::kParamAttrName) ||
+             attr(tg::TGDialect::kStateAttrName);
+    };
     for (BlockArgument arg : step.getArguments())
-      if (step.getArgAttr(arg.getArgNumber(), tg::TGDialect::kParamAttrName) ||
-          step.getArgAttr(arg.getArgNumber(), tg::TGDialect::kStateAttrName))
+      if (carries([&](StringRef name) {
+            return step.getArgAttr(arg.getArgNumber(), name);
+          }))
         carried.push_back(arg.getArgNumber());
+    for (unsigned r = 0; r < step.getNumResults(); ++r)
+      if (carries([&](StringRef name) { return step.getResultAttr(r, name); }))
+        updated.push_back(r);
+    if (carried.size() != updated.size())
+      return fail("the train step returns " + std::to_string(updated.size()) +
+                  " parameters and states for " +
+                  std::to_string(carried.size()) + " arguments");
     unsigned stepArg = step.getNumArguments() - 1;
     for (int s = 1; s <= trainSteps; ++s) {
       args[stepArg] = ref::Tensor({}, static_cast<double>(s));
@@ -164,7 +178,7 @@ int main(int argc, char **argv) {
       losses.push_back((*results)[0][0]);
       norms.push_back((*results)[1][0]);
       for (size_t k = 0; k < carried.size(); ++k)
-        args[carried[k]] = (*results)[k + 2];
+        args[carried[k]] = (*results)[updated[k]];
     }
     out.tensors["losses"] =
         rt::makeTensor({trainSteps}, losses, rt::DType::F64);

@@ -84,6 +84,16 @@ struct TrainingConfig {
   double lossScaleInit = 65536.0;
   int64_t lossScaleGrowthInterval = 2000;
 
+  /// Whether a step whose gradient norm is not finite skips its updates
+  /// (the runtime then stops with the previous step's weights). Unset: on
+  /// where the updates wait for the global norm anyway (clipping, loss
+  /// scaling); loss scaling always guards.
+  std::optional<bool> guardUpdate;
+  bool guardsUpdates() const {
+    return lossScaling() != "none" ||
+           guardUpdate.value_or(gradClip.value_or(0.0) > 0.0);
+  }
+
   /// none, static or dynamic.
   std::string lossScaling() const {
     if (lossScale.empty())

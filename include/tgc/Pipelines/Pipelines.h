@@ -95,6 +95,11 @@ struct TrainingGraphOptions
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("Clean steps before a dynamic loss scale doubles"),
       llvm::cl::init(2000)};
+  Option<bool> guardUpdates{
+      *this, "guard-updates",
+      llvm::cl::desc("Skip every update of a step whose gradient norm is not "
+                     "finite (tg-optimizer; loss scaling always does)"),
+      llvm::cl::init(false)};
   Option<bool> withOptimizer{
       *this, "with-optimizer",
       llvm::cl::desc("Append the optimizer update (off: gradients only)"),

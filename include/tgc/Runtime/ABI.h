@@ -12,8 +12,9 @@
  * `loss_scale_growth_tracker`; with `tgc --data-parallel` the 0-d f32
  * `dp_weight`, this process's share of the global token count; then the 0-d
  * f32 `lr` and 1-based `step`, the count of applied updates), then the
- * outputs the step writes: `loss`, `grad_norm` (with loss scaling then each
- * gradient's f64 sum of squares, `grad_sumsq.<parameter>`), the new
+ * outputs the step writes: `loss`, `grad_norm` (when the updates are
+ * guarded, by loss scaling or `tgc --guard-update`, then each gradient's f64
+ * sum of squares, `grad_sumsq.<parameter>`), the new
  * parameters, the new optimizer state and, when compiled with
  * `tgc --return-gradients`, the gradients. Output buffers must not alias
  * inputs, except that when tgc_model.update_in_place is 1 each new parameter

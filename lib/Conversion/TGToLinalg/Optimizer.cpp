@@ -132,6 +132,39 @@ Value skipOf(ValueRange args, size_t n) {
   return args.size() > n ? args[n] : Value();
 }
 
+/// Whether the scalar `x` is inf or NaN (|x| < inf fails for both).
+Value notFinite(OpBuilder &b, Location l, Value x) {
+  Value magnitude = math::AbsFOp::create(b, l, x);
+  Value finite = arith::CmpFOp::create(
+      b, l, arith::CmpFPredicate::OLT, magnitude,
+      constantFloat(b, l, x.getType(),
+                    std::numeric_limits<double>::infinity()));
+  return arith::XOrIOp::create(
+      b, l, finite, arith::ConstantIntOp::create(b, l, b.getI1Type(), 1));
+}
+
+/// 1 or 0 of the scalar's type: the skip flag's encoding.
+Value flag(OpBuilder &b, Location l, Value condition, Type t) {
+  return arith::SelectOp::create(b, l, condition, constantFloat(b, l, t, 1.0),
+                                 constantFloat(b, l, t, 0.0));
+}
+
+struct NotFiniteLowering : OpConversionPattern<NotFiniteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NotFiniteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = llvm::cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(), type, adaptor.getInput(),
+                        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return flag(b, l, notFinite(b, l, a[0]),
+                                      a[0].getType());
+                        }));
+    return success();
+  }
+};
+
 struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -142,16 +175,8 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
     int64_t interval = op.getGrowthInterval();
     SmallVector<Value, 3> in{adaptor.getScale(), adaptor.getGrowthTracker(),
                              adaptor.getScaledNorm()};
-    // An overflow: the norm is inf or nan (|n| < inf fails for both).
-    auto overflow = [](OpBuilder &b, Location l, Value norm) -> Value {
-      Value magnitude = math::AbsFOp::create(b, l, norm);
-      Value finite = arith::CmpFOp::create(
-          b, l, arith::CmpFPredicate::OLT, magnitude,
-          constantFloat(b, l, norm.getType(),
-                        std::numeric_limits<double>::infinity()));
-      return arith::XOrIOp::create(
-          b, l, finite, arith::ConstantIntOp::create(b, l, b.getI1Type(), 1));
-    };
+    // An overflow: the norm is inf or nan.
+    auto overflow = notFinite;
     auto one = [](OpBuilder &b, Location l, Type t) {
       return constantFloat(b, l, t, 1.0);
     };
@@ -172,10 +197,7 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
     Value skip =
         elementwise(rewriter, loc, type, adaptor.getScaledNorm(),
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Type t = a[0].getType();
-                      return arith::SelectOp::create(b, l, overflow(b, l, a[0]),
-                                                     one(b, l, t),
-                                                     constantFloat(b, l, t, 0));
+                      return flag(b, l, overflow(b, l, a[0]), a[0].getType());
                     });
     Value scale =
         elementwise(rewriter, loc, type, in,
@@ -396,7 +418,7 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
 void mlir::tg::populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
                                                    bool fuseUpdates) {
   patterns.add<SumSquaresLowering, GlobalNormLowering, ClipFactorLowering,
-               LossScaleUpdateLowering, SGDUpdateLowering>(
+               LossScaleUpdateLowering, NotFiniteLowering, SGDUpdateLowering>(
       patterns.getContext());
   patterns.add<SGDMomentumUpdateLowering, AdamWUpdateLowering>(
       patterns.getContext(), fuseUpdates);

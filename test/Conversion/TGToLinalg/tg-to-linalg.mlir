@@ -149,3 +149,17 @@ func.func @bf16_add(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xbf
   %s = tg.add %a, %b : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   return %s : tensor<4x8xbf16>
 }
+
+// -----
+
+// The update guard's flag: |n| < inf fails for inf and NaN alike.
+// CHECK-LABEL: func.func @not_finite
+// CHECK: linalg.generic
+// CHECK: %[[ABS:.*]] = math.absf %{{.*}} : f32
+// CHECK: %[[FINITE:.*]] = arith.cmpf olt, %[[ABS]], %{{.*}} : f32
+// CHECK: %[[NOT:.*]] = arith.xori %[[FINITE]], %true
+// CHECK: arith.select %[[NOT]], %cst{{.*}}, %cst{{.*}} : f32
+func.func @not_finite(%n: tensor<f32>) -> tensor<f32> {
+  %s = tg.not_finite %n : tensor<f32>
+  return %s : tensor<f32>
+}

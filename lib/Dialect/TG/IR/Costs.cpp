@@ -46,6 +46,7 @@ OpCost PadOp::getCost() { return {}; }
 OpCost EmbeddingOp::getCost() { return {}; }
 OpCost ClipFactorOp::getCost() { return {}; }
 OpCost LossScaleUpdateOp::getCost() { return {}; }
+OpCost NotFiniteOp::getCost() { return {}; }
 // Communication moves bytes between processes; its arithmetic is the
 // runtime's (MPI's reduction), not the step's.
 OpCost AllReduceStartOp::getCost() { return {}; }

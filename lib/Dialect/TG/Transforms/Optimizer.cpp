@@ -161,6 +161,8 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       newLossScale = update.getNewScale();
       newGrowthTracker = update.getNewGrowthTracker();
       norm = MulOp::create(b, loc, norm, unscale);
+    } else if (guardUpdates) {
+      skip = NotFiniteOp::create(b, loc, norm);
     }
     Value multiplier = unscale;
     if (gradClip > 0.0) {
@@ -219,9 +221,10 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     SmallVector<Value> results{ret.getOperand(0), norm};
     SmallVector<DictionaryAttr> resultAttrs{output("loss"),
                                             output("grad_norm")};
-    // With the overflow guard, each gradient's (scaled) sum of squares, so
-    // that the runtime can name the tensors that are not finite.
-    if (lossScale)
+    // With a guard (loss scaling's or guard-updates), each gradient's
+    // (scaled) sum of squares, so that the runtime can name the tensors that
+    // are not finite.
+    if (skip)
       for (auto [p, sum] : llvm::zip(paramArgs, sums)) {
         results.push_back(sum);
         resultAttrs.push_back(output(

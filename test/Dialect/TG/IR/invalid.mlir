@@ -588,3 +588,11 @@ func.func @negative_growth_interval(%s: tensor<f32>) {
   %r:4 = tg.loss_scale_update %s, %s, %s {growth_interval = -1 : i64} : tensor<f32>
   return
 }
+
+// -----
+
+func.func @not_finite_of_a_tensor(%n: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tg.not_finite' op operand #0 must be 0-d tensor of f32, but got 'tensor<4xf32>'}}
+  %s = tg.not_finite %n : tensor<4xf32>
+  return %s : tensor<4xf32>
+}

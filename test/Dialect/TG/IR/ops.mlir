@@ -114,6 +114,16 @@ func.func @loss_scaling(%s: tensor<f32>, %t: tensor<f32>, %n: tensor<f32>, %p: t
   return %p1, %s1, %t1 : tensor<4xf32>, tensor<f32>, tensor<f32>
 }
 
+// The update guard without loss scaling: 1 when the norm is not finite.
+// CHECK-LABEL: func.func @guarded_update
+// CHECK: %[[SKIP:.*]] = tg.not_finite %{{.*}} : tensor<f32>
+// CHECK: tg.sgd_update %{{.*}}, %{{.*}}, %{{.*}} skip %[[SKIP]] : tensor<4xf32>
+func.func @guarded_update(%n: tensor<f32>, %p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) -> tensor<4xf32> {
+  %skip = tg.not_finite %n : tensor<f32>
+  %p1 = tg.sgd_update %p, %g, %lr skip %skip : tensor<4xf32>
+  return %p1 : tensor<4xf32>
+}
+
 // ZeRO-1: gradients reduce-scattered into shards of ceil(numel / 3)
 // elements, the parameter's shard updated and all-gathered back.
 // CHECK-LABEL: func.func @zero_shards

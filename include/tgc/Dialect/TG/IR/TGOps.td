@@ -850,6 +850,26 @@ def TG_ClipFactorOp : TG_Op<"clip_factor", [TG_OptimizerStep, SameOperandsAndRes
   let assemblyFormat = "$norm attr-dict `:` type($result)";
 }
 
+def TG_NotFiniteOp : TG_Op<"not_finite", [TG_OptimizerStep, SameOperandsAndResultType]> {
+  let summary = "1 when a scalar is inf or NaN, else 0: the update guard";
+  let description = [{
+    The skip flag of an update guard without loss scaling (tg-optimizer
+    `guard-updates`): 1 when the global gradient norm is not finite, so
+    that every update keeps its old values (their `skip` operand) and the
+    runtime can stop with the weights of the step before. The norm is the
+    same on every process of a data-parallel job, so they all skip or none
+    does; a non-finite loss makes non-finite gradients.
+
+    Example:
+    ```mlir
+    %skip = tg.not_finite %norm : tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$input);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def TG_LossScaleUpdateOp : TG_Op<"loss_scale_update", [TG_OptimizerStep,
     TG_ParameterUpdate, AllTypesMatch<["scale", "growth_tracker",
     "scaled_norm", "inverse_scale", "skip", "new_scale",

@@ -186,7 +186,15 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     parameters and state as they were), its gradient is multiplied by
     `1 / loss_scale` (times the clip factor), and `grad_norm` is the
     unscaled norm. Every update then waits for the global norm, as with
-    clipping.
+    clipping. Either way the step also returns each gradient's sum of
+    squares (outputs `grad_sumsq.<parameter>`), so that the runtime can
+    name the gradients that are not finite.
+
+    With `guard-updates` and no loss scaling, `tg.not_finite` of the norm is
+    that skip flag: a step whose gradients (or loss) are not finite writes
+    no parameter and no state, and the runtime stops with the weights of
+    the step before. Without clipping this makes every update wait for the
+    norm, so gradients no longer die one by one (tg-schedule-updates).
     New parameters and state are returned in argument order, so the runtime
     (and, once bufferized, the compiled code) updates them in place.
   }];
@@ -215,6 +223,9 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
            "after growth-interval clean steps)">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
            "2000", "Clean steps before a dynamic loss scale doubles">,
+    Option<"guardUpdates", "guard-updates", "bool", "false",
+           "Skip every update of a step whose gradient norm is not finite "
+           "(loss scaling always does)">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }

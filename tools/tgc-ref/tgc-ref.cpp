@@ -33,18 +33,20 @@ using namespace tgc;
 namespace cl = llvm::cl;
 
 namespace {
+cl::OptionCategory refCategory("tgc-ref options");
 cl::opt<std::string> modelFile(cl::Positional, cl::desc("<model.json>"),
-                               cl::Required);
+                               cl::Required, cl::cat(refCategory));
 cl::opt<std::string> initFile("init",
                               cl::desc("Weights by HF name (.safetensors)"),
-                              cl::Required);
-cl::opt<std::string>
-    batchFile("batch", cl::desc("Inputs by name (.safetensors)"), cl::Required);
+                              cl::Required, cl::cat(refCategory));
+cl::opt<std::string> batchFile("batch",
+                               cl::desc("Inputs by name (.safetensors)"),
+                               cl::Required, cl::cat(refCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output .safetensors"),
-                                cl::Required);
+                                cl::Required, cl::cat(refCategory));
 cl::opt<int> trainSteps("train-steps",
                         cl::desc("Optimizer steps to run (0: gradients only)"),
-                        cl::init(0));
+                        cl::init(0), cl::cat(refCategory));
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tgc-ref") << message << "\n";
@@ -66,6 +68,8 @@ ref::Tensor toTensor(const rt::TensorData &data) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // LLVM's own flags (linked in through MLIR) would bury these.
+  cl::HideUnrelatedOptions({&refCategory, &trainingFlagsCategory()});
   cl::ParseCommandLineOptions(argc, argv, "tgc reference interpreter\n");
 
   llvm::Expected<ModelConfig> config = loadModelConfig(modelFile);

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -87,6 +88,14 @@ struct CountKernelsPass
     llvm::StringMap<size_t> sourceIndex;
     llvm::DenseSet<Operation *> doneInTiles;
     llvm::DenseMap<Operation *, Value> epilogueOutputs;
+    // Layouts change inside the tiles of f32 products only (a product of
+    // bf16 operands widened to f32 reads and writes its copies).
+    auto inF32Tiles = [&](Operation *product) {
+      return target.fusesIntoProductTiles(product) &&
+             llvm::all_of(product->getOperandTypes(), [](Type t) {
+               return getElementTypeOrSelf(t).isF32();
+             });
+    };
     getOperation().walk([&](linalg::LinalgOp product) {
       if (fusion == tg::FusionMode::None)
         return;
@@ -97,16 +106,15 @@ struct CountKernelsPass
         return;
       // The tiles write the new layout: the product's bytes stay, the
       // transpose's go.
-      if (linalg::TransposeOp transpose = findOutputTranspose(product))
-        doneInTiles.insert(transpose);
+      if (inF32Tiles(product))
+        if (linalg::TransposeOp transpose = findOutputTranspose(product))
+          doneInTiles.insert(transpose);
       if (linalg::GenericOp epilogue = findEpilogue(product))
         epilogueOutputs[epilogue] = product.getDpsInits()[0];
     });
     if (fusion != tg::FusionMode::None)
       getOperation().walk([&](linalg::TransposeOp transpose) {
-        if (findHeadsOperand(transpose, [&](Operation *product) {
-              return target.fusesIntoProductTiles(product);
-            }))
+        if (findHeadsOperand(transpose, inF32Tiles))
           doneInTiles.insert(transpose);
       });
     // A task's slice of a step buffer of at most 256 KiB that several of

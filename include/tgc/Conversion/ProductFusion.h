@@ -92,14 +92,29 @@ findAccumulatorInit(mlir::linalg::LinalgOp product) {
   return {};
 }
 
+/// The first of `type`'s trailing dimensions whose sizes multiply to `n`
+/// (the columns of an [M, N] view of it), or -1 if none do.
+inline int64_t columnDims(mlir::MemRefType type, int64_t n) {
+  int64_t product = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    product *= type.getDimSize(d);
+    if (product == n)
+      return d;
+    if (product > n)
+      return -1;
+  }
+  return -1;
+}
+
 /// Whether `v` holds the M x N elements of a 2-D product's output in the
-/// same order: a row-major static buffer whose last dimension is N (an
-/// expand_shape of one is row-major too), so that an output tile's rows and
-/// columns are a rectangle of it once collapsed to [M, N].
+/// same order: a row-major static buffer whose trailing dimensions make N
+/// (an expand_shape of one is row-major too: [B, S, D], or [B, S, H, hd]
+/// for N = H·hd), so that an output tile's rows and columns are a
+/// rectangle of it once collapsed to [M, N].
 inline bool isRowMajorLike(mlir::Value v, int64_t m, int64_t n) {
   auto type = llvm::dyn_cast<mlir::MemRefType>(v.getType());
   return type && type.hasStaticShape() && type.getRank() >= 1 &&
-         type.getShape().back() == n && type.getNumElements() == m * n &&
+         type.getNumElements() == m * n && columnDims(type, n) >= 1 &&
          type.getLayout().isIdentity();
 }
 

@@ -180,7 +180,7 @@ public:
   }
 
   bool fusesIntoProductTiles(Operation *product) const override {
-    return cpu::fusesIntoProductTiles(product);
+    return cpu::fusesIntoProductTiles(product, options.amx, options.bf16Dot);
   }
 
   bool takesAccumulatorFill(Operation *product) const override {

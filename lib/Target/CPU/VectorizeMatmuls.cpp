@@ -1046,10 +1046,10 @@ SmallVector<OpTy> opsWithAttr(ModuleOp module, StringRef name) {
 /// product as an attribute holding the fill's constant; after the output
 /// tiles exist, fillOutputTiles puts a fill of each tile right before the
 /// tile's product, where the tile's K loop then finds it in cache.
-void takeAccumulatorFills(ModuleOp module) {
+void takeAccumulatorFills(ModuleOp module, bool amx, bool bf16Dot) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {
-    if (!tgc::cpu::fusesIntoProductTiles(op))
+    if (!tgc::cpu::fusesIntoProductTiles(op, amx, bf16Dot))
       return;
     if (linalg::FillOp fill = tgc::findAccumulatorInit(op))
       moves.emplace_back(op, fill);
@@ -1092,10 +1092,11 @@ void hoistBefore(Value v, Operation *product) {
 
 /// Each product's epilogue (findEpilogue), its buffers made before the
 /// product; the product carries the epilogue's index (its tiles keep it).
-SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
+SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx,
+                                             bool bf16Dot) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::GenericOp>> found;
   module.walk([&](linalg::LinalgOp op) {
-    if (tgc::cpu::fusesIntoProductTiles(op))
+    if (tgc::cpu::fusesIntoProductTiles(op, amx, bf16Dot))
       if (linalg::GenericOp epilogue = tgc::findEpilogue(op))
         found.emplace_back(op, epilogue);
   });
@@ -1114,18 +1115,21 @@ SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module) {
 }
 
 /// `v` (M x N elements in a product's output order) as an [M, N] view.
-Value asMatrix(OpBuilder &b, Location loc, Value v) {
+Value asMatrix(OpBuilder &b, Location loc, Value v, int64_t n) {
   auto type = llvm::cast<MemRefType>(v.getType());
-  if (type.getRank() == 2)
+  if (type.getRank() == 2 && type.getDimSize(1) == n)
     return v;
   if (auto expand = v.getDefiningOp<memref::ExpandShapeOp>())
-    if (expand.getSrcType().getRank() == 2)
+    if (expand.getSrcType().getRank() == 2 &&
+        expand.getSrcType().getDimSize(1) == n)
       return expand.getSrc();
-  ReassociationIndices rows;
-  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
-    rows.push_back(d);
+  int64_t columns = tgc::columnDims(type, n);
+  assert(columns >= 1 && "findEpilogue took row-major-like operands only");
+  ReassociationIndices rows, cols;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    (d < columns ? rows : cols).push_back(d);
   return memref::CollapseShapeOp::create(
-      b, loc, v, ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
+      b, loc, v, ArrayRef<ReassociationIndices>{rows, cols});
 }
 
 /// The view of the whole output `acc` that an output tile `out` is: `out`
@@ -1236,10 +1240,11 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
       while (outer->getBlock() != acc.getParentBlock())
         outer = outer->getParentOp();
       b.setInsertionPoint(outer);
+      int64_t n = llvm::cast<MemRefType>(acc.getType()).getDimSize(1);
       for (Value v : epilogue->getOperands())
         whole.push_back(tgc::rootBuffer(v) == acc
                             ? acc
-                            : asMatrix(b, epilogue.getLoc(), v));
+                            : asMatrix(b, epilogue.getLoc(), v, n));
     }
     b.setInsertionPointAfter(tile);
     SmallVector<OpFoldResult> offsets, sizes, strides(2, b.getIndexAttr(1));
@@ -1283,7 +1288,7 @@ constexpr llvm::StringLiteral kOutputTransposeAttr = "tgc.output_transpose";
 SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::TransposeOp>> found;
   module.walk([&](linalg::LinalgOp op) {
-    if (tgc::cpu::fusesIntoProductTiles(op))
+    if (tgc::cpu::readsHeadsInPlace(op))
       if (linalg::TransposeOp transpose = tgc::findOutputTranspose(op))
         found.emplace_back(op, transpose);
   });
@@ -1386,7 +1391,9 @@ HeadsOperands takeHeadsOperands(ModuleOp module) {
   Builder b(module.getContext());
   for (linalg::TransposeOp transpose : candidates) {
     memref::CollapseShapeOp collapse =
-        tgc::findHeadsOperand(transpose, tgc::cpu::fusesIntoProductTiles);
+        tgc::findHeadsOperand(transpose, [](Operation *product) {
+          return tgc::cpu::readsHeadsInPlace(product);
+        });
     if (!collapse)
       continue;
     int64_t index = found.transposes.size();
@@ -1551,8 +1558,8 @@ struct TGCVectorizeMatmulsPass
     if (fillTiles) {
       headsOperands = takeHeadsOperands(module);
       outputTransposes = takeOutputTransposes(module);
-      takeAccumulatorFills(module);
-      epilogues = takeEpilogues(module);
+      takeAccumulatorFills(module, amx, bf16Dot);
+      epilogues = takeEpilogues(module, amx, bf16Dot);
     }
     if (amx)
       tgc::cpu::emitAMXProducts(module);
@@ -1574,7 +1581,7 @@ struct TGCVectorizeMatmulsPass
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).
     if (fillTiles)
-      takeAccumulatorFills(module);
+      takeAccumulatorFills(module, amx, bf16Dot);
     std::map<std::string, Tiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))
@@ -1641,7 +1648,21 @@ bool tgc::cpu::takesAccumulatorFill(Operation *op, bool amx) {
   return true;
 }
 
-bool tgc::cpu::fusesIntoProductTiles(Operation *op) {
+bool tgc::cpu::readsHeadsInPlace(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
   return product && isScheduledProduct(product) && isF32Product(product);
+}
+
+bool tgc::cpu::fusesIntoProductTiles(Operation *op, bool amx, bool bf16Dot) {
+  auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
+  if (!product || !isScheduledProduct(product))
+    return false;
+  if (isF32Product(product))
+    return true;
+  // Narrow operands widened to f32 (widenNarrowOperands) make an f32
+  // product of it, tiled like one: not the products on AMX tiles or
+  // vdpbf16ps, whose emitters do their own tiles.
+  return getElementTypeOrSelf(product.getDpsInits()[0].getType()).isF32() &&
+         !(amx && tgc::cpu::isAMXProduct(op)) &&
+         !(!amx && bf16Dot && tgc::cpu::isDotBF16Product(op));
 }

@@ -11,6 +11,7 @@
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=TILEFILL
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true tiles=16,32,8,2,16" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=SHIFT
+// RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true bf16-dot=true vector-bits=512 vector-registers=32" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=DOTEPI
 // HUGE: error: tgc-vectorize-matmuls: register tile 64x64 is too large (at most 16 rows and 128 columns)
 
 // 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
@@ -307,6 +308,71 @@ func.func @epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<2x
   }
   memref.dealloc %c : memref<128x96xf32>
   return
+}
+
+// -----
+
+// The same on a product of bf16 operands that the target widens to f32 (no
+// AMX, no bf16-dot): it is tiled like an f32 product, so its epilogue runs
+// on its tiles too. With vdpbf16ps products (bf16-dot) the loop stays.
+// TILEFILL-LABEL: func.func @widened_epilogue
+// TILEFILL: arith.extf %{{.*}} : bf16 to f32
+// TILEFILL: scf.forall
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>, memref<?x96xf32, strided<[96, 1], offset: ?>>) outs(%{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>)
+// TILEFILL: arith.addf
+// TILEFILL: }
+// TILEFILL-NOT: linalg.generic
+// TILEFILL: return
+// DOTEPI-LABEL: func.func @widened_epilogue
+// DOTEPI: x86vector.avx512.dot
+// DOTEPI: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<2x64x96xf32>, memref<2x64x96xf32>) outs(%{{.*}} : memref<2x64x96xf32>)
+#id3x = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @widened_epilogue(%a: memref<128x64xbf16>, %b: memref<64x96xbf16>, %x: memref<2x64x96xf32>, %y: memref<2x64x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xbf16>, memref<64x96xbf16>) outs(%c : memref<128x96xf32>)
+  %c3 = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 64, 96] : memref<128x96xf32> into memref<2x64x96xf32>
+  linalg.generic {indexing_maps = [#id3x, #id3x, #id3x], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %c3 : memref<2x64x96xf32>, memref<2x64x96xf32>) outs(%y : memref<2x64x96xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<128x96xf32>
+  return
+}
+
+// -----
+
+// An epilogue on the heads' view of the output ([B, S, H, hd] for N = H·hd,
+// a bf16 copy of V kept for the backward pass) runs on the tiles of
+// [M, N] views of its buffers too.
+// TILEFILL-LABEL: func.func @heads_view_epilogue
+// TILEFILL: %[[COPY:.*]] = memref.alloc() : memref<2x64x4x24xbf16>
+// TILEFILL: %[[ROWS:.*]] = memref.collapse_shape %[[COPY]] {{\[}}[0, 1], [2, 3]] : memref<2x64x4x24xbf16> into memref<128x96xbf16>
+// TILEFILL: scf.forall
+// TILEFILL: vector.fma
+// TILEFILL: linalg.generic {{.*}} ins(%{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>) outs(%{{.*}} : memref<?x96xbf16, strided<[96, 1], offset: ?>>)
+// TILEFILL: arith.truncf
+// TILEFILL: }
+// TILEFILL-NOT: linalg.generic
+// TILEFILL: return
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @heads_view_epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>) -> memref<2x64x4x24xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x96xf32>)
+  linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x96xf32>) outs(%c : memref<128x96xf32>)
+  %c4 = memref.expand_shape %c [[0, 1], [2, 3]] output_shape [2, 64, 4, 24] : memref<128x96xf32> into memref<2x64x4x24xf32>
+  %copy = memref.alloc() : memref<2x64x4x24xbf16>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c4 : memref<2x64x4x24xf32>) outs(%copy : memref<2x64x4x24xbf16>) {
+  ^bb0(%v: f32, %o: bf16):
+    %n = arith.truncf %v : f32 to bf16
+    linalg.yield %n : bf16
+  }
+  memref.dealloc %c : memref<128x96xf32>
+  return %copy : memref<2x64x4x24xbf16>
 }
 
 // -----

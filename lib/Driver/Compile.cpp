@@ -96,7 +96,15 @@ struct CountKernelsPass
                return getElementTypeOrSelf(t).isF32();
              });
     };
+    // A product that packs an operand from the f32 values a loop rounded it
+    // from: the loop is no kernel, the product reads the f32 values.
+    llvm::DenseMap<Operation *, std::pair<Value, Value>> readsInstead;
     getOperation().walk([&](linalg::LinalgOp product) {
+      if (Operation *rounding = target.roundingPackedBy(product)) {
+        doneInTiles.insert(rounding);
+        readsInstead[product] = {rounding->getOperand(1),
+                                 rounding->getOperand(0)};
+      }
       if (fusion == tg::FusionMode::None)
         return;
       if (target.takesAccumulatorFill(product))
@@ -142,12 +150,16 @@ struct CountKernelsPass
           op->getParentOfType<linalg::LinalgOp>() || doneInTiles.contains(op))
         return;
       auto epilogue = epilogueOutputs.find(op);
+      auto instead = readsInstead.find(op);
       int64_t bytes = 0;
       for (Value operand : op->getOperands())
         if ((epilogue == epilogueOutputs.end() ||
              rootBuffer(operand) != epilogue->second) &&
             !taskLocal(operand) && !countedInTask(op, operand))
-          bytes += tg::getValueBytes(operand);
+          bytes += tg::getValueBytes(instead != readsInstead.end() &&
+                                             operand == instead->second.first
+                                         ? instead->second.second
+                                         : operand);
       int64_t n = repeats(op);
       int64_t kernels = epilogue == epilogueOutputs.end() &&
                                 !op->getParentOfType<scf::ForallOp>()

@@ -19,6 +19,10 @@ bool TargetBackend::takesAccumulatorFill(mlir::Operation *product) const {
   return fusesIntoProductTiles(product);
 }
 
+mlir::Operation *TargetBackend::roundingPackedBy(mlir::Operation *) const {
+  return nullptr;
+}
+
 int64_t TargetBackend::taskBytes() const { return 0; }
 
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,

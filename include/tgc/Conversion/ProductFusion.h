@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace tgc {
@@ -38,6 +39,20 @@ inline bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
         touches = true;
   });
   return touches;
+}
+
+/// Whether `op`, or an op nested in it, may write the buffer `root` (or a
+/// view of it): a write effect on it or on an unknown value, or effects
+/// that cannot be known.
+inline bool mayWriteBuffer(mlir::Operation *op, mlir::Value root) {
+  std::optional<llvm::SmallVector<mlir::MemoryEffects::EffectInstance>>
+      effects = mlir::getEffectsRecursively(op);
+  return !effects ||
+         llvm::any_of(
+             *effects, [&](const mlir::MemoryEffects::EffectInstance &e) {
+               return llvm::isa<mlir::MemoryEffects::Write>(e.getEffect()) &&
+                      (!e.getValue() || rootBuffer(e.getValue()) == root);
+             });
 }
 
 /// Views and allocations touch no memory.

@@ -81,6 +81,11 @@ public:
   /// done inside its tiles (by default: where fusesIntoProductTiles; also
   /// where only the fill is, e.g. the CPU's bf16 products).
   virtual bool takesAccumulatorFill(mlir::Operation *product) const;
+  /// The loop that rounds f32 values into a buffer that only `product`
+  /// reads, when the product packs that operand from the f32 values
+  /// itself (the loop is then no pass over memory, and the product reads
+  /// the f32 source); null by default.
+  virtual mlir::Operation *roundingPackedBy(mlir::Operation *product) const;
 
   /// With fusion on, the attention forward and the norms as parallel
   /// tasks whose own tiles take at most this many bytes (one core's cache:

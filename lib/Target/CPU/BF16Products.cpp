@@ -47,16 +47,77 @@ Value view(OpBuilder &b, Location loc, Value buffer, ArrayRef<int64_t> offsets,
   return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
 }
 
-/// dst[d...] = src[map(d...)] over all of `dst`.
+/// dst[d...] = src[map(d...)] over all of `dst`, rounded to dst's element
+/// type where src's is wider (an f32 source packed as bf16).
 void copyInto(OpBuilder &b, Location loc, Value src, Value dst, AffineMap map) {
-  int64_t rank = llvm::cast<MemRefType>(dst.getType()).getRank();
+  auto dstType = llvm::cast<MemRefType>(dst.getType());
+  int64_t rank = dstType.getRank();
+  Type element = dstType.getElementType();
   linalg::GenericOp::create(
       b, loc, ValueRange{src}, ValueRange{dst},
       ArrayRef<AffineMap>{map, b.getMultiDimIdentityMap(rank)},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [](OpBuilder &b, Location l, ValueRange args) {
-        linalg::YieldOp::create(b, l, args[0]);
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value v = args[0];
+        if (v.getType() != element)
+          v = arith::TruncFOp::create(b, l, element, v);
+        linalg::YieldOp::create(b, l, v);
       });
+}
+
+/// An operand that one loop rounds from f32 into a buffer of its own,
+/// read by nothing but the product: the packing can read the f32 values
+/// (`source` at `map` of the operand's indices) and round them itself.
+struct RoundedOperand {
+  Value source;
+  AffineMap map;
+  linalg::GenericOp loop; // the rounding loop, dead once packed
+};
+
+/// Whether `operand` of `product` is such a buffer: a static buffer written
+/// whole by an elementwise `truncf` of f32 values (the copy of a weight
+/// that the forward pass, and the backward pass again, makes for its
+/// product), which nothing else reads, and whose source nothing between
+/// the loop and the product may write (a weight's in-place update comes
+/// after its last product).
+std::optional<RoundedOperand> roundedOnlyFor(linalg::MatmulOp product,
+                                             Value operand) {
+  auto alloc = operand.getDefiningOp<memref::AllocOp>();
+  if (!alloc || !alloc.getType().hasStaticShape() ||
+      !alloc.getType().getLayout().isIdentity() ||
+      llvm::count(product.getDpsInputs(), operand) != 1)
+    return std::nullopt;
+  linalg::GenericOp loop;
+  for (OpOperand &use : alloc->getUses()) {
+    Operation *user = use.getOwner();
+    if (user == product.getOperation() && product.isDpsInput(&use))
+      continue;
+    if (llvm::isa<memref::DeallocOp>(user))
+      continue;
+    auto generic = llvm::dyn_cast<linalg::GenericOp>(user);
+    if (!generic || loop || !generic.isDpsInit(&use))
+      return std::nullopt;
+    loop = generic;
+  }
+  if (!loop || !loop.hasPureBufferSemantics() || loop.getNumDpsInputs() != 1 ||
+      loop.getNumDpsInits() != 1 || loop.getNumReductionLoops() != 0 ||
+      !loop.getIndexingMapsArray().back().isIdentity() ||
+      loop->getBlock() != product->getBlock() ||
+      !loop->isBeforeInBlock(product))
+    return std::nullopt;
+  Block *body = loop.getBody();
+  auto yield = llvm::cast<linalg::YieldOp>(body->getTerminator());
+  auto round = yield.getOperand(0).getDefiningOp<arith::TruncFOp>();
+  if (body->getOperations().size() != 2 || !round ||
+      round.getIn() != body->getArgument(0) || !round.getIn().getType().isF32())
+    return std::nullopt;
+  Value source = loop.getDpsInputs()[0];
+  Value root = tgc::rootBuffer(source);
+  for (Operation *op = loop->getNextNode(); op != product.getOperation();
+       op = op->getNextNode())
+    if (tgc::mayWriteBuffer(op, root))
+      return std::nullopt;
+  return RoundedOperand{source, loop.getIndexingMapsArray().front(), loop};
 }
 
 /// A new buffer of `type`, zero filled where the copied operand leaves
@@ -134,7 +195,8 @@ void zeroRegion(OpBuilder &b, Location loc, Value buffer,
 /// [Kp/2][Np][2] buffer with bp[k2, j, p] = B[2 k2 + p, j], zero where that
 /// is outside B, viewed as [Kp/2][2 Np].
 Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
-                      int64_t k, int64_t n, int64_t kp, int64_t np) {
+                      int64_t k, int64_t n, int64_t kp, int64_t np,
+                      std::optional<RoundedOperand> rounded = std::nullopt) {
   MLIRContext *ctx = b.getContext();
   AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
              d2 = getAffineDimExpr(2, ctx);
@@ -146,14 +208,17 @@ Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
   if (k % 2)
     zeroRegion(b, loc, bp3, {k / 2, 0, 1}, {1, n, 1});
   auto bMap = [&](AffineExpr row, AffineExpr col) {
-    return transposed ? AffineMap::get(3, 0, {col, row}, ctx)
-                      : AffineMap::get(3, 0, {row, col}, ctx);
+    AffineMap map = transposed ? AffineMap::get(3, 0, {col, row}, ctx)
+                               : AffineMap::get(3, 0, {row, col}, ctx);
+    // Read through the rounding loop: its source at its map of B's indices.
+    return rounded ? rounded->map.compose(map) : map;
   };
+  Value from = rounded ? rounded->source : bm;
   if (k / 2 > 0)
-    copyInto(b, loc, bm, view(b, loc, bp3, {0, 0, 0}, {k / 2, n, 2}),
+    copyInto(b, loc, from, view(b, loc, bp3, {0, 0, 0}, {k / 2, n, 2}),
              bMap(d0 * 2 + d2, d1));
   if (k % 2)
-    copyInto(b, loc, bm, view(b, loc, bp3, {k / 2, 0, 0}, {1, n, 1}),
+    copyInto(b, loc, from, view(b, loc, bp3, {k / 2, 0, 0}, {1, n, 1}),
              bMap(getAffineConstantExpr(k - 1, ctx), d1));
   return memref::CollapseShapeOp::create(
       b, loc, bp3, SmallVector<ReassociationIndices>{{0}, {1, 2}});
@@ -342,10 +407,28 @@ private:
       copyInto(b, loc, a, view(b, loc, ap, {0, 0}, {m, k}),
                b.getMultiDimIdentityMap(2));
     }
-    bp = packPairsAlongK(b, loc, op.getDpsInputs()[1], layout.transposedB, k, n,
-                         2 * kPairs, roundUp(n, kLanes));
+    // B (a weight's bf16 copy, mostly) packed from the f32 values it was
+    // rounded from: one pass over them instead of two.
+    Value bm = op.getDpsInputs()[1];
+    roundedB = roundedOnlyFor(op, bm);
+    bp = packPairsAlongK(b, loc, bm, layout.transposedB, k, n, 2 * kPairs,
+                         roundUp(n, kLanes), roundedB);
   }
 
+public:
+  /// After the product is gone: the rounding loop that packing replaced,
+  /// and its buffer.
+  void eraseRoundedOperand() {
+    if (!roundedB)
+      return;
+    Value buffer = roundedB->loop.getDpsInits()[0];
+    b.eraseOp(roundedB->loop);
+    for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+      b.eraseOp(user); // its deallocation
+    b.eraseOp(buffer.getDefiningOp());
+  }
+
+private:
   /// Row `row`'s pair `pair` of A (two bf16 along K).
   Value pairOfA(Value row, Value pair) {
     auto pairType = VectorType::get({2}, b.getBF16Type());
@@ -476,6 +559,7 @@ private:
   Location loc;
   DotTiles t;
   Value c, ap, bp;
+  std::optional<RoundedOperand> roundedB; // B packed from its f32 source
   Value initial; // C's starting value (a vector constant), if it is filled
   bool aPairsAlongK = false; // ap is [K/2][2 M], else [M][>= K]
   int64_t m, n, k, kPairs;
@@ -492,6 +576,15 @@ bool tgc::cpu::isDotBF16Product(Operation *op) {
   return product && bf16ProductLayout(product) &&
          hasUnitRows(
              llvm::cast<MemRefType>(product.getDpsInits()[0].getType()));
+}
+
+Operation *tgc::cpu::roundingPackedBy(Operation *op) {
+  if (!isDotBF16Product(op))
+    return nullptr;
+  auto product = llvm::cast<linalg::MatmulOp>(op);
+  std::optional<RoundedOperand> rounded =
+      roundedOnlyFor(product, product.getDpsInputs()[1]);
+  return rounded ? rounded->loop.getOperation() : nullptr;
 }
 
 void tgc::cpu::emitAMXProducts(ModuleOp module) {
@@ -525,5 +618,6 @@ void tgc::cpu::emitDotBF16Products(
         takeFills);
     product.emit();
     b.eraseOp(op);
+    product.eraseRoundedOperand();
   }
 }

@@ -1,6 +1,7 @@
 //===- CPUBackend.cpp - the CPU target: pipeline and backend --------------===//
 
 #include "tgc/Target/CPU/CPUBackend.h"
+#include "BF16Products.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Pipelines/Pipelines.h"
@@ -185,6 +186,13 @@ public:
 
   bool takesAccumulatorFill(Operation *product) const override {
     return cpu::takesAccumulatorFill(product, options.amx);
+  }
+
+  Operation *roundingPackedBy(Operation *product) const override {
+    // The vdpbf16ps products pack B from a weight's f32 values.
+    if (options.amx || !options.bf16Dot)
+      return nullptr;
+    return cpu::roundingPackedBy(product);
   }
 
   int64_t taskBytes() const override { return cpu::kTaskBytes; }

@@ -522,19 +522,6 @@ LogicalResult vectorizeTiles(ModuleOp module,
   return success();
 }
 
-/// Whether `op`, or an op nested in it, may write the buffer `root` (or a
-/// view of it): a write effect on it or on an unknown value, or effects
-/// that cannot be known.
-bool mayWriteBuffer(Operation *op, Value root) {
-  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
-      getEffectsRecursively(op);
-  return !effects ||
-         llvm::any_of(*effects, [&](const MemoryEffects::EffectInstance &e) {
-           return llvm::isa<MemoryEffects::Write>(e.getEffect()) &&
-                  (!e.getValue() || tgc::rootBuffer(e.getValue()) == root);
-         });
-}
-
 /// Whether `op` is a product on buffers with an f32 output (its narrow
 /// inputs are widened by widenNarrowOperands).
 bool isWidenedProduct(Operation *op) {
@@ -967,7 +954,7 @@ void widenNarrowOperands(ModuleOp module) {
     Value root = tgc::rootBuffer(narrow);
     for (Operation *op = it->second.widening->getNextNode(); op != product;
          op = op->getNextNode())
-      if (mayWriteBuffer(op, root))
+      if (tgc::mayWriteBuffer(op, root))
         return {};
     return it->second.wide;
   };

@@ -238,3 +238,64 @@ func.func @narrowed_beside_other_reader(%a: memref<64x256xf32>, %w: memref<256x1
   linalg.matmul ins(%xb, %w : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
   return
 }
+
+// A weight's bf16 copy (W is [N, K] in f32, rounded and transposed into
+// [K, N] for this product alone, K = 37 odd): B is packed straight from W,
+// rounding as it copies, and the rounding loop and its buffer are gone.
+// CHECK-LABEL: func.func @rounded_weight
+// CHECK-NOT: memref<37x10xbf16>
+// CHECK: %[[BP:.*]] = memref.alloc() : memref<19x16x2xbf16>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<10x37xf32>) outs(%{{.*}} : memref<18x10x2xbf16, {{.*}}>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<10x37xf32>) outs(%{{.*}} : memref<1x10x1xbf16, {{.*}}>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: scf.forall
+// CHECK: x86vector.avx512.dot
+// CHECK-NOT: memref<37x10xbf16>
+// CHECK: return
+#wt = affine_map<(d0, d1) -> (d1, d0)>
+#id2w = affine_map<(d0, d1) -> (d0, d1)>
+func.func @rounded_weight(%a: memref<64x37xbf16>, %w: memref<10x37xf32>, %c: memref<64x10xf32>) {
+  %wb = memref.alloc() : memref<37x10xbf16>
+  linalg.generic {indexing_maps = [#wt, #id2w], iterator_types = ["parallel", "parallel"]} ins(%w : memref<10x37xf32>) outs(%wb : memref<37x10xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%a, %wb : memref<64x37xbf16>, memref<37x10xbf16>) outs(%c : memref<64x10xf32>)
+  memref.dealloc %wb : memref<37x10xbf16>
+  return
+}
+
+// The copy stays where something writes W between the rounding and the
+// product (the packing would read the new values), and where another op
+// reads the copy.
+// CHECK-LABEL: func.func @rounded_weight_kept
+// CHECK: %[[WB:.*]] = memref.alloc() : memref<37x10xbf16>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<10x37xf32>) outs(%[[WB]] : memref<37x10xbf16>)
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[WB]] : memref<37x10xbf16>)
+// CHECK: %[[WB2:.*]] = memref.alloc() : memref<37x10xbf16>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<10x37xf32>) outs(%[[WB2]] : memref<37x10xbf16>)
+// CHECK: memref.copy %[[WB2]]
+// CHECK: linalg.generic {{.*}} ins(%[[WB2]] : memref<37x10xbf16>)
+func.func @rounded_weight_kept(%a: memref<64x37xbf16>, %w: memref<10x37xf32>, %c: memref<64x10xf32>, %d: memref<37x10xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %wb = memref.alloc() : memref<37x10xbf16>
+  linalg.generic {indexing_maps = [#wt, #id2w], iterator_types = ["parallel", "parallel"]} ins(%w : memref<10x37xf32>) outs(%wb : memref<37x10xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%w : memref<10x37xf32>)
+  linalg.matmul ins(%a, %wb : memref<64x37xbf16>, memref<37x10xbf16>) outs(%c : memref<64x10xf32>)
+  %wb2 = memref.alloc() : memref<37x10xbf16>
+  linalg.generic {indexing_maps = [#wt, #id2w], iterator_types = ["parallel", "parallel"]} ins(%w : memref<10x37xf32>) outs(%wb2 : memref<37x10xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.copy %wb2, %d : memref<37x10xbf16> to memref<37x10xbf16>
+  linalg.matmul ins(%a, %wb2 : memref<64x37xbf16>, memref<37x10xbf16>) outs(%c : memref<64x10xf32>)
+  return
+}

@@ -108,8 +108,10 @@ std::optional<RoundedOperand> roundedOnlyFor(linalg::MatmulOp product,
   Block *body = loop.getBody();
   auto yield = llvm::cast<linalg::YieldOp>(body->getTerminator());
   auto round = yield.getOperand(0).getDefiningOp<arith::TruncFOp>();
+  // The packing rounds to nearest even, as a truncf without a mode does.
   if (body->getOperations().size() != 2 || !round ||
-      round.getIn() != body->getArgument(0) || !round.getIn().getType().isF32())
+      round.getIn() != body->getArgument(0) ||
+      !round.getIn().getType().isF32() || round.getRoundingmodeAttr())
     return std::nullopt;
   Value source = loop.getDpsInputs()[0];
   Value root = tgc::rootBuffer(source);

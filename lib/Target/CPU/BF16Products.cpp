@@ -122,6 +122,16 @@ std::optional<RoundedOperand> roundedOnlyFor(linalg::MatmulOp product,
   return RoundedOperand{source, loop.getIndexingMapsArray().front(), loop};
 }
 
+/// After its product is gone: the rounding loop that the packing replaced,
+/// and its buffer.
+void eraseRounded(RewriterBase &b, RoundedOperand rounded) {
+  Value buffer = rounded.loop.getDpsInits()[0];
+  b.eraseOp(rounded.loop);
+  for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+    b.eraseOp(user); // its deallocation
+  b.eraseOp(buffer.getDefiningOp());
+}
+
 /// A new buffer of `type`, zero filled where the copied operand leaves
 /// padding (the tiles read it).
 Value tileBuffer(OpBuilder &b, Location loc, MemRefType type, bool padded) {
@@ -247,7 +257,10 @@ void emitAMXProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
   copyInto(b, loc, a, view(b, loc, ap, {0, 0}, {m, k}),
            layout.transposedA ? AffineMap::get(2, 0, {d1, d0}, ctx)
                               : b.getMultiDimIdentityMap(2));
-  Value bp = packPairsAlongK(b, loc, bm, layout.transposedB, k, n, kp, np);
+  // A weight's copy packed from its f32 values, as on vdpbf16ps.
+  std::optional<RoundedOperand> rounded = roundedOnlyFor(op, bm);
+  Value bp =
+      packPairsAlongK(b, loc, bm, layout.transposedB, k, n, kp, np, rounded);
   // The accumulator: C itself where tiles fit it (whole tiles, rows of unit
   // stride), else a padded f32 copy.
   Value cp = c;
@@ -291,6 +304,8 @@ void emitAMXProduct(IRRewriter &b, linalg::MatmulOp op, Layout layout) {
     copyInto(b, loc, view(b, loc, cp, {0, 0}, {m, n}), c,
              b.getMultiDimIdentityMap(2));
   b.eraseOp(op);
+  if (rounded)
+    eraseRounded(b, *rounded);
 }
 
 constexpr int64_t kLanes = 16; // f32 lanes of a 512-bit vector
@@ -418,16 +433,10 @@ private:
   }
 
 public:
-  /// After the product is gone: the rounding loop that packing replaced,
-  /// and its buffer.
+  /// After the product is gone: the rounding loop that packing replaced.
   void eraseRoundedOperand() {
-    if (!roundedB)
-      return;
-    Value buffer = roundedB->loop.getDpsInits()[0];
-    b.eraseOp(roundedB->loop);
-    for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
-      b.eraseOp(user); // its deallocation
-    b.eraseOp(buffer.getDefiningOp());
+    if (roundedB)
+      eraseRounded(b, *roundedB);
   }
 
 private:
@@ -580,8 +589,8 @@ bool tgc::cpu::isDotBF16Product(Operation *op) {
              llvm::cast<MemRefType>(product.getDpsInits()[0].getType()));
 }
 
-Operation *tgc::cpu::roundingPackedBy(Operation *op) {
-  if (!isDotBF16Product(op))
+Operation *tgc::cpu::roundingPackedBy(Operation *op, bool amx) {
+  if (!(amx ? isAMXProduct(op) : isDotBF16Product(op)))
     return nullptr;
   auto product = llvm::cast<linalg::MatmulOp>(op);
   std::optional<RoundedOperand> rounded =

@@ -17,10 +17,11 @@ void emitAMXProducts(mlir::ModuleOp module);
 bool isAMXProduct(mlir::Operation *op);
 /// Whether `op` is a product emitDotBF16Products replaces.
 bool isDotBF16Product(mlir::Operation *op);
-/// For such a product: the loop rounding f32 values into its B that only
-/// it reads, which its packing replaces (it packs from the f32 values);
-/// null if there is none.
-mlir::Operation *roundingPackedBy(mlir::Operation *op);
+/// For a product that emitAMXProducts (`amx`) or emitDotBF16Products
+/// replaces: the loop rounding f32 values into its B that only it reads,
+/// which its packing replaces (it packs from the f32 values); null if
+/// there is none.
+mlir::Operation *roundingPackedBy(mlir::Operation *op, bool amx);
 
 /// Tiles of a product on `vdpbf16ps`, in pairs of K: MT x NT output tiles
 /// (the parallel loop), KT pairs deep cache blocks, MR x NR register tiles

@@ -189,10 +189,10 @@ public:
   }
 
   Operation *roundingPackedBy(Operation *product) const override {
-    // The vdpbf16ps products pack B from a weight's f32 values.
-    if (options.amx || !options.bf16Dot)
+    // AMX and vdpbf16ps products pack B from a weight's f32 values.
+    if (!options.amx && !options.bf16Dot)
       return nullptr;
-    return cpu::roundingPackedBy(product);
+    return cpu::roundingPackedBy(product, options.amx);
   }
 
   int64_t taskBytes() const override { return cpu::kTaskBytes; }

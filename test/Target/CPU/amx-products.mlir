@@ -50,3 +50,27 @@ func.func @f32_product(%a: memref<32x64xf32>, %b: memref<64x32xf32>, %c: memref<
   linalg.matmul ins(%a, %b : memref<32x64xf32>, memref<64x32xf32>) outs(%c : memref<32x32xf32>)
   return
 }
+
+// A weight's bf16 copy that only this product reads is packed straight
+// from the f32 weight (rounded as it is copied), as on vdpbf16ps: the
+// rounding loop and its buffer are gone.
+// CHECK-LABEL: func.func @rounded_weight
+// CHECK-NOT: memref<37x10xbf16>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<10x37xf32>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: amx.tile_mulf
+// CHECK-NOT: memref<37x10xbf16>
+// CHECK: return
+#wt = affine_map<(d0, d1) -> (d1, d0)>
+#id2w = affine_map<(d0, d1) -> (d0, d1)>
+func.func @rounded_weight(%a: memref<64x37xbf16>, %w: memref<10x37xf32>, %c: memref<64x10xf32>) {
+  %wb = memref.alloc() : memref<37x10xbf16>
+  linalg.generic {indexing_maps = [#wt, #id2w], iterator_types = ["parallel", "parallel"]} ins(%w : memref<10x37xf32>) outs(%wb : memref<37x10xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%a, %wb : memref<64x37xbf16>, memref<37x10xbf16>) outs(%c : memref<64x10xf32>)
+  memref.dealloc %wb : memref<37x10xbf16>
+  return
+}

@@ -107,11 +107,10 @@ struct CountKernelsPass
       }
       if (fusion == tg::FusionMode::None)
         return;
-      if (target.takesAccumulatorFill(product))
-        if (linalg::FillOp fill = findAccumulatorInit(product))
-          doneInTiles.insert(fill);
       if (!target.fusesIntoProductTiles(product))
         return;
+      if (linalg::FillOp fill = findAccumulatorInit(product))
+        doneInTiles.insert(fill);
       // The tiles write the new layout: the product's bytes stay, the
       // transpose's go.
       if (inF32Tiles(product))

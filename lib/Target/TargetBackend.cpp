@@ -15,10 +15,6 @@ bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
   return false;
 }
 
-bool TargetBackend::takesAccumulatorFill(mlir::Operation *product) const {
-  return fusesIntoProductTiles(product);
-}
-
 mlir::Operation *TargetBackend::roundingPackedBy(mlir::Operation *) const {
   return nullptr;
 }

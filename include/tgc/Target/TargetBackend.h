@@ -77,10 +77,6 @@ public:
   /// are then no passes over memory of their own; `tgc stats` counts
   /// kernels and bytes accordingly.
   virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
-  /// Whether, with fusion on, the fill that zeroes `product`'s output is
-  /// done inside its tiles (by default: where fusesIntoProductTiles; also
-  /// where only the fill is, e.g. the CPU's bf16 products).
-  virtual bool takesAccumulatorFill(mlir::Operation *product) const;
   /// The loop that rounds f32 values into a buffer that only `product`
   /// reads, when the product packs that operand from the f32 values
   /// itself (the loop is then no pass over memory, and the product reads

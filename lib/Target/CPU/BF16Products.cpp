@@ -331,6 +331,7 @@ public:
     this->t.kt = std::clamp<int64_t>(t.kt, 1, kPairs);
     if (takeFill)
       takeAccumulatorInit(op);
+    epilogue = op->getAttr(tgc::cpu::kEpilogueAttr);
     b.setInsertionPoint(op);
     pack(op, layout);
   }
@@ -345,6 +346,8 @@ public:
                             b.setInsertionPointToStart(
                                 nested.getInsertionBlock());
                             outputTile(ivs[0], ivs[1]);
+                            if (epilogue)
+                              markEpilogue(ivs[0], ivs[1]);
                             scf::InParallelOp::create(b, loc);
                           });
   }
@@ -384,6 +387,23 @@ private:
       body();
       scf::YieldOp::create(b, loc);
     });
+  }
+
+  /// The view of the output tile at (i0, j0), carrying the product's
+  /// epilogue index: tgc-vectorize-matmuls runs the epilogue there, on the
+  /// tile in cache, instead of as a pass over the whole output.
+  void markEpilogue(Value i0, Value j0) {
+    auto size = [&](Value at, int64_t step, int64_t extent) -> OpFoldResult {
+      if (step >= extent || extent % step == 0)
+        return b.getIndexAttr(std::min(step, extent));
+      Value end = min(add(at, step), extent);
+      return arith::SubIOp::create(b, loc, end, at).getResult();
+    };
+    auto tile = memref::SubViewOp::create(
+        b, loc, c, ArrayRef<OpFoldResult>{i0, j0},
+        ArrayRef<OpFoldResult>{size(i0, t.mt, m), size(j0, t.nt, n)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    tile->setAttr(tgc::cpu::kEpilogueAttr, epilogue);
   }
 
   /// The fill of a constant that initialises C just before the product
@@ -571,7 +591,8 @@ private:
   DotTiles t;
   Value c, ap, bp;
   std::optional<RoundedOperand> roundedB; // B packed from its f32 source
-  Value initial; // C's starting value (a vector constant), if it is filled
+  Value initial;      // C's starting value (a vector constant), if it is filled
+  Attribute epilogue; // the index of the epilogue on C's tiles, if any
   bool aPairsAlongK = false; // ap is [K/2][2 M], else [M][>= K]
   int64_t m, n, k, kPairs;
 };

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace tgc::cpu {
 /// Replaces each bf16 x bf16 -> f32 `linalg.matmul` on static memrefs (A
@@ -23,6 +24,11 @@ bool isDotBF16Product(mlir::Operation *op);
 /// there is none.
 mlir::Operation *roundingPackedBy(mlir::Operation *op, bool amx);
 
+/// The index (an i64 attribute) of a product's epilogue among those
+/// tgc-vectorize-matmuls took (tgc::findEpilogue): on a product, and on the
+/// output tile view after which that epilogue is to run on the tile.
+constexpr llvm::StringLiteral kEpilogueAttr = "tgc.epilogue";
+
 /// Tiles of a product on `vdpbf16ps`, in pairs of K: MT x NT output tiles
 /// (the parallel loop), KT pairs deep cache blocks, MR x NR register tiles
 /// (NR a multiple of 16).
@@ -36,6 +42,9 @@ struct DotTiles {
 /// across blocks of K pairs. `chooseTiles(M, N, K pairs)` sizes each
 /// product's tiles. With `takeFills`, the fill of a constant that
 /// initialises C just before a product becomes the register tiles' start.
+/// A product carrying kEpilogueAttr leaves, after each output tile's last
+/// block of K pairs, a view of that tile carrying the attribute: where the
+/// caller puts the epilogue, on the tile while it is in cache.
 void emitDotBF16Products(
     mlir::ModuleOp module,
     llvm::function_ref<DotTiles(int64_t m, int64_t n, int64_t kPairs)>

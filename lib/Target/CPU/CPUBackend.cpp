@@ -181,11 +181,7 @@ public:
   }
 
   bool fusesIntoProductTiles(Operation *product) const override {
-    return cpu::fusesIntoProductTiles(product, options.amx, options.bf16Dot);
-  }
-
-  bool takesAccumulatorFill(Operation *product) const override {
-    return cpu::takesAccumulatorFill(product, options.amx);
+    return cpu::fusesIntoProductTiles(product, options.amx);
   }
 
   Operation *roundingPackedBy(Operation *product) const override {

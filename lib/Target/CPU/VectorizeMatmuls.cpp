@@ -1009,9 +1009,8 @@ bool isScheduledProduct(linalg::LinalgOp op) {
          });
 }
 
-/// f32 products only: bf16/f16 operands are widened, or become AMX tiles or
-/// vdpbf16ps products, first, which this schedule's epilogues and output
-/// layouts do not follow (their fills: takesAccumulatorFill).
+/// Whether all of `op`'s operands are f32 (bf16/f16 operands are widened,
+/// or become AMX tiles or vdpbf16ps products, before the f32 schedule).
 bool isF32Product(linalg::LinalgOp op) {
   return llvm::all_of(op->getOperandTypes(),
                       [](Type t) { return getElementTypeOrSelf(t).isF32(); });
@@ -1036,7 +1035,10 @@ SmallVector<OpTy> opsWithAttr(ModuleOp module, StringRef name) {
 void takeAccumulatorFills(ModuleOp module, bool amx, bool bf16Dot) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {
-    if (!tgc::cpu::fusesIntoProductTiles(op, amx, bf16Dot))
+    if (!tgc::cpu::fusesIntoProductTiles(op, amx))
+      return;
+    // A vdpbf16ps product's emitter starts its registers from the fill.
+    if (!amx && bf16Dot && tgc::cpu::isDotBF16Product(op))
       return;
     if (linalg::FillOp fill = tgc::findAccumulatorInit(op))
       moves.emplace_back(op, fill);
@@ -1063,7 +1065,7 @@ void fillOutputTiles(ModuleOp module) {
   }
 }
 
-constexpr llvm::StringLiteral kEpilogueAttr = "tgc.epilogue";
+using tgc::cpu::kEpilogueAttr;
 
 /// Moves `v`'s buffer (and reshapes of it) made between `product` and
 /// its reader before the product, sources first.
@@ -1079,11 +1081,10 @@ void hoistBefore(Value v, Operation *product) {
 
 /// Each product's epilogue (findEpilogue), its buffers made before the
 /// product; the product carries the epilogue's index (its tiles keep it).
-SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx,
-                                             bool bf16Dot) {
+SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::GenericOp>> found;
   module.walk([&](linalg::LinalgOp op) {
-    if (tgc::cpu::fusesIntoProductTiles(op, amx, bf16Dot))
+    if (tgc::cpu::fusesIntoProductTiles(op, amx))
       if (linalg::GenericOp epilogue = tgc::findEpilogue(op))
         found.emplace_back(op, epilogue);
   });
@@ -1181,18 +1182,28 @@ void cloneDirectEpilogue(OpBuilder &b, linalg::GenericOp epilogue, Value acc,
 }
 
 /// After the output tiles exist: each epilogue runs on the tile right after
-/// the tile's product, and the whole-buffer loop goes.
+/// the tile's product (an f32 product's tile, or the tile view that a
+/// vdpbf16ps product leaves after its K loop), and the whole-buffer loop
+/// goes.
 void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
   llvm::DenseMap<Operation *, SmallVector<Value>> matrices;
   llvm::DenseSet<Operation *> fusedAway;
   OpBuilder b(module.getContext());
-  for (linalg::LinalgOp tile :
-       opsWithAttr<linalg::LinalgOp>(module, kEpilogueAttr)) {
+  // Each tile (the op after which the epilogue goes) and its output.
+  SmallVector<std::pair<Operation *, Value>> tiles;
+  module.walk([&](Operation *op) {
+    if (!op->hasAttr(kEpilogueAttr))
+      return;
+    if (auto product = llvm::dyn_cast<linalg::LinalgOp>(op))
+      tiles.emplace_back(op, product.getDpsInits()[0]);
+    else if (auto view = llvm::dyn_cast<memref::SubViewOp>(op))
+      tiles.emplace_back(op, view.getResult());
+  });
+  for (auto [tile, out] : tiles) {
     int64_t index =
         llvm::cast<IntegerAttr>(tile->getAttr(kEpilogueAttr)).getInt();
     tile->removeAttr(kEpilogueAttr);
     linalg::GenericOp epilogue = epilogues[index];
-    Value out = tile.getDpsInits()[0];
     Value acc = tgc::rootBuffer(out);
     if (tgc::isDirectEpilogue(epilogue, acc)) {
       SmallVector<OpFoldResult> offsets, sizes;
@@ -1248,7 +1259,7 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
     for (Value v : whole)
       parts.push_back(v == acc
                           ? out
-                          : memref::SubViewOp::create(b, tile.getLoc(), v,
+                          : memref::SubViewOp::create(b, tile->getLoc(), v,
                                                       offsets, sizes, strides)
                                 .getResult());
     unsigned inputs = epilogue.getNumDpsInputs();
@@ -1546,7 +1557,7 @@ struct TGCVectorizeMatmulsPass
       headsOperands = takeHeadsOperands(module);
       outputTransposes = takeOutputTransposes(module);
       takeAccumulatorFills(module, amx, bf16Dot);
-      epilogues = takeEpilogues(module, amx, bf16Dot);
+      epilogues = takeEpilogues(module, amx);
     }
     if (amx)
       tgc::cpu::emitAMXProducts(module);
@@ -1622,34 +1633,21 @@ struct TGCVectorizeMatmulsPass
 
 } // namespace
 
-bool tgc::cpu::takesAccumulatorFill(Operation *op, bool amx) {
-  auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
-  if (!product || !isScheduledProduct(product) ||
-      !getElementTypeOrSelf(product.getDpsInits()[0].getType()).isF32())
-    return false;
-  if (isF32Product(product))
-    return true;
-  if (amx && isAMXProduct(op))
-    return false;
-  // On dot products, or widened to an f32 product.
-  return true;
-}
-
 bool tgc::cpu::readsHeadsInPlace(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
   return product && isScheduledProduct(product) && isF32Product(product);
 }
 
-bool tgc::cpu::fusesIntoProductTiles(Operation *op, bool amx, bool bf16Dot) {
+bool tgc::cpu::fusesIntoProductTiles(Operation *op, bool amx) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
   if (!product || !isScheduledProduct(product))
     return false;
   if (isF32Product(product))
     return true;
   // Narrow operands widened to f32 (widenNarrowOperands) make an f32
-  // product of it, tiled like one: not the products on AMX tiles or
-  // vdpbf16ps, whose emitters do their own tiles.
+  // product of it, tiled like one; vdpbf16ps products fill their registers
+  // and leave each output tile to its epilogue (emitDotBF16Products). Not
+  // the products on AMX tiles, whose tiles go through memory per K step.
   return getElementTypeOrSelf(product.getDpsInits()[0].getType()).isF32() &&
-         !(amx && tgc::cpu::isAMXProduct(op)) &&
-         !(!amx && bf16Dot && tgc::cpu::isDotBF16Product(op));
+         !(amx && tgc::cpu::isAMXProduct(op));
 }

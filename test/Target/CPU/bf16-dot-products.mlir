@@ -299,3 +299,70 @@ func.func @rounded_weight_kept(%a: memref<64x37xbf16>, %w: memref<10x37xf32>, %c
   linalg.matmul ins(%a, %wb2 : memref<64x37xbf16>, memref<37x10xbf16>) outs(%c : memref<64x10xf32>)
   return
 }
+
+// The loop that reads the product's output right after it (its epilogue,
+// tgc::findEpilogue) runs on each output tile after the tile's last block
+// of K pairs, while the tile is in cache: here the bf16 copy of the output
+// that the backward keeps (SwiGLU's gate and up), the f32 output still read
+// later. Without fill-tiles, and on AMX tiles, it stays a pass of its own.
+// CHECK-LABEL: func.func @epilogue_saves_copy
+// CHECK: scf.forall (%[[I0:.*]], %[[J0:.*]]) = (0, 0) to (64, 128) step (32, 64)
+// CHECK: x86vector.avx512.dot
+// CHECK: %[[TILE:.*]] = memref.subview %[[C:.*]][%[[I0]], %[[J0]]] [32, 64] [1, 1] : memref<64x128xf32> to memref<32x64xf32, strided<[128, 1], offset: ?>>
+// CHECK: %[[COPY:.*]] = memref.subview %arg2[%[[I0]], %[[J0]]] [32, 64] [1, 1] : memref<64x128xbf16> to memref<32x64xbf16, strided<[128, 1], offset: ?>>
+// CHECK: linalg.generic {{.*}} ins(%[[TILE]] : memref<32x64xf32, strided<[128, 1], offset: ?>>) outs(%[[COPY]] : memref<32x64xbf16, strided<[128, 1], offset: ?>>)
+// CHECK: arith.truncf
+// CHECK-NOT: linalg.generic {{.*}} outs(%arg2
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : memref<64x128xf32>) outs(%arg3
+// CHECK: return
+// NOFUSE-LABEL: func.func @epilogue_saves_copy
+// NOFUSE: x86vector.avx512.dot
+// NOFUSE: linalg.generic {{.*}} ins(%{{.*}} : memref<64x128xf32>) outs(%arg2 : memref<64x128xbf16>)
+// AMX-LABEL: func.func @epilogue_saves_copy
+// AMX: amx.tile_mulf
+// AMX: linalg.generic {{.*}} ins(%{{.*}} : memref<64x128xf32>) outs(%arg2 : memref<64x128xbf16>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @epilogue_saves_copy(%a: memref<64x256xbf16>, %b: memref<256x128xbf16>, %saved: memref<64x128xbf16>, %out: memref<64x128xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<64x128xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x128xf32>)
+  linalg.matmul ins(%a, %b : memref<64x256xbf16>, memref<256x128xbf16>) outs(%c : memref<64x128xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%c : memref<64x128xf32>) outs(%saved : memref<64x128xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%c : memref<64x128xf32>) outs(%out : memref<64x128xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.mulf %x, %x : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<64x128xf32>
+  return
+}
+
+// An epilogue that updates the output in place (a scale), on M = 61 and
+// N = 10 (a partial last tile of rows: its size is computed).
+// CHECK-LABEL: func.func @epilogue_in_place
+// CHECK: scf.forall (%[[I0:.*]]) = (0) to (61) step (32)
+// CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %c61 : index
+// CHECK: %[[ROWS:.*]] = arith.subi %[[END]], %[[I0]] : index
+// CHECK: x86vector.avx512.dot
+// CHECK: %[[TILE:.*]] = memref.subview %{{.*}}[%[[I0]], 0] [%[[ROWS]], 10] [1, 1]
+// CHECK: linalg.generic {{.*}} outs(%[[TILE]] : memref<?x10xf32, strided<[10, 1], offset: ?>>)
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+// CHECK: memref.copy
+func.func @epilogue_in_place(%a: memref<61x38xbf16>, %b: memref<38x10xbf16>, %out: memref<61x10xf32>) {
+  %half = arith.constant 0.5 : f32
+  %c = memref.alloc() : memref<61x10xf32>
+  linalg.matmul ins(%a, %b : memref<61x38xbf16>, memref<38x10xbf16>) outs(%c : memref<61x10xf32>)
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%c : memref<61x10xf32>) {
+  ^bb0(%o: f32):
+    %s = arith.mulf %o, %half : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %c, %out : memref<61x10xf32> to memref<61x10xf32>
+  memref.dealloc %c : memref<61x10xf32>
+  return
+}

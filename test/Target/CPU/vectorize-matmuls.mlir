@@ -314,7 +314,8 @@ func.func @epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<2x
 
 // The same on a product of bf16 operands that the target widens to f32 (no
 // AMX, no bf16-dot): it is tiled like an f32 product, so its epilogue runs
-// on its tiles too. With vdpbf16ps products (bf16-dot) the loop stays.
+// on its tiles too. A vdpbf16ps product (bf16-dot) runs it on each output
+// tile after the tile's K loop, the tile in cache.
 // TILEFILL-LABEL: func.func @widened_epilogue
 // TILEFILL: arith.extf %{{.*}} : bf16 to f32
 // TILEFILL: scf.forall
@@ -325,8 +326,15 @@ func.func @epilogue(%a: memref<128x64xf32>, %b: memref<64x96xf32>, %x: memref<2x
 // TILEFILL-NOT: linalg.generic
 // TILEFILL: return
 // DOTEPI-LABEL: func.func @widened_epilogue
+// DOTEPI: scf.forall
 // DOTEPI: x86vector.avx512.dot
-// DOTEPI: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<2x64x96xf32>, memref<2x64x96xf32>) outs(%{{.*}} : memref<2x64x96xf32>)
+// DOTEPI: %[[TILE:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [%{{.*}}, 96] [1, 1] : memref<128x96xf32> to memref<?x96xf32, strided<[96, 1], offset: ?>>
+// DOTEPI: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : memref<?x96xf32, strided<[96, 1], offset: ?>>, memref<?x96xf32, strided<[96, 1], offset: ?>>) outs(%{{.*}} : memref<?x96xf32, strided<[96, 1], offset: ?>>)
+// DOTEPI: arith.addf
+// DOTEPI: }
+// DOTEPI-NEXT: }
+// DOTEPI-NOT: linalg.generic
+// DOTEPI: return
 #id3x = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 func.func @widened_epilogue(%a: memref<128x64xbf16>, %b: memref<64x96xbf16>, %x: memref<2x64x96xf32>, %y: memref<2x64x96xf32>) {
   %zero = arith.constant 0.0 : f32

@@ -24,24 +24,18 @@ namespace tgc::cpu {
 #include "tgc/Target/CPU/Passes.h.inc"
 
 /// Whether tgc-vectorize-matmuls tiles `op` (a matmul, or a batch matmul of
-/// a layout it schedules, on static f32 buffers, or on bf16/f16 operands
-/// that it widens to f32 for a target without AMX (`amx`) or AVX512-BF16
-/// dot products (`bf16Dot`) for them) and, with fill-tiles, does its
-/// neighbours (tgc::findAccumulatorInit, tgc::findEpilogue) inside each
+/// a layout it schedules, on static f32 buffers, or a product of bf16/f16
+/// operands with an f32 output, widened to f32 or on AVX512-BF16 dot
+/// products; not one on AMX tiles, with `amx`) and, with fill-tiles, does
+/// its neighbours (tgc::findAccumulatorInit, tgc::findEpilogue) inside each
 /// output tile.
-bool fusesIntoProductTiles(mlir::Operation *op, bool amx, bool bf16Dot);
+bool fusesIntoProductTiles(mlir::Operation *op, bool amx);
 
 /// Whether, with fill-tiles, `op`'s tiles read an operand in the heads'
 /// layout in place (tgc::findHeadsOperand) and write its output into a new
 /// layout (tgc::findOutputTranspose): f32 products only (a widened
 /// product's tiles read and write its f32 copies).
 bool readsHeadsInPlace(mlir::Operation *op);
-
-/// Whether tgc-vectorize-matmuls, with fill-tiles, does the fill that
-/// zeroes `op`'s output inside its tiles: the f32 products above, bf16 ones
-/// on AVX512-BF16 dot products and products widened to f32; not the
-/// products that run on AMX tiles (with `amx`).
-bool takesAccumulatorFill(mlir::Operation *op, bool amx);
 
 } // namespace tgc::cpu
 

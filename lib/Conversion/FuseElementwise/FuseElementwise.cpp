@@ -4,6 +4,7 @@
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TrainStep.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -647,6 +648,152 @@ void fuseConsumersIntoTasks(func::FuncOp func) {
   }
 }
 
+/// Whether `op` only widens its one input (`arith.extf` over identity
+/// maps): the reverse graph's f32 view of a saved bf16/f16 copy.
+bool isWideningCast(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block *body = op.getBody();
+  auto widen = dyn_cast<arith::ExtFOp>(body->front());
+  return widen && widen.getIn() == body->getArgument(0) &&
+         body->getTerminator()->getNumOperands() == 1 &&
+         body->getTerminator()->getOperand(0) == widen.getResult();
+}
+
+/// The slices that parallel tasks (ops in an scf.forall) take of `v`,
+/// directly or through reshapes made outside them; false when anything
+/// else reads `v`.
+bool collectTaskSlices(Value v, SmallVectorImpl<tensor::ExtractSliceOp> &out) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
+        !user->getParentOfType<scf::ForallOp>()) {
+      if (!collectTaskSlices(user->getResult(0), out))
+        return false;
+      continue;
+    }
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    if (!slice || !slice->getParentOfType<scf::ForallOp>())
+      return false;
+    out.push_back(slice);
+  }
+  return true;
+}
+
+/// A cast that widens a saved bf16/f16 copy for the reverse graph, read
+/// only by parallel tasks (the norms' tasks recomputing and differentiating
+/// the norm of the saved residual stream; attention's gradient tasks
+/// reading Q, K and V), would be a pass of its own that writes an f32 copy
+/// of the whole tensor for the tasks to read back. Instead each task
+/// slices the narrow tensor: a loop reading the slice widens each element
+/// as it reads it (`arith.extf` in its body), any other reader reads the
+/// slice widened in the task (a buffer of the task's size, in its core's
+/// cache). The same values, without the f32 copy.
+void fuseWideningIntoTasks(
+    func::FuncOp func,
+    const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {
+  SmallVector<linalg::GenericOp> widenings;
+  func.walk([&](linalg::GenericOp op) {
+    if (op.hasPureTensorSemantics() && isWideningCast(op) &&
+        !op->getParentOfType<scf::ForallOp>())
+      widenings.push_back(op);
+  });
+  IRRewriter rewriter(func.getContext());
+  for (linalg::GenericOp widening : widenings) {
+    Value narrow = widening.getDpsInputs()[0];
+    Type narrowType = getElementTypeOrSelf(narrow.getType());
+    SmallVector<tensor::ExtractSliceOp> slices;
+    if (!collectTaskSlices(widening->getResult(0), slices) || slices.empty())
+      continue;
+    // The reads move into the tasks: nothing may overwrite the narrow
+    // tensor in place before them.
+    bool movable = llvm::all_of(slices, [&](tensor::ExtractSliceOp slice) {
+      Operation *task = widening->getBlock()->findAncestorOpInBlock(*slice);
+      return task && !overwrittenBetween(widening, task) &&
+             readsBeforeUpdates(inPlace, ValueRange{narrow}, slice);
+    });
+    if (!movable)
+      continue;
+    // The reshapes between the cast and the slices, remade on the narrow
+    // tensor next to their originals.
+    llvm::DenseMap<Value, Value> narrowOf{{widening->getResult(0), narrow}};
+    std::function<Value(Value)> narrowView = [&](Value wide) -> Value {
+      if (Value known = narrowOf.lookup(wide))
+        return known;
+      Operation *reshape = wide.getDefiningOp();
+      Value source = narrowView(reshape->getOperand(0));
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfter(reshape);
+      Value remade;
+      if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(reshape))
+        remade =
+            tensor::CollapseShapeOp::create(rewriter, collapse.getLoc(), source,
+                                            collapse.getReassociationIndices());
+      else {
+        auto expand = cast<tensor::ExpandShapeOp>(reshape);
+        remade = tensor::ExpandShapeOp::create(
+            rewriter, expand.getLoc(), expand.getResultType().clone(narrowType),
+            source, expand.getReassociationIndices(),
+            expand.getMixedOutputShape());
+      }
+      return narrowOf[wide] = remade;
+    };
+    for (tensor::ExtractSliceOp slice : slices) {
+      rewriter.setInsertionPoint(slice);
+      Location loc = slice.getLoc();
+      auto narrowSlice = tensor::ExtractSliceOp::create(
+          rewriter, loc,
+          cast<RankedTensorType>(slice.getType().clone(narrowType)),
+          narrowView(slice.getSource()), slice.getMixedOffsets(),
+          slice.getMixedSizes(), slice.getMixedStrides());
+      Value widened; // the slice widened in the task, made on demand
+      for (OpOperand &use : llvm::make_early_inc_range(slice->getUses())) {
+        auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+        if (reader && reader.isDpsInput(&use)) {
+          BlockArgument arg = reader.getMatchingBlockArgument(&use);
+          rewriter.modifyOpInPlace(reader, [&] {
+            use.set(narrowSlice);
+            arg.setType(narrowType);
+          });
+          OpBuilder::InsertionGuard guard(rewriter);
+          rewriter.setInsertionPointToStart(reader.getBody());
+          Value wide = arith::ExtFOp::create(
+              rewriter, loc, getElementTypeOrSelf(slice.getType()), arg);
+          rewriter.replaceAllUsesExcept(arg, wide, wide.getDefiningOp());
+          continue;
+        }
+        if (!widened) {
+          Value init =
+              tensor::EmptyOp::create(rewriter, loc, slice.getType().getShape(),
+                                      getElementTypeOrSelf(slice.getType()));
+          auto copy = linalg::GenericOp::create(
+              rewriter, loc, TypeRange{slice.getType()},
+              ValueRange{narrowSlice}, ValueRange{init},
+              SmallVector<AffineMap>(2, rewriter.getMultiDimIdentityMap(
+                                            slice.getType().getRank())),
+              SmallVector<utils::IteratorType>(slice.getType().getRank(),
+                                               utils::IteratorType::parallel));
+          rewriter.cloneRegionBefore(widening.getRegion(), copy.getRegion(),
+                                     copy.getRegion().end());
+          widened = copy.getResult(0);
+        }
+        rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(widened); });
+      }
+      rewriter.eraseOp(slice);
+    }
+    // The wide reshapes and the cast, now unread.
+    std::function<void(Value)> eraseUnread = [&](Value wide) {
+      for (Operation *user : llvm::make_early_inc_range(wide.getUsers()))
+        eraseUnread(user->getResult(0));
+      if (wide.use_empty())
+        rewriter.eraseOp(wide.getDefiningOp());
+    };
+    eraseUnread(widening->getResult(0));
+  }
+}
+
 /// Transposes as generics for the duration of the fusion (a permuting copy
 /// fuses with an elementwise producer or consumer: RoPE writes the heads'
 /// layout, a gradient's layout change feeds RoPE's gradient directly);
@@ -775,8 +922,10 @@ struct TGCFuseElementwisePass
         failed(applyPatternsGreedily(getOperation(), frozen)))
       return signalPassFailure();
     respecializeTransposes(getOperation());
-    getOperation().walk(
-        [](func::FuncOp func) { fuseConsumersIntoTasks(func); });
+    getOperation().walk([&](func::FuncOp func) {
+      fuseConsumersIntoTasks(func);
+      fuseWideningIntoTasks(func, inPlace);
+    });
   }
 };
 

@@ -550,3 +550,93 @@ func.func @saved_copy(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf
   } -> tensor<4x8xf32>
   return %wide, %back : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A cast widening a saved bf16 copy, read only by parallel tasks (through
+// a reshape made outside them: the norms' tasks over rows), is no pass of
+// its own: each task slices the bf16 tensor, a loop reading the slice
+// widens each element as it reads it, and another reader (a named op)
+// reads the slice widened in the task.
+#id3w = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id2w = affine_map<(d0, d1) -> (d0, d1)>
+#rowsum = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @widening_into_tasks
+// CHECK-SAME: (%[[SAVED:.*]]: tensor<2x3x8xbf16>)
+// CHECK-NOT: arith.extf
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %[[SAVED]] {{\[}}[0, 1], [2]] : tensor<2x3x8xbf16> into tensor<6x8xbf16>
+// CHECK: scf.forall
+// CHECK:   %[[SLICE:.*]] = tensor.extract_slice %[[ROWS]][%{{.*}}, 0] [3, 8] [1, 1] : tensor<6x8xbf16> to tensor<3x8xbf16>
+// CHECK:   %[[WIDE:.*]] = linalg.generic {{.*}} ins(%[[SLICE]] : tensor<3x8xbf16>) outs(%{{.*}} : tensor<3x8xf32>)
+// CHECK:     arith.extf
+// CHECK:   linalg.copy ins(%[[WIDE]] : tensor<3x8xf32>)
+// CHECK:   linalg.generic {{.*}} ins(%[[SLICE]] : tensor<3x8xbf16>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK:   ^bb0(%[[IN:.*]]: bf16, %[[ACC:.*]]: f32):
+// CHECK:     %[[X:.*]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK:     arith.mulf %[[X]], %[[X]] : f32
+// CHECK: return
+func.func @widening_into_tasks(%saved: tensor<2x3x8xbf16>) -> (tensor<6x8xf32>, tensor<6xf32>) {
+  %c3 = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  %we = tensor.empty() : tensor<2x3x8xf32>
+  %wide = linalg.generic {indexing_maps = [#id3w, #id3w], iterator_types = ["parallel", "parallel", "parallel"]} ins(%saved : tensor<2x3x8xbf16>) outs(%we : tensor<2x3x8xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<2x3x8xf32>
+  %rows = tensor.collapse_shape %wide [[0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  %e = tensor.empty() : tensor<6x8xf32>
+  %s = tensor.empty() : tensor<6xf32>
+  %r:2 = scf.forall (%t) in (2) shared_outs(%out = %e, %sums = %s) -> (tensor<6x8xf32>, tensor<6xf32>) {
+    %row = arith.muli %t, %c3 : index
+    %xt = tensor.extract_slice %rows[%row, 0] [3, 8] [1, 1] : tensor<6x8xf32> to tensor<3x8xf32>
+    %ce = tensor.empty() : tensor<3x8xf32>
+    %copy = linalg.copy ins(%xt : tensor<3x8xf32>) outs(%ce : tensor<3x8xf32>) -> tensor<3x8xf32>
+    %se = tensor.empty() : tensor<3xf32>
+    %sf = linalg.fill ins(%zero : f32) outs(%se : tensor<3xf32>) -> tensor<3xf32>
+    %sq = linalg.generic {indexing_maps = [#id2w, #rowsum], iterator_types = ["parallel", "reduction"]} ins(%xt : tensor<3x8xf32>) outs(%sf : tensor<3xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %m = arith.mulf %in, %in : f32
+      %a = arith.addf %acc, %m : f32
+      linalg.yield %a : f32
+    } -> tensor<3xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %copy into %out[%row, 0] [3, 8] [1, 1] : tensor<3x8xf32> into tensor<6x8xf32>
+      tensor.parallel_insert_slice %sq into %sums[%row] [3] [1] : tensor<3xf32> into tensor<6xf32>
+    }
+  }
+  return %r#0, %r#1 : tensor<6x8xf32>, tensor<6xf32>
+}
+
+// -----
+
+// Read outside the tasks too (here returned), the f32 copy is made once
+// and the tasks read it.
+#id2v = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @widening_read_outside_tasks
+// CHECK: %[[WIDE:.*]] = linalg.generic
+// CHECK:   arith.extf
+// CHECK: scf.forall
+// CHECK:   tensor.extract_slice %[[WIDE]]
+// CHECK-NOT: arith.extf
+// CHECK: return
+func.func @widening_read_outside_tasks(%saved: tensor<6x8xbf16>) -> (tensor<6x8xf32>, tensor<6x8xf32>) {
+  %c3 = arith.constant 3 : index
+  %we = tensor.empty() : tensor<6x8xf32>
+  %wide = linalg.generic {indexing_maps = [#id2v, #id2v], iterator_types = ["parallel", "parallel"]} ins(%saved : tensor<6x8xbf16>) outs(%we : tensor<6x8xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<6x8xf32>
+  %e = tensor.empty() : tensor<6x8xf32>
+  %r = scf.forall (%t) in (2) shared_outs(%out = %e) -> (tensor<6x8xf32>) {
+    %row = arith.muli %t, %c3 : index
+    %xt = tensor.extract_slice %wide[%row, 0] [3, 8] [1, 1] : tensor<6x8xf32> to tensor<3x8xf32>
+    %ce = tensor.empty() : tensor<3x8xf32>
+    %copy = linalg.copy ins(%xt : tensor<3x8xf32>) outs(%ce : tensor<3x8xf32>) -> tensor<3x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %copy into %out[%row, 0] [3, 8] [1, 1] : tensor<3x8xf32> into tensor<6x8xf32>
+    }
+  }
+  return %r, %wide : tensor<6x8xf32>, tensor<6x8xf32>
+}

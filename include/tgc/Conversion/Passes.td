@@ -111,11 +111,12 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       exist before the tasks): the residual stream's gradient, the sum of
       a norm's input gradient and the gradient flowing past the norm, is
       written once by the norm's tasks. A cast that widens a saved bf16/f16
-      copy and that only tasks read (the norms' tasks on the saved residual
-      stream, attention's gradient tasks on Q, K and V) is no pass of its
-      own: each task slices the narrow tensor, and its loops widen the
-      elements as they read them (another reader, e.g. a copy, reads the
-      slice widened in the task).
+      copy and that only tasks and loops read (the norms' tasks on the saved
+      residual stream, attention's gradient tasks on Q, K and V, its
+      rowsum(dO·O) reading O through a reshape) is no pass of its own: each
+      task slices the narrow tensor, and the loops widen the elements as
+      they read them (another reader in a task, e.g. a copy, reads the
+      slice widened there).
 
     Neither moves a read past an in-place write of what it reads: an op
     between the two positions that takes the tensor as its destination

@@ -663,35 +663,62 @@ bool isWideningCast(linalg::GenericOp op) {
          body->getTerminator()->getOperand(0) == widen.getResult();
 }
 
-/// The slices that parallel tasks (ops in an scf.forall) take of `v`,
-/// directly or through reshapes made outside them; false when anything
-/// else reads `v`.
-bool collectTaskSlices(Value v, SmallVectorImpl<tensor::ExtractSliceOp> &out) {
-  for (Operation *user : v.getUsers()) {
+/// What reads `v`, directly or through reshapes made outside parallel
+/// tasks: slices taken in tasks (ops in an scf.forall) and loops
+/// (`linalg.generic` inputs); false when anything else reads it.
+bool collectNarrowableReads(Value v,
+                            SmallVectorImpl<tensor::ExtractSliceOp> &slices,
+                            SmallVectorImpl<OpOperand *> &loops) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
     if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
         !user->getParentOfType<scf::ForallOp>()) {
-      if (!collectTaskSlices(user->getResult(0), out))
+      if (!collectNarrowableReads(user->getResult(0), slices, loops))
         return false;
       continue;
     }
-    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
-    if (!slice || !slice->getParentOfType<scf::ForallOp>())
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user)) {
+      if (!slice->getParentOfType<scf::ForallOp>())
+        return false;
+      slices.push_back(slice);
+      continue;
+    }
+    auto loop = dyn_cast<linalg::GenericOp>(user);
+    if (!loop || !loop.isDpsInput(&use))
       return false;
-    out.push_back(slice);
+    loops.push_back(&use);
   }
   return true;
+}
+
+/// Makes the loop that reads `use` read `narrow` (the same elements in a
+/// narrower float type) and widen each element as it reads it.
+void readWidening(RewriterBase &rewriter, OpOperand &use, Value narrow) {
+  auto loop = cast<linalg::GenericOp>(use.getOwner());
+  Type wideType = getElementTypeOrSelf(use.get().getType());
+  BlockArgument arg = loop.getMatchingBlockArgument(&use);
+  rewriter.modifyOpInPlace(loop, [&] {
+    use.set(narrow);
+    arg.setType(getElementTypeOrSelf(narrow.getType()));
+  });
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(loop.getBody());
+  Value wide = arith::ExtFOp::create(rewriter, loop.getLoc(), wideType, arg);
+  rewriter.replaceAllUsesExcept(arg, wide, wide.getDefiningOp());
 }
 
 /// A cast that widens a saved bf16/f16 copy for the reverse graph, read
 /// only by parallel tasks (the norms' tasks recomputing and differentiating
 /// the norm of the saved residual stream; attention's gradient tasks
-/// reading Q, K and V), would be a pass of its own that writes an f32 copy
-/// of the whole tensor for the tasks to read back. Instead each task
-/// slices the narrow tensor: a loop reading the slice widens each element
-/// as it reads it (`arith.extf` in its body), any other reader reads the
-/// slice widened in the task (a buffer of the task's size, in its core's
-/// cache). The same values, without the f32 copy.
-void fuseWideningIntoTasks(
+/// reading Q, K and V) and by loops through reshapes (attention's
+/// rowsum(dO·O) reading O as heads), would be a pass of its own that writes
+/// an f32 copy of the whole tensor for them to read back. Instead each
+/// task slices the narrow tensor, and the loops that read it or its slices
+/// widen each element as they read it (`arith.extf` in their bodies); any
+/// other reader of a slice reads it widened in the task (a buffer of the
+/// task's size, in its core's cache). The same values, without the f32
+/// copy.
+void fuseWideningIntoReaders(
     func::FuncOp func,
     const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {
   SmallVector<linalg::GenericOp> widenings;
@@ -705,16 +732,21 @@ void fuseWideningIntoTasks(
     Value narrow = widening.getDpsInputs()[0];
     Type narrowType = getElementTypeOrSelf(narrow.getType());
     SmallVector<tensor::ExtractSliceOp> slices;
-    if (!collectTaskSlices(widening->getResult(0), slices) || slices.empty())
+    SmallVector<OpOperand *> loops;
+    if (!collectNarrowableReads(widening->getResult(0), slices, loops) ||
+        (slices.empty() && loops.empty()))
       continue;
-    // The reads move into the tasks: nothing may overwrite the narrow
-    // tensor in place before them.
-    bool movable = llvm::all_of(slices, [&](tensor::ExtractSliceOp slice) {
-      Operation *task = widening->getBlock()->findAncestorOpInBlock(*slice);
-      return task && !overwrittenBetween(widening, task) &&
-             readsBeforeUpdates(inPlace, ValueRange{narrow}, slice);
-    });
-    if (!movable)
+    // The reads of the narrow tensor move to its readers: nothing may
+    // overwrite it in place before them.
+    auto movableTo = [&](Operation *reader) {
+      Operation *at = widening->getBlock()->findAncestorOpInBlock(*reader);
+      return at && !overwrittenBetween(widening, at) &&
+             readsBeforeUpdates(inPlace, ValueRange{narrow}, reader);
+    };
+    if (!llvm::all_of(slices,
+                      [&](tensor::ExtractSliceOp s) { return movableTo(s); }) ||
+        !llvm::all_of(
+            loops, [&](OpOperand *use) { return movableTo(use->getOwner()); }))
       continue;
     // The reshapes between the cast and the slices, remade on the narrow
     // tensor next to their originals.
@@ -752,16 +784,7 @@ void fuseWideningIntoTasks(
       for (OpOperand &use : llvm::make_early_inc_range(slice->getUses())) {
         auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
         if (reader && reader.isDpsInput(&use)) {
-          BlockArgument arg = reader.getMatchingBlockArgument(&use);
-          rewriter.modifyOpInPlace(reader, [&] {
-            use.set(narrowSlice);
-            arg.setType(narrowType);
-          });
-          OpBuilder::InsertionGuard guard(rewriter);
-          rewriter.setInsertionPointToStart(reader.getBody());
-          Value wide = arith::ExtFOp::create(
-              rewriter, loc, getElementTypeOrSelf(slice.getType()), arg);
-          rewriter.replaceAllUsesExcept(arg, wide, wide.getDefiningOp());
+          readWidening(rewriter, use, narrowSlice);
           continue;
         }
         if (!widened) {
@@ -783,6 +806,8 @@ void fuseWideningIntoTasks(
       }
       rewriter.eraseOp(slice);
     }
+    for (OpOperand *use : loops)
+      readWidening(rewriter, *use, narrowView(use->get()));
     // The wide reshapes and the cast, now unread.
     std::function<void(Value)> eraseUnread = [&](Value wide) {
       for (Operation *user : llvm::make_early_inc_range(wide.getUsers()))
@@ -924,7 +949,7 @@ struct TGCFuseElementwisePass
     respecializeTransposes(getOperation());
     getOperation().walk([&](func::FuncOp func) {
       fuseConsumersIntoTasks(func);
-      fuseWideningIntoTasks(func, inPlace);
+      fuseWideningIntoReaders(func, inPlace);
     });
   }
 };

@@ -640,3 +640,39 @@ func.func @widening_read_outside_tasks(%saved: tensor<6x8xbf16>) -> (tensor<6x8x
   }
   return %r, %wide : tensor<6x8xf32>, tensor<6x8xf32>
 }
+
+// -----
+
+// A loop reading the widened copy through a reshape (attention's
+// rowsum(dO·O) reading the saved O as heads), which producer fusion does
+// not follow, reads the bf16 tensor reshaped and widens as it reads.
+#h5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#h5r = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3)>
+#id3r = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @widening_into_loop_through_reshape
+// CHECK-SAME: (%[[SAVED:.*]]: tensor<2x3x8xbf16>, %[[DO:.*]]: tensor<2x3x2x1x4xf32>)
+// CHECK: %[[HEADS:.*]] = tensor.expand_shape %[[SAVED]] {{\[}}[0], [1], [2, 3, 4]] output_shape [2, 3, 2, 1, 4] : tensor<2x3x8xbf16> into tensor<2x3x2x1x4xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[DO]], %[[HEADS]] : tensor<2x3x2x1x4xf32>, tensor<2x3x2x1x4xbf16>)
+// CHECK: ^bb0(%{{.*}}: f32, %[[O:.*]]: bf16, %{{.*}}: f32):
+// CHECK:   arith.extf %[[O]] : bf16 to f32
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @widening_into_loop_through_reshape(%saved: tensor<2x3x8xbf16>, %do: tensor<2x3x2x1x4xf32>) -> tensor<2x2x3x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %we = tensor.empty() : tensor<2x3x8xf32>
+  %wide = linalg.generic {indexing_maps = [#id3r, #id3r], iterator_types = ["parallel", "parallel", "parallel"]} ins(%saved : tensor<2x3x8xbf16>) outs(%we : tensor<2x3x8xf32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<2x3x8xf32>
+  %heads = tensor.expand_shape %wide [[0], [1], [2, 3, 4]] output_shape [2, 3, 2, 1, 4] : tensor<2x3x8xf32> into tensor<2x3x2x1x4xf32>
+  %e = tensor.empty() : tensor<2x2x3x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x2x3x1xf32>) -> tensor<2x2x3x1xf32>
+  %d = linalg.generic {indexing_maps = [#h5, #h5, #h5r], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %heads : tensor<2x3x2x1x4xf32>, tensor<2x3x2x1x4xf32>) outs(%f : tensor<2x2x3x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x2x3x1xf32>
+  return %d : tensor<2x2x3x1xf32>
+}

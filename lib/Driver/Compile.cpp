@@ -52,6 +52,11 @@ struct CountKernelsPass
   StringRef getArgument() const final { return "tgc-count-kernels"; }
 
   void runOnOperation() override {
+    // What the schedule will read and write: a copy with the casts around
+    // its products as the target makes them.
+    OwningOpRef<ModuleOp> copy(getOperation().clone());
+    target.prepareKernelCount(*copy);
+    ModuleOp module = *copy;
     // Iterations of the loops around `op` (constant trip counts): chunk
     // and tile loops, and parallel tasks (attention's, per head).
     auto repeats = [](Operation *op) {
@@ -99,7 +104,7 @@ struct CountKernelsPass
     // A product that packs an operand from the f32 values a loop rounded it
     // from: the loop is no kernel, the product reads the f32 values.
     llvm::DenseMap<Operation *, std::pair<Value, Value>> readsInstead;
-    getOperation().walk([&](linalg::LinalgOp product) {
+    module.walk([&](linalg::LinalgOp product) {
       if (Operation *rounding = target.roundingPackedBy(product)) {
         doneInTiles.insert(rounding);
         readsInstead[product] = {rounding->getOperand(1),
@@ -120,7 +125,7 @@ struct CountKernelsPass
         epilogueOutputs[epilogue] = product.getDpsInits()[0];
     });
     if (fusion != tg::FusionMode::None)
-      getOperation().walk([&](linalg::TransposeOp transpose) {
+      module.walk([&](linalg::TransposeOp transpose) {
         if (findHeadsOperand(transpose, inF32Tiles))
           doneInTiles.insert(transpose);
       });
@@ -135,7 +140,7 @@ struct CountKernelsPass
         return false;
       return !taskSlices.insert(operand).second;
     };
-    getOperation().walk([&](Operation *op) {
+    module.walk([&](Operation *op) {
       // Parallel tasks are one kernel (a pass over what they read and
       // write); the loop nests inside them are not.
       if (isa<scf::ForallOp>(op)) {

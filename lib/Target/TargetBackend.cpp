@@ -19,6 +19,8 @@ mlir::Operation *TargetBackend::roundingPackedBy(mlir::Operation *) const {
   return nullptr;
 }
 
+void TargetBackend::prepareKernelCount(mlir::ModuleOp) const {}
+
 int64_t TargetBackend::taskBytes() const { return 0; }
 
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,

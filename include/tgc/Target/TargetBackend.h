@@ -82,6 +82,10 @@ public:
   /// itself (the loop is then no pass over memory, and the product reads
   /// the f32 source); null by default.
   virtual mlir::Operation *roundingPackedBy(mlir::Operation *product) const;
+  /// Rewrites a copy of the bufferized step as the schedule rewrites the
+  /// casts around its products (folded into neighbours, widened copies),
+  /// for `tgc stats` to count; nothing by default.
+  virtual void prepareKernelCount(mlir::ModuleOp copy) const;
 
   /// With fusion on, the attention forward and the norms as parallel
   /// tasks whose own tiles take at most this many bytes (one core's cache:

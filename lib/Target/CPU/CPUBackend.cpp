@@ -191,6 +191,10 @@ public:
     return cpu::roundingPackedBy(product, options.amx);
   }
 
+  void prepareKernelCount(ModuleOp copy) const override {
+    cpu::prepareProductOperandsForCount(copy, options.amx, options.bf16Dot);
+  }
+
   int64_t taskBytes() const override { return cpu::kTaskBytes; }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -541,7 +541,8 @@ bool isWidenedProduct(Operation *op) {
 /// no AVX512-BF16): the copies of the weights, of the gradients entering
 /// the backward products and of the products' activations, where the
 /// products follow the cast (see kMaxOpsToReaders).
-void roundInsteadOfNarrowing(ModuleOp module) {
+void roundInsteadOfNarrowing(
+    ModuleOp module, llvm::function_ref<bool(Operation *)> keepsNarrow) {
   SmallVector<memref::AllocOp> narrow;
   module.walk([&](memref::AllocOp alloc) {
     MemRefType type = alloc.getType();
@@ -556,8 +557,8 @@ void roundInsteadOfNarrowing(ModuleOp module) {
     SmallVector<Operation *> reshapes;
     bool onlyProducts = true;
     // A product reading `v` (not writing it).
-    auto readsAsProduct = [](Operation *user, Value v) {
-      return isWidenedProduct(user) &&
+    auto readsAsProduct = [&](Operation *user, Value v) {
+      return isWidenedProduct(user) && !keepsNarrow(user) &&
              !llvm::is_contained(
                  llvm::cast<linalg::LinalgOp>(user).getDpsInits(), v);
     };
@@ -925,10 +926,11 @@ void castInProducers(ModuleOp module,
 /// same block that read the same narrow buffer (the Q, K and V projections
 /// of one input, the weight gradients that share it) reuse the copy while
 /// nothing between them may write that buffer.
-void widenNarrowOperands(ModuleOp module) {
+void widenNarrowOperands(ModuleOp module,
+                         llvm::function_ref<bool(Operation *)> keepsNarrow) {
   SmallVector<linalg::LinalgOp> products;
   module.walk([&](linalg::LinalgOp op) {
-    if (!isWidenedProduct(op))
+    if (!isWidenedProduct(op) || keepsNarrow(op))
       return;
     // The arena planner places the widened buffers of a function body and
     // of its top-level loops; the deallocation pipeline frees the others.
@@ -986,6 +988,19 @@ void widenNarrowOperands(ModuleOp module) {
       operand->set(wide);
     }
   }
+}
+
+/// The casts around the products that read narrow operands as f32
+/// (`keepsNarrow`: those that read them as they are, on AMX tiles or
+/// vdpbf16ps): rounded values stored as f32 where only such products read
+/// them, casts done by the loops that write their inputs, and the narrow
+/// operands left widened into f32 copies.
+void prepareProductOperands(ModuleOp module,
+                            MutableArrayRef<linalg::GenericOp> epilogues,
+                            llvm::function_ref<bool(Operation *)> keepsNarrow) {
+  roundInsteadOfNarrowing(module, keepsNarrow);
+  castInProducers(module, epilogues);
+  widenNarrowOperands(module, keepsNarrow);
 }
 
 constexpr llvm::StringLiteral kTileInitAttr = "tgc.fill_tiles_with";
@@ -1573,9 +1588,9 @@ struct TGCVectorizeMatmulsPass
                                       roundUp(t.nr, cpu.lanes)};
           },
           fillTiles);
-    roundInsteadOfNarrowing(module);
-    castInProducers(module, epilogues);
-    widenNarrowOperands(module);
+    // The emitters took their products: the rest read f32.
+    prepareProductOperands(module, epilogues,
+                           [](Operation *) { return false; });
     // The widened products are f32 ones now: their output tiles take their
     // fills too (a separate fill wrote the whole output to memory first).
     if (fillTiles)
@@ -1632,6 +1647,13 @@ struct TGCVectorizeMatmulsPass
 };
 
 } // namespace
+
+void tgc::cpu::prepareProductOperandsForCount(ModuleOp module, bool amx,
+                                              bool bf16Dot) {
+  prepareProductOperands(module, {}, [&](Operation *product) {
+    return amx ? isAMXProduct(product) : bf16Dot && isDotBF16Product(product);
+  });
+}
 
 bool tgc::cpu::readsHeadsInPlace(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);

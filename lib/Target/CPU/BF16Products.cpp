@@ -610,8 +610,12 @@ bool tgc::cpu::isDotBF16Product(Operation *op) {
              llvm::cast<MemRefType>(product.getDpsInits()[0].getType()));
 }
 
-Operation *tgc::cpu::roundingPackedBy(Operation *op, bool amx) {
-  if (!(amx ? isAMXProduct(op) : isDotBF16Product(op)))
+bool tgc::cpu::isEmittedProduct(Operation *op, bool amx, bool bf16Dot) {
+  return amx ? isAMXProduct(op) : bf16Dot && isDotBF16Product(op);
+}
+
+Operation *tgc::cpu::roundingPackedBy(Operation *op, bool amx, bool bf16Dot) {
+  if (!isEmittedProduct(op, amx, bf16Dot))
     return nullptr;
   auto product = llvm::cast<linalg::MatmulOp>(op);
   std::optional<RoundedOperand> rounded =

@@ -18,11 +18,15 @@ void emitAMXProducts(mlir::ModuleOp module);
 bool isAMXProduct(mlir::Operation *op);
 /// Whether `op` is a product emitDotBF16Products replaces.
 bool isDotBF16Product(mlir::Operation *op);
-/// For a product that emitAMXProducts (`amx`) or emitDotBF16Products
-/// replaces: the loop rounding f32 values into its B that only it reads,
-/// which its packing replaces (it packs from the f32 values); null if
-/// there is none.
-mlir::Operation *roundingPackedBy(mlir::Operation *op, bool amx);
+/// Whether `op` is a product that the target's emitter replaces: on AMX
+/// tiles with `amx` (emitAMXProducts), else on AVX512-BF16 dot products
+/// with `bf16Dot` (emitDotBF16Products); such products read their bf16
+/// operands as they are.
+bool isEmittedProduct(mlir::Operation *op, bool amx, bool bf16Dot);
+/// For a product that the emitter replaces (isEmittedProduct): the loop
+/// rounding f32 values into its B that only it reads, which its packing
+/// replaces (it packs from the f32 values); null if there is none.
+mlir::Operation *roundingPackedBy(mlir::Operation *op, bool amx, bool bf16Dot);
 
 /// The index (an i64 attribute) of a product's epilogue among those
 /// tgc-vectorize-matmuls took (tgc::findEpilogue): on a product, and on the

@@ -186,9 +186,7 @@ public:
 
   Operation *roundingPackedBy(Operation *product) const override {
     // AMX and vdpbf16ps products pack B from a weight's f32 values.
-    if (!options.amx && !options.bf16Dot)
-      return nullptr;
-    return cpu::roundingPackedBy(product, options.amx);
+    return cpu::roundingPackedBy(product, options.amx, options.bf16Dot);
   }
 
   void prepareKernelCount(ModuleOp copy) const override {

@@ -1053,7 +1053,7 @@ void takeAccumulatorFills(ModuleOp module, bool amx, bool bf16Dot) {
     if (!tgc::cpu::fusesIntoProductTiles(op, amx))
       return;
     // A vdpbf16ps product's emitter starts its registers from the fill.
-    if (!amx && bf16Dot && tgc::cpu::isDotBF16Product(op))
+    if (tgc::cpu::isEmittedProduct(op, amx, bf16Dot))
       return;
     if (linalg::FillOp fill = tgc::findAccumulatorInit(op))
       moves.emplace_back(op, fill);
@@ -1651,7 +1651,7 @@ struct TGCVectorizeMatmulsPass
 void tgc::cpu::prepareProductOperandsForCount(ModuleOp module, bool amx,
                                               bool bf16Dot) {
   prepareProductOperands(module, {}, [&](Operation *product) {
-    return amx ? isAMXProduct(product) : bf16Dot && isDotBF16Product(product);
+    return isEmittedProduct(product, amx, bf16Dot);
   });
 }
 

@@ -126,8 +126,9 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
     new value). Fan-in stays at most 40 inputs (a GPU kernel's parameters).
     A saved activation's low-precision copy (`tgc.saved_copy`, from a
     `tg.cast` of tg-low-precision-saves) is neither fused into its readers
-    nor moved later as a sibling: it is made in the forward pass so that
-    the f32 value need not live until the reverse graph reads it.
+    nor moved later as a sibling, but past fresh tensors to its input's
+    next reader (silu(g)·u after up's copy): it is made in the forward pass
+    so that the f32 value need not live until the reverse graph reads it.
     Named ops (matmuls, transposes, fills) are left alone, so the targets'
     matmul schedules see the same products. The reshape-propagation
     patterns of `linalg-fuse-elementwise-ops` are not used: they rewrite

@@ -196,6 +196,13 @@ bool operandsAvailableAt(linalg::GenericOp later, Operation *earlier) {
   return true;
 }
 
+/// Fresh tensors, fills of them, reshapes and constants.
+bool movesNoTensorData(Operation *op) {
+  return isa<tensor::EmptyOp, linalg::FillOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp>(op) ||
+         (isPure(op) && op->getNumRegions() == 0 && op->getNumOperands() == 0);
+}
+
 /// Whether the ops between `earlier` and `later` (at most a few) are only
 /// those that read `earlier`'s results, directly or through each other (the
 /// product that reads a recomputed SwiGLU output), and ops that move no
@@ -221,13 +228,21 @@ bool onlyDependentsBetween(Operation *earlier, Operation *later) {
       dependents.insert(op);
       continue;
     }
-    bool movesNoData =
-        isa<tensor::EmptyOp, linalg::FillOp, tensor::ExpandShapeOp,
-            tensor::CollapseShapeOp>(op) ||
-        (isPure(op) && op->getNumRegions() == 0 && op->getNumOperands() == 0);
-    if (!movesNoData)
+    if (!movesNoTensorData(op))
       return false;
   }
+  return true;
+}
+
+/// Whether only ops that move no data (fresh tensors, fills of them,
+/// reshapes, constants; at most a few) lie between `earlier` and `later`.
+bool nothingBetween(Operation *earlier, Operation *later) {
+  constexpr int kMaxOpsBetween = 8;
+  int between = 0;
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode())
+    if (!op || ++between > kMaxOpsBetween || !movesNoTensorData(op))
+      return false;
   return true;
 }
 
@@ -278,8 +293,12 @@ SiblingPlace canFuseSiblings(
                ? SiblingPlace::AtEarlier
                : SiblingPlace::None;
   }
-  // Nor does a saved activation's copy move later (see shouldFuse).
-  if (earlier->hasAttr(tg::kSavedCopyAttrName) ||
+  // Nor does a saved activation's copy move later (see shouldFuse), but
+  // past fresh tensors only (the up projection's copy joins silu(g)·u, its
+  // next reader): the f32 value lives no longer, and the product's
+  // epilogue (its next reader) then writes both.
+  if ((earlier->hasAttr(tg::kSavedCopyAttrName) &&
+       !nothingBetween(earlier, later)) ||
       overwrittenBetween(earlier, later) ||
       !readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later))
     return SiblingPlace::None;

@@ -553,6 +553,65 @@ func.func @saved_copy(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf
 
 // -----
 
+#idc = affine_map<(d0, d1) -> (d0, d1)>
+
+// A saved copy joins its input's next reader as a sibling where only fresh
+// tensors lie between (the up projection's copy and silu(g)·u): the f32
+// input lives no longer, and one loop (the product's epilogue once
+// bufferized) writes both. Past real work (the matmul in @saved_copy_stays)
+// it stays where the forward pass made it.
+// CHECK-LABEL: func.func @saved_copy_joins_next_reader
+// CHECK: %[[BOTH:.*]]:2 = linalg.generic {{.*}} ins(%arg1, %arg0 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<4x8xbf16>)
+// CHECK-SAME: tgc.saved_copy
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[BOTH]]#0, %[[BOTH]]#1
+// CHECK-LABEL: func.func @saved_copy_stays
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK-SAME: tgc.saved_copy
+// CHECK: linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>)
+func.func @saved_copy_joins_next_reader(%g: tensor<4x8xf32>, %u: tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %e1 = tensor.empty() : tensor<4x8xbf16>
+  %copy = linalg.generic {indexing_maps = [#idc, #idc], iterator_types = ["parallel", "parallel"]} ins(%u : tensor<4x8xf32>) outs(%e1 : tensor<4x8xbf16>) attrs = {tgc.saved_copy} {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  %e2 = tensor.empty() : tensor<4x8xbf16>
+  %h = linalg.generic {indexing_maps = [#idc, #idc, #idc], iterator_types = ["parallel", "parallel"]} ins(%g, %u : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e2 : tensor<4x8xbf16>) {
+  ^bb0(%x: f32, %y: f32, %o: bf16):
+    %n = arith.negf %x : f32
+    %ex = math.exp %n : f32
+    %one = arith.constant 1.0 : f32
+    %d = arith.addf %ex, %one : f32
+    %s = arith.divf %x, %d : f32
+    %p = arith.mulf %s, %y : f32
+    %r = arith.truncf %p : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  return %copy, %h : tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+func.func @saved_copy_stays(%g: tensor<4x8xf32>, %u: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>) {
+  %e1 = tensor.empty() : tensor<4x8xbf16>
+  %copy = linalg.generic {indexing_maps = [#idc, #idc], iterator_types = ["parallel", "parallel"]} ins(%u : tensor<4x8xf32>) outs(%e1 : tensor<4x8xbf16>) attrs = {tgc.saved_copy} {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  %ef = tensor.empty() : tensor<4x8xf32>
+  %mm = linalg.matmul ins(%g, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%ef : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x8xbf16>
+  %h = linalg.generic {indexing_maps = [#idc, #idc, #idc], iterator_types = ["parallel", "parallel"]} ins(%g, %u : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e2 : tensor<4x8xbf16>) {
+  ^bb0(%x: f32, %y: f32, %o: bf16):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.truncf %p : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  return %copy, %mm, %h : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>
+}
+
+// -----
+
 // A cast widening a saved bf16 copy, read only by parallel tasks (through
 // a reshape made outside them: the norms' tasks over rows), is no pass of
 // its own: each task slices the bf16 tensor, a loop reading the slice

@@ -758,8 +758,9 @@ Type castForProducts(linalg::GenericOp op) {
 /// A loop that casts an f32 buffer X for the products (castForProducts)
 /// is one more pass over memory, and one more parallel region, than the
 /// f32 step has: at two threads such passes cost the bf16 step much of
-/// what its products save. Where one elementwise loop writes X and the
-/// rest of the step only reads it, that loop casts what it stores instead:
+/// what its products save. Where one elementwise loop (or one copy, in
+/// parallel tasks perhaps) writes X and the rest of the step only reads
+/// it, that loop casts what it stores instead:
 /// into a buffer of X's shape that the products read, replacing X where
 /// the cast was X's only reader, beside it otherwise; a rounding cast into
 /// X itself where nothing else reads X. The same numbers, without the pass
@@ -782,8 +783,11 @@ void castInProducers(ModuleOp module,
     if (!output || !source)
       continue;
     // Every access to X, through its views: one writer, the cast and
-    // perhaps other readers.
+    // perhaps other readers. The writer may be a copy (attention's tasks
+    // copy each head's dV into its columns of X): it becomes the loop it
+    // stands for, which then casts as it copies.
     linalg::GenericOp writer;
+    linalg::CopyOp copyWriter;
     OpOperand *written = nullptr;
     bool otherReaders = false, otherAccess = false;
     SmallVector<Value> views{root};
@@ -802,8 +806,15 @@ void castInProducers(ModuleOp module,
           otherReaders = true;
           continue;
         }
+        auto copy = llvm::dyn_cast<linalg::CopyOp>(user);
+        if (copy && !writer && !copyWriter && copy.isDpsInit(&use) &&
+            copy.hasPureBufferSemantics() &&
+            getElementTypeOrSelf(copy.getInputs()[0].getType()).isF32()) {
+          copyWriter = copy;
+          continue;
+        }
         auto generic = llvm::dyn_cast<linalg::GenericOp>(user);
-        if (!generic || writer || !generic.isDpsInit(&use) ||
+        if (!generic || writer || copyWriter || !generic.isDpsInit(&use) ||
             !generic.getMatchingBlockArgument(&use).use_empty()) {
           otherAccess = true;
           break;
@@ -812,13 +823,22 @@ void castInProducers(ModuleOp module,
         written = &use;
       }
     }
-    if (otherAccess || !writer)
+    if (otherAccess || (!writer && !copyWriter))
       continue;
     // The writer runs first.
-    Operation *writerAt =
-        cast->getBlock()->findAncestorOpInBlock(*writer.getOperation());
+    Operation *writerAt = cast->getBlock()->findAncestorOpInBlock(
+        writer ? *writer.getOperation() : *copyWriter.getOperation());
     if (!writerAt || !writerAt->isBeforeInBlock(cast))
       continue;
+    if (copyWriter) {
+      rewriter.setInsertionPoint(copyWriter);
+      FailureOr<linalg::GenericOp> loop =
+          linalg::generalizeNamedOp(rewriter, copyWriter);
+      if (failed(loop))
+        continue;
+      writer = *loop;
+      written = writer.getDpsInitOperand(0);
+    }
     auto yield = llvm::cast<linalg::YieldOp>(writer.getBody()->getTerminator());
     unsigned result = written->getOperandNumber() - writer.getNumDpsInputs();
     Value value = yield.getOperand(result);

@@ -203,6 +203,38 @@ func.func @narrowed_in_producer(%a: memref<64x256xf32>, %w: memref<256x128xbf16>
   return
 }
 
+// The same where a copy in parallel tasks writes the f32 buffer (each
+// task one head's columns of [B, S, H, D]) and the cast reads it through
+// a reshape: each copy stores bf16 into the same view of a bf16 buffer.
+// CHECK-LABEL: func.func @narrowed_in_task_copy
+// CHECK: %[[XB:.*]] = memref.alloc() : memref<2x16x4x8xbf16>
+// CHECK: scf.forall
+// CHECK: %[[XS:.*]] = memref.subview %[[XB]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<16x8xf32>) outs(%[[XS]] : memref<16x8xbf16, strided<[32, 1], offset: ?>>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: memref<2x16x4x8xf32>
+// CHECK: return
+func.func @narrowed_in_task_copy(%v: memref<2x4x16x8xf32>, %w: memref<32x16xbf16>, %c: memref<32x16xf32>) {
+  %x = memref.alloc() : memref<2x16x4x8xf32>
+  scf.forall (%b, %h) in (2, 4) {
+    %vs = memref.subview %v[%b, %h, 0, 0] [1, 1, 16, 8] [1, 1, 1, 1] : memref<2x4x16x8xf32> to memref<16x8xf32, strided<[8, 1], offset: ?>>
+    %t = memref.alloc() : memref<16x8xf32>
+    linalg.copy ins(%vs : memref<16x8xf32, strided<[8, 1], offset: ?>>) outs(%t : memref<16x8xf32>)
+    %xs = memref.subview %x[%b, 0, %h, 0] [1, 16, 1, 8] [1, 1, 1, 1] : memref<2x16x4x8xf32> to memref<16x8xf32, strided<[32, 1], offset: ?>>
+    linalg.copy ins(%t : memref<16x8xf32>) outs(%xs : memref<16x8xf32, strided<[32, 1], offset: ?>>)
+  }
+  %x2 = memref.collapse_shape %x [[0, 1], [2, 3]] : memref<2x16x4x8xf32> into memref<32x32xf32>
+  %xb = memref.alloc() : memref<32x32xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x2 : memref<32x32xf32>) outs(%xb : memref<32x32xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %w : memref<32x32xbf16>, memref<32x16xbf16>) outs(%c : memref<32x16xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @narrowed_beside_other_reader
 // CHECK: %[[X:.*]] = memref.alloc() : memref<64x256xf32>
 // CHECK: %[[XB:.*]] = memref.alloc() : memref<64x256xbf16>

@@ -711,6 +711,50 @@ func.func @rounded_in_producer(%a: memref<64x256xf32>, %w: memref<256x128xf32>, 
   return
 }
 
+// The source written by a copy in parallel tasks (attention's tasks copy
+// each head's dV into its columns of [B, S, H, D]), read only by the cast
+// through a reshape: each task's copy rounds what it stores, and the
+// product reads the buffer; no rounding loop.
+// CHECK-LABEL: func.func @rounded_in_task_copy
+// CHECK: %[[X:.*]] = memref.alloc() : memref<2x16x4x8xf32>
+// CHECK: scf.forall
+// CHECK: %[[XS:.*]] = memref.subview %[[X]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<16x8xf32>) outs(%[[XS]] :
+// CHECK: %[[R:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[W:.*]] = arith.extf %[[R]] : bf16 to f32
+// CHECK: linalg.yield %[[W]] : f32
+// CHECK-NOT: linalg.copy
+// CHECK-NOT: xbf16>
+// CHECK: vector.transfer_read
+// CHECK: return
+func.func @rounded_in_task_copy(%v: memref<2x4x16x8xf32>, %w: memref<32x16xf32>, %c: memref<32x16xf32>) {
+  %x = memref.alloc() : memref<2x16x4x8xf32>
+  scf.forall (%b, %h) in (2, 4) {
+    %vs = memref.subview %v[%b, %h, 0, 0] [1, 1, 16, 8] [1, 1, 1, 1] : memref<2x4x16x8xf32> to memref<16x8xf32, strided<[8, 1], offset: ?>>
+    %t = memref.alloc() : memref<16x8xf32>
+    linalg.copy ins(%vs : memref<16x8xf32, strided<[8, 1], offset: ?>>) outs(%t : memref<16x8xf32>)
+    %xs = memref.subview %x[%b, 0, %h, 0] [1, 16, 1, 8] [1, 1, 1, 1] : memref<2x16x4x8xf32> to memref<16x8xf32, strided<[32, 1], offset: ?>>
+    linalg.copy ins(%t : memref<16x8xf32>) outs(%xs : memref<16x8xf32, strided<[32, 1], offset: ?>>)
+  }
+  %x2 = memref.collapse_shape %x [[0, 1], [2, 3]] : memref<2x16x4x8xf32> into memref<32x32xf32>
+  %xb = memref.alloc() : memref<32x32xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x2 : memref<32x32xf32>) outs(%xb : memref<32x32xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %wb = memref.alloc() : memref<32x16xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<32x16xf32>) outs(%wb : memref<32x16xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.matmul ins(%xb, %wb : memref<32x32xbf16>, memref<32x16xbf16>) outs(%c : memref<32x16xf32>)
+  return
+}
+
 // The source is read by another loop as well (and the products read the
 // rounded copy through a reshape): the writer, a row loop here, stores
 // both, the f32 value into X for the other reader and the rounded one into

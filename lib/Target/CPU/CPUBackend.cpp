@@ -109,6 +109,8 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // bf16 bits stored and loaded as i16, which LLVM vectorises on any x86.
+  pm.addPass(createTGCNarrowFloatBitsPass());
   tg::TGCEmitCEntryPassOptions entry;
   entry.functions = {options.function};
   pm.addPass(tg::createTGCEmitCEntryPass(entry));

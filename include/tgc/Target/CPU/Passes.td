@@ -56,6 +56,22 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def TGCNarrowFloatBitsPass : Pass<"tgc-narrow-float-bits", "::mlir::ModuleOp"> {
+  let summary = "bf16/f16 loads and stores of integer bits as i16 accesses";
+  let description = [{
+    On the LLVM dialect: an `llvm.store` of a bf16 or f16 value that is an
+    `llvm.bitcast` of i16 bits (what `tgc-expand-math`'s rounding makes)
+    stores the i16 bits, and an `llvm.load` of bf16 or f16 that is only
+    bitcast to i16 loads i16. The same bytes; but LLVM's x86 backend
+    scalarises the `<16 x bfloat>` stores and loads that its loop
+    vectoriser makes of the float forms on a CPU without AVX512-BF16
+    (x86-64-v4: each element extracted and stored as a 16-bit word), and
+    the loops that write a saved bf16 copy (RoPE's, the residual stream's)
+    ran about three times as long as their fp32 forms there.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
   let summary = "Polynomial approximations of exp, log, tanh and erf";
   let description = [{

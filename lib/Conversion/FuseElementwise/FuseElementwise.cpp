@@ -236,7 +236,7 @@ bool onlyDependentsBetween(Operation *earlier, Operation *later) {
 
 /// Whether only ops that move no data (fresh tensors, fills of them,
 /// reshapes, constants; at most a few) lie between `earlier` and `later`.
-bool nothingBetween(Operation *earlier, Operation *later) {
+bool onlyFreshTensorsBetween(Operation *earlier, Operation *later) {
   constexpr int kMaxOpsBetween = 8;
   int between = 0;
   for (Operation *op = earlier->getNextNode(); op != later;
@@ -298,7 +298,7 @@ SiblingPlace canFuseSiblings(
   // next reader): the f32 value lives no longer, and the product's
   // epilogue (its next reader) then writes both.
   if ((earlier->hasAttr(tg::kSavedCopyAttrName) &&
-       !nothingBetween(earlier, later)) ||
+       !onlyFreshTensorsBetween(earlier, later)) ||
       overwrittenBetween(earlier, later) ||
       !readsBeforeUpdates(inPlace, earlier.getDpsInputs(), later))
     return SiblingPlace::None;

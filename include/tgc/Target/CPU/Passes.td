@@ -63,11 +63,12 @@ def TGCNarrowFloatBitsPass : Pass<"tgc-narrow-float-bits", "::mlir::ModuleOp"> {
     `llvm.bitcast` of i16 bits (what `tgc-expand-math`'s rounding makes)
     stores the i16 bits, and an `llvm.load` of bf16 or f16 that is only
     bitcast to i16 loads i16. The same bytes; but LLVM's x86 backend
-    scalarises the `<16 x bfloat>` stores and loads that its loop
-    vectoriser makes of the float forms on a CPU without AVX512-BF16
-    (x86-64-v4: each element extracted and stored as a 16-bit word), and
-    the loops that write a saved bf16 copy (RoPE's, the residual stream's)
-    ran about three times as long as their fp32 forms there.
+    scalarises the `<16 x bfloat>` stores that its loop vectoriser makes
+    of the float form on a CPU without AVX512-BF16 (x86-64-v4: each
+    element extracted and stored as a 16-bit word): RoPE's forward loop,
+    which writes a saved bf16 copy, ran three times as long as its fp32
+    form there. Loads are rewritten alike, so that no bf16 vector is left
+    for the backend to legalise.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

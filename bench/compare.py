@@ -76,10 +76,19 @@ def cpu_model():
     return "unknown CPU"
 
 
-def compile_model(tgc, model, exe, fusion, precision="fp32"):
-    out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M", tgc, model,
-                          f"--fusion={fusion}", f"--precision={precision}", "-o", exe],
-                         capture_output=True, text=True, check=True)
+def compile_model(tgc, model, exe, fusion="default", precision="fp32", mcpu="host"):
+    """Compiles `model` to `exe`; returns tgc's wall time (s) and peak memory (MiB).
+    mcpu "host" compiles for this CPU (no --mcpu)."""
+    cmd = [tgc, model, f"--fusion={fusion}", f"--precision={precision}", "-o", exe]
+    if mcpu != "host":
+        cmd.append(f"--mcpu={mcpu}")
+    out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M"] + cmd,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        why = "\n".join(l for l in out.stderr.splitlines()
+                        if not l.startswith(("wall_s=", "Command exited", "Command terminated")))
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} failed "
+                 f"(exit status {out.returncode}):\n{why or '(no message)'}")
     wall = float(re.search(r"wall_s=([\d.]+)", out.stderr).group(1))
     rss = int(re.search(r"maxrss_kb=(\d+)", out.stderr).group(1)) / 1024
     return wall, rss
@@ -96,11 +105,17 @@ def main():
     ap.add_argument("--precision", default="fp32",
                     help="comma-separated precisions (fp32, bf16-mixed): tgc --precision, "
                          "PyTorch autocast for bf16-mixed")
+    ap.add_argument("--mcpu", default="host",
+                    help="the CPU tgc compiles for (tgc --mcpu; host: this one)")
     ap.add_argument("models", nargs="*",
                     default=[os.path.join(ROOT, "examples", "mlp.json"),
                              os.path.join(ROOT, "examples", "tiny-llama.json")])
     args = ap.parse_args()
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)")
+    if not os.access(args.tgc, os.X_OK):
+        sys.exit(f"compare.py: --tgc {args.tgc}: no such executable (build first: "
+                 "cmake --build build)")
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)"
+          + (f", code for --mcpu={args.mcpu}" if args.mcpu != "host" else ""))
     print(f"{'model':<32}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"
           f"{'tgc x':>7}{'tgc RSS':>10}{'torch RSS':>11}{'compile':>10}{'tgc-mem':>9}")
     modes = args.fusion.split(",")
@@ -117,7 +132,7 @@ def main():
                        ([precision] if len(precisions) > 1 else [])
                 label = name + (f"[{','.join(tags)}]" if tags else "")
                 exe = os.path.join(tmp, f"{name}-{mode}-{precision}")
-                wall, crss = compile_model(args.tgc, model, exe, mode, precision)
+                wall, crss = compile_model(args.tgc, model, exe, mode, precision, args.mcpu)
                 ours = alternating(lambda t: run_tgc(exe, args.steps, t), args.rounds)
                 rows = [(t, ours[t], peers[t]) for t in (1, 2)]
                 one = rows[0][1]["median_ms"]

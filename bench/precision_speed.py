@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import ROOT, cpu_model, run_tgc  # noqa: E402
+from compare import ROOT, compile_model, cpu_model, run_tgc  # noqa: E402
 
 def host_has_bf16():
     with open("/proc/cpuinfo") as f:
@@ -43,15 +43,6 @@ def targets_bf16(tgc, mcpu):
     if out.returncode != 0:
         sys.exit(f"precision_speed: {' '.join(cmd)} failed:\n{out.stderr}")
     return "dpbf16ps" in out.stdout
-
-
-def compile_step(tgc, model, exe, precision, mcpu):
-    cmd = [tgc, model, f"--precision={precision}", "-o", exe]
-    if mcpu != "host":
-        cmd.append(f"--mcpu={mcpu}")
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"precision_speed: {' '.join(cmd)} failed:\n{out.stderr}")
 
 
 def main():
@@ -75,6 +66,9 @@ def main():
         sys.exit(f"precision_speed: --threads: expected numbers such as 1,2, got '{args.threads}'")
     if any(t < 1 for t in threads):
         sys.exit("precision_speed: --threads must be at least 1")
+    if not os.access(args.tgc, os.X_OK):
+        sys.exit(f"precision_speed: --tgc {args.tgc}: no such executable (build first: "
+                 "cmake --build build)")
     host_bf16 = host_has_bf16()
     print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs), "
           f"{'with' if host_bf16 else 'without'} AVX512-BF16")
@@ -88,7 +82,7 @@ def main():
                 exes = {}
                 for precision in ("fp32", args.precision):
                     exes[precision] = os.path.join(tmp, f"{name}-{mcpu}-{precision}")
-                    compile_step(args.tgc, model, exes[precision], precision, mcpu)
+                    compile_model(args.tgc, model, exes[precision], precision=precision, mcpu=mcpu)
                 for t in threads:
                     base, mixed = [], []
                     for _ in range(args.rounds):

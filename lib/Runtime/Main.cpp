@@ -723,6 +723,28 @@ std::string formatScale(float scale) {
   return text;
 }
 
+/// A loss scale in the log: whole scales (powers of two times a whole
+/// first scale) in full, so that a reader gets the very value.
+std::string jsonScale(float scale) {
+  if (scale >= 1.0f && scale < 1e15f && std::floor(scale) == scale) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f", double(scale));
+    return text;
+  }
+  return formatScale(scale);
+}
+
+/// `value` as a JSON number with `decimals` digits after the point, or
+/// null where it is not finite (JSON has no NaN or infinity; the gradient
+/// norm of a step whose scaled gradients overflowed is one).
+std::string jsonNumber(double value, int decimals) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
 /// The training loop's state and its progress output.
 class Trainer {
 public:
@@ -949,11 +971,12 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
     if (log)
       std::fprintf(
           log,
-          "{\"step\": %lld, \"loss\": %.6f, \"grad_norm\": %.6f, \"ms\": %.3f, "
+          "{\"step\": %lld, \"loss\": %s, \"grad_norm\": %s, \"ms\": %.3f, "
           "\"tokens_per_s\": %.1f%s}\n",
-          (long long)(step + 1), loss, norm, ms, tokPerS,
+          (long long)(step + 1), jsonNumber(loss, 6).c_str(),
+          jsonNumber(norm, 6).c_str(), ms, tokPerS,
           s.lossScale < 0 ? ""
-                          : (", \"loss_scale\": " + formatScale(scale) +
+                          : (", \"loss_scale\": " + jsonScale(scale) +
                              (skipped ? ", \"skipped\": true" : ""))
                                 .c_str());
     // The last step's checkpoint is main's (after the summary's figures).
@@ -970,8 +993,8 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
         std::fprintf(stderr, "%sstep %lld eval loss %.4f\n", tty ? "\n" : "",
                      (long long)(step + 1), evalLoss);
       if (log)
-        std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %.6f}\n",
-                     (long long)(step + 1), evalLoss);
+        std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %s}\n",
+                     (long long)(step + 1), jsonNumber(evalLoss, 6).c_str());
     }
     if (!opt.quiet &&
         (tty || done % every == 0 || done == steps || done == 1)) {

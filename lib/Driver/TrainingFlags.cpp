@@ -10,6 +10,8 @@
 #include "tgc/Dialect/TG/Transforms/Remat.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace tgc;
 namespace cl = llvm::cl;
@@ -133,9 +135,11 @@ cl::opt<bool> rematReport("remat-report",
 llvm::Error checkPositive(const cl::Option &flag, double value) {
   if (!flag.getNumOccurrences() || value > 0)
     return llvm::Error::success();
-  return llvm::createStringError("--" + flag.ArgStr.str() +
-                                 " must be positive, got " +
-                                 std::to_string(value));
+  // %g: integer flags read as doubles print as given (0, not 0.000000).
+  return llvm::createStringError(
+      llvm::formatv("--{0} must be positive, got {1}", flag.ArgStr,
+                    llvm::format("%g", value))
+          .str());
 }
 } // namespace
 
@@ -235,9 +239,10 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
       return err;
   for (Flag<double> *flag : {&beta1, &beta2})
     if (flag->given() && (*flag < 0 || *flag >= 1))
-      return llvm::createStringError("--" + flag->ArgStr.str() +
-                                     " must be in [0, 1), got " +
-                                     std::to_string(double(*flag)));
+      return llvm::createStringError(
+          llvm::formatv("--{0} must be in [0, 1), got {1}", flag->ArgStr,
+                        llvm::format("%g", double(*flag)))
+              .str());
   if (dpBucketKiB.given() && dpBucketKiB < 0)
     return llvm::createStringError(
         "--dp-bucket-kib must be non-negative, got " +
@@ -265,9 +270,10 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
         "--data-parallel=false");
   for (Flag<double> *flag : {&weightDecay, &momentum, &gradClip})
     if (flag->given() && *flag < 0)
-      return llvm::createStringError("--" + flag->ArgStr.str() +
-                                     " must be non-negative, got " +
-                                     std::to_string(double(*flag)));
+      return llvm::createStringError(
+          llvm::formatv("--{0} must be non-negative, got {1}", flag->ArgStr,
+                        llvm::format("%g", double(*flag)))
+              .str());
   applyTrainingFlags(config.training);
   if (llvm::Error err = checkRematFlags(config.training))
     return err;

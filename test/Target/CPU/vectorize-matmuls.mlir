@@ -9,23 +9,42 @@
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: not tgc-opt %s --tgc-vectorize-matmuls="vector-bits=512 tiles=64,96,64,8,48" 2>&1 | FileCheck %s --check-prefix=THREE
+// THREE: error: tgc-vectorize-matmuls: register tile columns 48 are 3 vectors of 16 lanes: use 1, 2, 4 or 8 vectors
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=TILEFILL
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true tiles=16,32,8,2,16" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=SHIFT
 // RUN: tgc-opt %s --split-input-file --tgc-vectorize-matmuls="fill-tiles=true bf16-dot=true vector-bits=512 vector-registers=32" --canonicalize --cse 2>&1 | FileCheck %s --check-prefix=DOTEPI
 // HUGE: error: tgc-vectorize-matmuls: register tile 64x64 is too large (at most 16 rows and 128 columns)
 
 // 512-bit model: 6 x 64 register tile (24 accumulators), 4 FMAs per row.
-// AVX2 model: 4 x 24 register tile.
+// AVX2 model: 6 x 16 register tile (12 accumulators): 4 x 24 would load
+// less per FMA, but a row of 3 vectors is not kept in registers.
 // CHECK-LABEL: func.func @plain
 // CHECK: scf.forall
 // CHECK: vector.fma {{.*}} : vector<64xf32>
 // CHECK-NOT: linalg.matmul
 // AVX2-LABEL: func.func @plain
-// AVX2: vector.fma {{.*}} : vector<24xf32>
+// AVX2-NOT: vector<24xf32>
+// AVX2: vector.fma {{.*}} : vector<16xf32>
+// AVX2-NOT: vector<24xf32>
+// AVX2-LABEL: func.func @transposed_b
 // FORCED-LABEL: func.func @plain
 // FORCED: vector.fma {{.*}} : vector<16xf32>
 func.func @plain(%a: memref<64x256xf32>, %b: memref<256x128xf32>, %c: memref<64x128xf32>) {
   linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x128xf32>) outs(%c : memref<64x128xf32>)
+  return
+}
+
+// N = 40 is 3 vectors of 16 rounded up: the register tile takes 2 (32
+// columns), and the last 8 columns are a peeled whole vector.
+// CHECK-LABEL: func.func @three_vectors_wide
+// CHECK-NOT: vector<48xf32>
+// CHECK: vector.fma {{.*}} : vector<32xf32>
+// CHECK-NOT: vector<48xf32>
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK-NOT: vector<48xf32>
+func.func @three_vectors_wide(%a: memref<64x256xf32>, %b: memref<256x40xf32>, %c: memref<64x40xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x256xf32>, memref<256x40xf32>) outs(%c : memref<64x40xf32>)
   return
 }
 
@@ -59,15 +78,16 @@ func.func @narrow(%a: memref<64x256xf32>, %b: memref<256x10xf32>, %c: memref<64x
   return
 }
 
-// Primes everywhere: 8-row tiles of whole 16-lane vectors, then the last
-// 5 columns, then the last 5 rows one at a time; every tile static, every
+// Primes everywhere: 8-row tiles of two whole 16-lane vectors (37 columns
+// round up to 3 vectors, down to a power of two: 2), then the last 5
+// columns, then the last 5 rows one at a time; every tile static, every
 // accumulator carried through the K loop.
 // CHECK-LABEL: func.func @primes
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x16xf32>)
-// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x32xf32>)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x5xf32>)
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<5xf32>
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x16xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x32xf32>)
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x5xf32>)
 // CHECK-NOT: vector.create_mask
 // CHECK-NOT: linalg.matmul
@@ -93,7 +113,7 @@ func.func @one_row_vocab(%a: memref<1x64xf32>, %b: memref<64x50257xf32>, %c: mem
 // tile a rank-reduced 2-D matmul.
 // CHECK-LABEL: func.func @batched
 // CHECK: scf.forall {{.*}} in (6)
-// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.fma {{.*}} : vector<32xf32>
 // CHECK-NOT: linalg.batch_matmul
 func.func @batched(%a: memref<6x37x16xf32>, %b: memref<6x16x37xf32>, %c: memref<6x37x37xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<6x37x16xf32>, memref<6x16x37xf32>) outs(%c : memref<6x37x37xf32>)

@@ -32,8 +32,8 @@
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -163,8 +163,8 @@ Tiles chooseTiles(int64_t m, int64_t n, int64_t k, int64_t batch,
   // Narrow N: no wider than N rounded up to whole vectors (down to a power
   // of two: the remainder is peeled in whole vectors); the registers freed
   // go to rows.
-  int64_t vectors = llvm::bit_floor(static_cast<uint64_t>(std::min(
-      bestVectors, roundUp(n, cpu.lanes) / cpu.lanes)));
+  int64_t vectors = llvm::bit_floor(static_cast<uint64_t>(
+      std::min(bestVectors, roundUp(n, cpu.lanes) / cpu.lanes)));
   t.nr = vectors * cpu.lanes;
   t.mr = std::min(rowsFor(vectors, cpu), m);
   // K tile: the KT x NR slice of B in half of L1.

@@ -106,7 +106,8 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     Tile sizes follow an analytical model of the target (in the style of
     BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
     vectors and one broadcast in the vector registers, maximising FMAs per
-    load; the K tile keeps the KT x NR slice of B in half of L1; MT x NT
+    load, with NR of 1, 2 or 4 vectors (LLVM keeps a tile row of another
+    count out of registers: 10-20x slower); the K tile keeps the KT x NR slice of B in half of L1; MT x NT
     keeps the KT-deep panels of A and B in L2, splits until there are 16
     output tiles (or a tile would be under 4 register tiles deep) and
     balances the tiles of each dimension. With `threads` (the host's CPUs

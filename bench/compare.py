@@ -76,12 +76,22 @@ def cpu_model():
     return "unknown CPU"
 
 
+def require_tgc(tgc):
+    """Exits with a message when `tgc` is not an executable (not built yet)."""
+    if not os.access(tgc, os.X_OK):
+        sys.exit(f"{os.path.basename(sys.argv[0])}: --tgc {tgc}: no such executable "
+                 "(build first: cmake --build build)")
+
+
+def mcpu_flags(mcpu):
+    """tgc's flags for code for `mcpu`: none for "host" (this CPU)."""
+    return [] if mcpu == "host" else [f"--mcpu={mcpu}"]
+
+
 def compile_model(tgc, model, exe, fusion="default", precision="fp32", mcpu="host"):
-    """Compiles `model` to `exe`; returns tgc's wall time (s) and peak memory (MiB).
-    mcpu "host" compiles for this CPU (no --mcpu)."""
-    cmd = [tgc, model, f"--fusion={fusion}", f"--precision={precision}", "-o", exe]
-    if mcpu != "host":
-        cmd.append(f"--mcpu={mcpu}")
+    """Compiles `model` to `exe`; returns tgc's wall time (s) and peak memory (MiB)."""
+    cmd = [tgc, model, f"--fusion={fusion}", f"--precision={precision}", "-o", exe] + \
+        mcpu_flags(mcpu)
     out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M"] + cmd,
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -111,9 +121,7 @@ def main():
                     default=[os.path.join(ROOT, "examples", "mlp.json"),
                              os.path.join(ROOT, "examples", "tiny-llama.json")])
     args = ap.parse_args()
-    if not os.access(args.tgc, os.X_OK):
-        sys.exit(f"compare.py: --tgc {args.tgc}: no such executable (build first: "
-                 "cmake --build build)")
+    require_tgc(args.tgc)
     print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs)"
           + (f", code for --mcpu={args.mcpu}" if args.mcpu != "host" else ""))
     print(f"{'model':<32}{'thr':>4}{'tgc ms':>10}{'torch ms':>10}{'ratio':>8}{'vs best':>9}"

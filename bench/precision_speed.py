@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import ROOT, compile_model, cpu_model, run_tgc  # noqa: E402
+from compare import ROOT, compile_model, cpu_model, mcpu_flags, require_tgc, run_tgc  # noqa: E402
 
 def host_has_bf16():
     with open("/proc/cpuinfo") as f:
@@ -36,9 +36,7 @@ def targets_bf16(tgc, mcpu):
     """Whether code for `mcpu` has bf16 dot products (AVX512-BF16 vdpbf16ps
     or AMX tdpbf16ps in the small MLP's bf16-mixed step)."""
     cmd = [tgc, os.path.join(ROOT, "examples", "mlp.json"), "--precision=bf16-mixed",
-           "--emit=asm", "-o", "-"]
-    if mcpu != "host":
-        cmd.append(f"--mcpu={mcpu}")
+           "--emit=asm", "-o", "-"] + mcpu_flags(mcpu)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"precision_speed: {' '.join(cmd)} failed:\n{out.stderr}")
@@ -66,9 +64,7 @@ def main():
         sys.exit(f"precision_speed: --threads: expected numbers such as 1,2, got '{args.threads}'")
     if any(t < 1 for t in threads):
         sys.exit("precision_speed: --threads must be at least 1")
-    if not os.access(args.tgc, os.X_OK):
-        sys.exit(f"precision_speed: --tgc {args.tgc}: no such executable (build first: "
-                 "cmake --build build)")
+    require_tgc(args.tgc)
     host_bf16 = host_has_bf16()
     print(f"CPU: {cpu_model()} ({os.cpu_count()} CPUs), "
           f"{'with' if host_bf16 else 'without'} AVX512-BF16")

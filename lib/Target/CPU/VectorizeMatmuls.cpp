@@ -154,7 +154,9 @@ Tiles chooseTiles(int64_t m, int64_t n, int64_t k, int64_t batch,
   // registers, as 4 x 24 on AVX2, and run 10x slower).
   int64_t bestVectors = 1;
   double bestScore = 0;
-  for (int64_t v = 1; v <= 4; v *= 2) {
+  for (int64_t v = 1; v <= 4; ++v) {
+    if (!isFastVectorCount(v))
+      continue;
     int64_t r = rowsFor(v, cpu);
     double score = double(r * v) / double(r + v);
     if (score >= bestScore)

@@ -16,6 +16,7 @@
 
 using namespace mlir;
 using namespace mlir::tg;
+using tgc::ref::InterpretOptions;
 using tgc::ref::Tensor;
 
 Tensor::Tensor(std::vector<int64_t> shape, double fill)
@@ -525,6 +526,8 @@ Tensor fromAttr(ElementsAttr attr) {
 
 class Interpreter {
 public:
+  explicit Interpreter(const InterpretOptions &options) : options(options) {}
+
   llvm::Expected<std::vector<Tensor>> run(func::FuncOp func,
                                           const std::vector<Tensor> &args) {
     if (args.size() != func.getNumArguments())
@@ -560,10 +563,14 @@ private:
 
   const Tensor &in(Value v) { return values[v]; }
   /// Values of bf16/f16 type are rounded to it (nearest even), so the
-  /// oracle rounds exactly where compiled mixed-precision code does.
+  /// oracle rounds exactly where compiled mixed-precision code does; f32
+  /// values too with `storeF32`.
   void set(Value v, Tensor t) {
     auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
-    if (type && isLowPrecisionFloat(type.getElementType())) {
+    if (type && options.storeF32 && type.getElementType().isF32()) {
+      for (int64_t i = 0; i < t.numElements(); ++i)
+        t[i] = static_cast<double>(static_cast<float>(t[i]));
+    } else if (type && isLowPrecisionFloat(type.getElementType())) {
       const llvm::fltSemantics &sem =
           llvm::cast<FloatType>(type.getElementType()).getFloatSemantics();
       for (int64_t i = 0; i < t.numElements(); ++i) {
@@ -870,12 +877,14 @@ private:
   /// Whether an update's optional skip flag is set.
   bool skipped(Value skip) { return skip && in(skip)[0] != 0.0; }
 
+  const InterpretOptions &options;
   llvm::DenseMap<Value, Tensor> values;
 };
 
 } // namespace
 
 llvm::Expected<std::vector<Tensor>>
-tgc::ref::interpret(func::FuncOp func, const std::vector<Tensor> &args) {
-  return Interpreter().run(func, args);
+tgc::ref::interpret(func::FuncOp func, const std::vector<Tensor> &args,
+                    const InterpretOptions &options) {
+  return Interpreter(options).run(func, args);
 }

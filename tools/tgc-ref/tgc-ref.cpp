@@ -47,6 +47,12 @@ cl::opt<std::string> outputFile("o", cl::desc("Output .safetensors"),
 cl::opt<int> trainSteps("train-steps",
                         cl::desc("Optimizer steps to run (0: gradients only)"),
                         cl::init(0), cl::cat(refCategory));
+cl::opt<bool> storeF32(
+    "store-f32",
+    cl::desc("Round every f32 result to f32 as compiled code stores it "
+             "(arithmetic inside each op stays f64): the oracle's own "
+             "distance from such code, the floor of a comparison with it"),
+    cl::init(false), cl::cat(refCategory));
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tgc-ref") << message << "\n";
@@ -141,9 +147,11 @@ int main(int argc, char **argv) {
     }
   }
 
+  ref::InterpretOptions interpretOptions;
+  interpretOptions.storeF32 = storeF32;
   rt::SafeTensorsFile out;
   if (trainSteps == 0) {
-    auto results = ref::interpret(step, args);
+    auto results = ref::interpret(step, args, interpretOptions);
     if (!results)
       return fail(llvm::toString(results.takeError()));
     out.tensors["loss"] =
@@ -176,7 +184,7 @@ int main(int argc, char **argv) {
     unsigned stepArg = step.getNumArguments() - 1;
     for (int s = 1; s <= trainSteps; ++s) {
       args[stepArg] = ref::Tensor({}, static_cast<double>(s));
-      auto results = ref::interpret(step, args);
+      auto results = ref::interpret(step, args, interpretOptions);
       if (!results)
         return fail(llvm::toString(results.takeError()));
       losses.push_back((*results)[0][0]);

@@ -31,10 +31,21 @@ struct Tensor {
   double operator[](int64_t i) const { return data[i]; }
 };
 
+/// How the interpreter stores each op's results.
+struct InterpretOptions {
+  /// Round every f32 result to f32 (nearest even), as compiled code stores
+  /// it; the arithmetic inside an op stays f64. It measures how far two
+  /// evaluations that round at the same bf16/f16 points drift apart when
+  /// they differ only by f32-sized errors: the floor of any comparison
+  /// between compiled mixed-precision code and the f64 oracle.
+  bool storeF32 = false;
+};
+
 /// Runs `func` on `args` and returns its results. Errors name the op that
 /// could not be run (an op the interpreter does not know, a bad argument).
-llvm::Expected<std::vector<Tensor>> interpret(mlir::func::FuncOp func,
-                                              const std::vector<Tensor> &args);
+llvm::Expected<std::vector<Tensor>>
+interpret(mlir::func::FuncOp func, const std::vector<Tensor> &args,
+          const InterpretOptions &options = {});
 
 } // namespace tgc::ref
 

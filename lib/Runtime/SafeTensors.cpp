@@ -1,12 +1,12 @@
 //===- SafeTensors.cpp - reading and writing .safetensors files -----------===//
 //
-// A small strict JSON reader for the header (objects, arrays, strings,
-// integers) and the checks the format needs. No LLVM: this file is part of
-// the runtime linked into training executables.
+// The format's checks over its JSON header (tgc/Runtime/Json.h). No LLVM:
+// this file is part of the runtime linked into training executables.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Runtime/SafeTensors.h"
+#include "tgc/Runtime/Json.h"
 
 #include <sys/stat.h>
 
@@ -18,7 +18,6 @@
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <sstream>
 
 using namespace tgc::rt;
 
@@ -220,229 +219,9 @@ TensorData tgc::rt::narrowFloats(const float *values, int64_t count,
   return t;
 }
 
-//===----------------------------------------------------------------------===//
-// Header JSON
-//===----------------------------------------------------------------------===//
-
 namespace {
-
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  bool boolean = false;
-  bool isInteger = false;
-  int64_t integer = 0;
-  std::string str;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-};
-
-class JsonParser {
-public:
-  JsonParser(const char *begin, const char *end)
-      : p(begin), end(end), begin(begin) {}
-
-  bool parse(Json &out, std::string &error) {
-    if (!value(out, 0) || (skipSpace(), p != end)) {
-      if (message.empty())
-        message = "trailing characters";
-      error = "invalid header JSON at byte " + std::to_string(p - begin) +
-              ": " + message;
-      return false;
-    }
-    return true;
-  }
-
-private:
-  void skipSpace() {
-    while (p != end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-      ++p;
-  }
-  bool fail(const char *m) {
-    message = m;
-    return false;
-  }
-  bool value(Json &out, int depth) {
-    if (depth > 16)
-      return fail("nesting too deep");
-    skipSpace();
-    if (p == end)
-      return fail("unexpected end");
-    char c = *p;
-    if (c == '{')
-      return object(out, depth);
-    if (c == '[')
-      return array(out, depth);
-    if (c == '"') {
-      out.kind = Json::String;
-      return string(out.str);
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return number(out);
-    if (end - p >= 4 && !std::strncmp(p, "null", 4)) {
-      p += 4;
-      out.kind = Json::Null;
-      return true;
-    }
-    if (end - p >= 4 && !std::strncmp(p, "true", 4)) {
-      p += 4;
-      out.kind = Json::Bool;
-      out.boolean = true;
-      return true;
-    }
-    if (end - p >= 5 && !std::strncmp(p, "false", 5)) {
-      p += 5;
-      out.kind = Json::Bool;
-      return true;
-    }
-    return fail("unexpected character");
-  }
-  bool string(std::string &out) {
-    ++p; // opening quote
-    while (p != end && *p != '"') {
-      if (*p == '\\') {
-        if (++p == end)
-          return fail("unterminated escape");
-        switch (*p) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'u': {
-          if (end - p < 5)
-            return fail("bad \\u escape");
-          unsigned code = 0;
-          for (int i = 1; i <= 4; ++i) {
-            char h = p[i];
-            code = code * 16 + (h >= '0' && h <= '9'   ? h - '0'
-                                : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                       : 99);
-            if (code >= 99u << (4 * (4 - i)))
-              return fail("bad \\u escape");
-          }
-          p += 4;
-          if (code < 0x80) {
-            out += char(code);
-          } else if (code < 0x800) {
-            out += char(0xC0 | (code >> 6));
-            out += char(0x80 | (code & 0x3F));
-          } else {
-            out += char(0xE0 | (code >> 12));
-            out += char(0x80 | ((code >> 6) & 0x3F));
-            out += char(0x80 | (code & 0x3F));
-          }
-          break;
-        }
-        default:
-          out += *p;
-        }
-        ++p;
-        continue;
-      }
-      out += *p++;
-    }
-    if (p == end)
-      return fail("unterminated string");
-    ++p;
-    return true;
-  }
-  bool number(Json &out) {
-    const char *start = p;
-    if (*p == '-')
-      ++p;
-    while (p != end && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
-                        *p == 'E' || *p == '+' || *p == '-'))
-      ++p;
-    std::string text(start, p);
-    out.kind = Json::Number;
-    errno = 0;
-    char *stop = nullptr;
-    long long v = std::strtoll(text.c_str(), &stop, 10);
-    out.isInteger = stop && *stop == '\0' && errno == 0;
-    out.integer = v;
-    return text != "-" && !text.empty() ? true : fail("bad number");
-  }
-  bool array(Json &out, int depth) {
-    out.kind = Json::Array;
-    ++p;
-    skipSpace();
-    if (p != end && *p == ']') {
-      ++p;
-      return true;
-    }
-    while (true) {
-      out.items.emplace_back();
-      if (!value(out.items.back(), depth + 1))
-        return false;
-      skipSpace();
-      if (p != end && *p == ',') {
-        ++p;
-        continue;
-      }
-      if (p != end && *p == ']') {
-        ++p;
-        return true;
-      }
-      return fail("expected , or ] in array");
-    }
-  }
-  bool object(Json &out, int depth) {
-    out.kind = Json::Object;
-    ++p;
-    skipSpace();
-    if (p != end && *p == '}') {
-      ++p;
-      return true;
-    }
-    while (true) {
-      skipSpace();
-      if (p == end || *p != '"')
-        return fail("expected a string key");
-      std::string key;
-      if (!string(key))
-        return false;
-      skipSpace();
-      if (p == end || *p != ':')
-        return fail("expected : after key");
-      ++p;
-      out.members.emplace_back(std::move(key), Json());
-      if (!value(out.members.back().second, depth + 1))
-        return false;
-      skipSpace();
-      if (p != end && *p == ',') {
-        ++p;
-        continue;
-      }
-      if (p != end && *p == '}') {
-        ++p;
-        return true;
-      }
-      return fail("expected , or } in object");
-    }
-  }
-
-  const char *p, *end, *begin;
-  std::string message;
-};
-
-const Json *member(const Json &obj, const char *key) {
-  for (auto &[k, v] : obj.members)
-    if (k == key)
-      return &v;
-  return nullptr;
-}
-
+/// Nesting a safetensors header or checkpoint index may have (they use 3).
+constexpr unsigned kHeaderMaxDepth = 16;
 } // namespace
 
 bool tgc::rt::parseSafeTensors(const std::string &path,
@@ -461,41 +240,42 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
                 " exceeds the file size (" + std::to_string(data.size()) +
                 " bytes): truncated or not a safetensors file");
   const char *header = reinterpret_cast<const char *>(data.data() + 8);
-  Json root;
+  json::Value root;
   std::string jsonError;
-  if (!JsonParser(header, header + headerSize).parse(root, jsonError))
-    return fail(jsonError);
-  if (root.kind != Json::Object)
+  if (!json::parse(std::string_view(header, headerSize), root, jsonError,
+                   kHeaderMaxDepth))
+    return fail("invalid header JSON (" + jsonError + ")");
+  if (!root.isObject())
     return fail("header must be a JSON object");
   uint64_t dataSize = data.size() - 8 - headerSize;
   const uint8_t *base = data.data() + 8 + headerSize;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto &[name, entry] : root.members) {
     if (name == "__metadata__") {
-      if (entry.kind != Json::Object)
+      if (!entry.isObject())
         return fail("__metadata__ must be an object of strings");
       for (auto &[k, v] : entry.members) {
-        if (v.kind != Json::String)
+        if (!v.isString())
           return fail("__metadata__ value '" + k + "' must be a string");
-        file.metadata[k] = v.str;
+        file.metadata[k] = v.string;
       }
       continue;
     }
     std::string where = "tensor '" + name + "': ";
-    if (entry.kind != Json::Object)
+    if (!entry.isObject())
       return fail(where + "entry must be an object");
-    const Json *dtype = member(entry, "dtype"), *shape = member(entry, "shape"),
-               *offsets = member(entry, "data_offsets");
-    if (!dtype || dtype->kind != Json::String)
+    const json::Value *dtype = entry.get("dtype"), *shape = entry.get("shape"),
+                      *offsets = entry.get("data_offsets");
+    if (!dtype || !dtype->isString())
       return fail(where + "missing or non-string 'dtype'");
     TensorData t;
-    if (!parseDType(dtype->str, t.dtype))
-      return fail(where + "unsupported dtype '" + dtype->str + "'");
-    if (!shape || shape->kind != Json::Array)
+    if (!parseDType(dtype->string, t.dtype))
+      return fail(where + "unsupported dtype '" + dtype->string + "'");
+    if (!shape || !shape->isArray())
       return fail(where + "missing or non-array 'shape'");
     uint64_t numel = 1;
-    for (const Json &d : shape->items) {
-      if (d.kind != Json::Number || !d.isInteger || d.integer < 0 ||
+    for (const json::Value &d : shape->items) {
+      if (!d.isNumber() || !d.isInteger || d.integer < 0 ||
           d.integer > (int64_t(1) << 40))
         return fail(where + "shape entries must be non-negative integers");
       t.shape.push_back(d.integer);
@@ -503,10 +283,9 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
         return fail(where + "shape is too large");
       numel *= d.integer;
     }
-    if (!offsets || offsets->kind != Json::Array ||
-        offsets->items.size() != 2 || offsets->items[0].kind != Json::Number ||
-        !offsets->items[0].isInteger ||
-        offsets->items[1].kind != Json::Number || !offsets->items[1].isInteger)
+    if (!offsets || !offsets->isArray() || offsets->items.size() != 2 ||
+        !offsets->items[0].isNumber() || !offsets->items[0].isInteger ||
+        !offsets->items[1].isNumber() || !offsets->items[1].isInteger)
       return fail(where + "'data_offsets' must be [begin, end]");
     int64_t b = offsets->items[0].integer, e = offsets->items[1].integer;
     if (b < 0 || e < b || uint64_t(e) > dataSize)
@@ -569,14 +348,12 @@ bool readShardedCheckpoint(const std::string &indexPath, SafeTensorsFile &file,
     return fail(std::string("cannot open: ") + std::strerror(errno));
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
-  Json root;
+  json::Value root;
   std::string jsonError;
-  if (!JsonParser(text.data(), text.data() + text.size())
-           .parse(root, jsonError))
-    return fail(jsonError);
-  const Json *map =
-      root.kind == Json::Object ? member(root, "weight_map") : nullptr;
-  if (!map || map->kind != Json::Object)
+  if (!json::parse(text, root, jsonError, kHeaderMaxDepth))
+    return fail("invalid JSON (" + jsonError + ")");
+  const json::Value *map = root.get("weight_map");
+  if (!map || !map->isObject())
     return fail("not a sharded checkpoint index (no \"weight_map\" object)");
   std::string dir;
   size_t slash = indexPath.rfind('/');
@@ -585,11 +362,11 @@ bool readShardedCheckpoint(const std::string &indexPath, SafeTensorsFile &file,
   // Shard file → the tensors the index puts there.
   std::map<std::string, std::vector<std::string>> shards;
   for (auto &[name, shard] : map->members) {
-    if (shard.kind != Json::String || shard.str.empty() ||
-        shard.str.find('/') != std::string::npos)
+    if (!shard.isString() || shard.string.empty() ||
+        shard.string.find('/') != std::string::npos)
       return fail("weight_map entry '" + name +
                   "' is not the file name of a shard");
-    shards[shard.str].push_back(name);
+    shards[shard.string].push_back(name);
   }
   if (shards.empty())
     return fail("the weight_map is empty");
@@ -638,52 +415,31 @@ bool tgc::rt::readCheckpoint(const std::string &path, SafeTensorsFile &file,
   return readSafeTensors(path, file, error);
 }
 
-namespace {
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-} // namespace
-
 bool tgc::rt::writeSafeTensors(const std::string &path,
                                const SafeTensorsFile &file,
                                std::string &error) {
-  std::ostringstream header;
-  header << "{";
-  bool first = true;
+  json::Writer header;
+  header.beginObject();
   if (!file.metadata.empty()) {
-    header << "\"__metadata__\":{";
-    bool f = true;
-    for (auto &[k, v] : file.metadata) {
-      header << (f ? "" : ",") << jsonString(k) << ":" << jsonString(v);
-      f = false;
-    }
-    header << "}";
-    first = false;
+    header.key("__metadata__").beginObject();
+    for (auto &[k, v] : file.metadata)
+      header.key(k).string(v);
+    header.endObject();
   }
   uint64_t offset = 0;
   for (auto &[name, t] : file.tensors) {
-    header << (first ? "" : ",") << jsonString(name) << ":{\"dtype\":\""
-           << dtypeName(t.dtype) << "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      header << (i ? "," : "") << t.shape[i];
-    header << "],\"data_offsets\":[" << offset << "," << offset + t.bytes.size()
-           << "]}";
+    header.key(name).beginObject();
+    header.key("dtype").string(dtypeName(t.dtype));
+    header.key("shape").beginArray();
+    for (int64_t d : t.shape)
+      header.integer(d);
+    header.endArray();
+    header.key("data_offsets").beginArray();
+    header.unsignedInteger(offset).unsignedInteger(offset + t.bytes.size());
+    header.endArray().endObject();
     offset += t.bytes.size();
-    first = false;
   }
-  header << "}";
+  header.endObject();
   std::string h = header.str();
   while (h.size() % 8)
     h += ' ';

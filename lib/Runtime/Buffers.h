@@ -1,0 +1,83 @@
+//===- Buffers.h - the compiled step's buffers ------------------*- C++ -*-===//
+//
+// Allocates and classifies the buffers the compiled step's table
+// (tgc_model) describes: parameters, optimizer state, their updated copies,
+// gradients, inputs and outputs; and moves them between host and device.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_BUFFERS_H
+#define TGC_RUNTIME_BUFFERS_H
+
+#include "tgc/Runtime/ABI.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tgc::rt {
+
+struct Buffer {
+  const tgc_buffer_info *info;
+  void *data = nullptr;   // the host copy
+  void *device = nullptr; // what the step reads (== data on the CPU)
+  int64_t numel;
+  size_t bytes;
+  bool shared = false; // data belongs to another buffer (in-place update)
+};
+
+/// The compiled step's buffers, in the order it takes them, by role.
+struct StepBuffers {
+  std::vector<Buffer> buffers;
+  std::vector<void *> pointers; // what tgc_train_step is called with
+  std::vector<int> params, states, newParams, newStates, grads;
+  int ids = -1, targets = -1, features = -1, labels = -1, lr = -1, step = -1,
+      loss = -1, norm = -1;
+  /// tgc --data-parallel: this process's share of the global mean.
+  int dpWeight = -1;
+  /// Loss scaling: the state holding the scale (-1 without). Each
+  /// gradient's sum of squares (outputs grad_sumsq.<parameter>): the step
+  /// has a skip flag guarding its updates (loss scaling's, or tgc
+  /// --guard-update's).
+  int lossScale = -1;
+  std::vector<int> gradSumSquares;
+  bool guarded() const { return !gradSumSquares.empty(); }
+  /// Optimizer updates applied so far (AdamW's step count: a step whose
+  /// scaled gradients overflowed is skipped and does not count).
+  int64_t updatesApplied = 0;
+  /// New parameters and state share their inputs' storage.
+  bool inPlace = false;
+
+  float scalar(int i) const { return *static_cast<float *>(buffers[i].data); }
+
+  ~StepBuffers();
+};
+
+/// Bytes of one element of a tgc_dtype.
+size_t dtypeBytes(int32_t dtype);
+int64_t numelOf(const tgc_buffer_info &b);
+std::vector<int64_t> shapeOf(const tgc_buffer_info &b);
+/// "[2, 3]", for messages.
+std::string shapeText(const std::vector<int64_t> &shape);
+
+/// Fills `b` as its table entry says (normal, uniform, ones, constant or
+/// zeros) from a stream seeded by `seed` and the buffer's name.
+void initialise(Buffer &b, uint64_t seed);
+
+/// 64-byte aligned memory, or stops naming `what`.
+void *allocateAligned(size_t bytes, const std::string &what);
+
+/// Host copy → device (nothing to do on the CPU).
+void upload(const Buffer &b);
+void upload(const StepBuffers &s, const std::vector<int> &which);
+/// Device → host copy.
+void download(const Buffer &b);
+void download(const StepBuffers &s, const std::vector<int> &which);
+
+/// Allocates (zeroed) and classifies every buffer of the model table;
+/// updated values share their inputs' storage when the step allows it.
+void bindBuffers(const tgc_model_info &m, StepBuffers &s);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_BUFFERS_H

@@ -1,0 +1,181 @@
+//===- Checkpoints.cpp - weights in and out -------------------------------===//
+
+#include "Checkpoints.h"
+#include "Distributed.h"
+#include "Fatal.h"
+#include "tgc/Runtime/SafeTensors.h"
+
+#include <map>
+
+using namespace tgc::rt;
+
+static void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
+  if (t.shape != shapeOf(*b.info))
+    die(file + ": tensor '" + b.info->name + "' has shape " +
+        shapeText(t.shape) + " but the model needs " +
+        shapeText(shapeOf(*b.info)));
+  if (t.dtype != DType::F32 && t.dtype != DType::F64 &&
+      t.dtype != DType::BF16 && t.dtype != DType::F16)
+    die(file + ": tensor '" + b.info->name + "' has dtype " +
+        dtypeName(t.dtype) + "; weights must be floating point");
+  float *p = static_cast<float *>(b.data);
+  for (int64_t i = 0; i < b.numel; ++i)
+    p[i] = static_cast<float>(t.get(i));
+}
+
+/// ZeRO-1 state: this process's shard of the whole state in `t`, which has
+/// the shape of its parameter `param` (checkpoints hold whole tensors, so
+/// they resume at any process count).
+static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
+                          const std::string &file) {
+  if (t.shape != shapeOf(*param.info))
+    die(file + ": tensor 'optimizer." + b.info->name + "' has shape " +
+        shapeText(t.shape) + " but the model needs " +
+        shapeText(shapeOf(*param.info)));
+  float *p = static_cast<float *>(b.data);
+  int64_t first = tgc_dist_rank() * b.numel;
+  int64_t n =
+      tgc::runtime::shardElements(param.numel, b.numel, tgc_dist_rank());
+  for (int64_t i = 0; i < b.numel; ++i)
+    p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
+}
+
+static TensorData toTensor(const Buffer &b) {
+  TensorData t;
+  t.dtype = DType::F32;
+  t.shape = shapeOf(*b.info);
+  t.bytes.assign(static_cast<uint8_t *>(b.data),
+                 static_cast<uint8_t *>(b.data) + b.bytes);
+  return t;
+}
+
+int64_t tgc::rt::loadWeights(StepBuffers &s, const Options &opt,
+                             uint64_t seed) {
+  // State that does not start at zero (the loss scale), unless resumed.
+  for (int i : s.states)
+    if (s.buffers[i].info->init != TGC_INIT_NONE)
+      initialise(s.buffers[i], seed);
+  if (opt.resume.empty() && opt.init.empty()) {
+    for (int i : s.params)
+      initialise(s.buffers[i], seed);
+    return 0;
+  }
+  const std::string &file = opt.resume.empty() ? opt.init : opt.resume;
+  SafeTensorsFile st;
+  std::string error;
+  if (!readCheckpoint(file, st, error))
+    die(error);
+  std::map<std::string, bool> used;
+  for (int i : s.params) {
+    auto it = st.tensors.find(s.buffers[i].info->name);
+    if (it == st.tensors.end())
+      die(file + ": missing tensor '" + std::string(s.buffers[i].info->name) +
+          "'");
+    copyFrom(s.buffers[i], it->second, file);
+    used[it->first] = true;
+  }
+  int64_t firstStep = 0;
+  if (!opt.resume.empty()) {
+    auto exported = st.metadata.find(kExportKey);
+    if (exported != st.metadata.end())
+      die(file + ": inference weights exported with --save-dtype (" +
+          exported->second +
+          "; no optimizer state, no f32 masters): --init can load them, "
+          "--resume needs a file --save wrote without --save-dtype");
+    for (int i : s.states) {
+      std::string key = std::string("optimizer.") + s.buffers[i].info->name;
+      auto it = st.tensors.find(key);
+      // A checkpoint without loss scaling: the scale starts afresh.
+      if (it == st.tensors.end() && s.buffers[i].info->init != TGC_INIT_NONE)
+        continue;
+      if (it == st.tensors.end())
+        die(file + ": missing optimizer state '" + key +
+            "' (--resume needs a file --save wrote)");
+      if (s.buffers[i].info->shard_of >= 0)
+        copyShardFrom(s.buffers[i], s.buffers[s.buffers[i].info->shard_of],
+                      it->second, file);
+      else
+        copyFrom(s.buffers[i], it->second, file);
+      used[key] = true;
+    }
+    auto step = st.metadata.find("step");
+    if (step == st.metadata.end())
+      die(file +
+          ": no 'step' in its metadata (--resume needs a file --save wrote)");
+    firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
+    auto updates = st.metadata.find("optimizer_step");
+    s.updatesApplied = updates == st.metadata.end()
+                           ? firstStep
+                           : parseInt(file + ": metadata 'optimizer_step'",
+                                      updates->second.c_str(), 0);
+  }
+  for (auto &[name, t] : st.tensors)
+    if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
+      die(file + ": tensor '" + name + "' is not a parameter of this model");
+  return firstStep;
+}
+
+void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
+  if (s.grads.size() != s.params.size())
+    die("--dump-grads: this executable was compiled without gradient outputs "
+        "(compile it with tgc --return-gradients)");
+  download(s, s.grads);
+  SafeTensorsFile out;
+  for (int i : s.grads)
+    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
+  out.tensors["loss"] = toTensor(s.buffers[s.loss]);
+  std::string error;
+  if (!writeSafeTensors(path, out, error))
+    die(error);
+}
+
+void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
+                             const std::string &path, int64_t step, DType dtype,
+                             bool writes) {
+  if (!writes && dtype != DType::F32)
+    return;
+  download(s, s.params);
+  SafeTensorsFile out;
+  out.metadata["model_type"] = m.model_type;
+  out.metadata["format"] = "pt";
+  if (dtype != DType::F32) {
+    // Inference weights under their Hugging Face names: no optimizer state
+    // and no f32 masters, so nothing to resume training from.
+    for (int i : s.params) {
+      const Buffer &b = s.buffers[i];
+      out.tensors[b.info->name] = narrowFloats(
+          static_cast<const float *>(b.data), b.numel, shapeOf(*b.info), dtype);
+    }
+    out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
+                               " parameters at step " + std::to_string(step);
+    std::string error;
+    if (!writeSafeTensors(path, out, error))
+      die(error);
+    return;
+  }
+  download(s, s.states);
+  for (int i : s.params)
+    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
+  for (int i : s.states) {
+    const Buffer &b = s.buffers[i];
+    TensorData t = toTensor(b);
+    if (b.info->shard_of >= 0) {
+      // ZeRO-1: every process's shard, gathered whole on rank 0, under the
+      // names and shape of the unsharded state.
+      const Buffer &param = s.buffers[b.info->shard_of];
+      t.shape = shapeOf(*param.info);
+      t.bytes.assign(param.bytes, 0);
+      tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
+                             reinterpret_cast<float *>(t.bytes.data()),
+                             param.numel);
+    }
+    out.tensors[std::string("optimizer.") + b.info->name] = std::move(t);
+  }
+  if (!writes)
+    return;
+  out.metadata["step"] = std::to_string(step);
+  out.metadata["optimizer_step"] = std::to_string(s.updatesApplied);
+  std::string error;
+  if (!writeSafeTensors(path, out, error))
+    die(error);
+}

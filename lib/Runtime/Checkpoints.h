@@ -1,0 +1,38 @@
+//===- Checkpoints.h - weights in and out -----------------------*- C++ -*-===//
+//
+// Loading weights (--init, --resume), saving checkpoints and exports
+// (--save, --save-dtype) and dumping gradients (--dump-grads), all as
+// safetensors under Hugging Face names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_CHECKPOINTS_H
+#define TGC_RUNTIME_CHECKPOINTS_H
+
+#include "Buffers.h"
+#include "Options.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tgc::rt {
+
+/// Marks files --save-dtype exported (parameters only, rounded).
+constexpr const char *kExportKey = "tgc_export";
+
+/// Weights from --resume (with optimizer state; returns the step to go on
+/// from), --init, or the model family's initialisation (returns 0).
+int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed);
+
+/// Parameters, optimizer state (as optimizer.<name>) and the step reached;
+/// with a narrower `dtype`, the parameters alone, rounded (an export).
+/// `writes`: this process writes (the others send their ZeRO-1 shards).
+void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
+                    const std::string &path, int64_t step, DType dtype,
+                    bool writes);
+
+/// The first step's gradients and loss, for tests (--dump-grads).
+void dumpGradients(const StepBuffers &s, const std::string &path);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_CHECKPOINTS_H

@@ -1,0 +1,165 @@
+//===- Options.cpp - the training executable's flags ----------------------===//
+
+#include "Options.h"
+#include "Fatal.h"
+#include "tgc/Runtime/ABI.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace tgc::rt;
+
+static void usage() {
+  std::printf("usage: %s [options]\n\n"
+              "Trains the compiled model (%s, batch %lld x seq %lld, %s).\n\n"
+              "  --data FILE            training data: a text file (read as "
+              "bytes) or a .bin of\n"
+              "                         uint16 token ids for language models; "
+              "CSV rows\n"
+              "                         'label,f1,...' for the MLP. Default: "
+              "/usr/share/common-\n"
+              "                         licenses/GPL-3 (language models) or a "
+              "synthetic data set (MLP)\n"
+              "  --steps N              training steps (default %lld)\n"
+              "  --seed S               seed of weight init and random data "
+              "order (default %llu)\n"
+              "  --lr X                 learning rate (default %g)\n"
+              "  --init PATH            load weights by Hugging Face name: a "
+              ".safetensors file,\n"
+              "                         a sharded checkpoint's "
+              "model.safetensors.index.json,\n"
+              "                         or a model directory with either\n"
+              "  --save FILE            save weights and optimizer state at "
+              "the end (.safetensors,\n"
+              "                         written atomically; state as "
+              "'optimizer.<name>')\n"
+              "  --save-dtype T         f32 (default); bf16 or f16: save only "
+              "the parameters,\n"
+              "                         rounded, as inference weights (--init "
+              "loads them;\n"
+              "                         nothing to --resume from)\n"
+              "  --resume FILE          continue from a file --save wrote "
+              "(same losses as an\n"
+              "                         uninterrupted run)\n"
+              "  --dump-grads FILE      write the first step's gradients by "
+              "parameter name\n"
+              "  --data-order ORDER     sequential (default) or random\n"
+              "  --save-every N         also write --save every N steps "
+              "(each written atomically:\n"
+              "                         a run that fails keeps the last one)\n"
+              "  --eval-every N         every N steps, report the loss on "
+              "held-out data (the last\n"
+              "                         10%% of the data)\n"
+              "  --log FILE             one JSON object per step (step, loss, "
+              "grad_norm, ms, tokens_per_s)\n"
+              "  --threads N            threads of the step (default: "
+              "OMP_NUM_THREADS, or every core)\n"
+              "  --quiet                no progress output\n"
+              "  --help                 this text\n"
+              "\nExecutables compiled with tgc --data-parallel also run as "
+              "the processes of\nan Open MPI job (mpirun -np N %s ...; "
+              "batch per process; docs/distributed.md).\n",
+              programName(), tgc_model.model_type,
+              (long long)tgc_model.batch_size, (long long)tgc_model.seq_len,
+              tgc_model.optimizer, (long long)tgc_model.steps,
+              (unsigned long long)tgc_model.seed, tgc_model.lr, programName());
+}
+
+int64_t tgc::rt::parseInt(const std::string &flag, const char *text,
+                          int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (!*text || *end || errno || v < min)
+    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
+        text + "'");
+  return v;
+}
+
+static double parsePositive(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  double v = std::strtod(text, &end);
+  if (!*text || *end || !(v > 0) || !std::isfinite(v))
+    die(flag + ": expected a positive number, got '" + text + "'");
+  return v;
+}
+
+Options tgc::rt::parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool hasInline = false;
+    if (size_t eq = arg.find('=');
+        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasInline = true;
+    }
+    auto next = [&]() -> const char * {
+      if (hasInline)
+        return value.c_str();
+      if (i + 1 >= argc)
+        die(arg + ": missing value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage();
+      std::exit(0);
+    } else if (arg == "--data")
+      o.data = next();
+    else if (arg == "--init")
+      o.init = next();
+    else if (arg == "--save")
+      o.save = next();
+    else if (arg == "--resume")
+      o.resume = next();
+    else if (arg == "--save-dtype") {
+      std::string v = next();
+      if (v == "f32")
+        o.saveDtype = DType::F32;
+      else if (v == "bf16")
+        o.saveDtype = DType::BF16;
+      else if (v == "f16")
+        o.saveDtype = DType::F16;
+      else
+        die("--save-dtype: expected f32, bf16 or f16, got '" + v + "'");
+    } else if (arg == "--dump-grads")
+      o.dumpGrads = next();
+    else if (arg == "--log")
+      o.log = next();
+    else if (arg == "--steps")
+      o.steps = parseInt(arg, next(), 0);
+    else if (arg == "--seed") {
+      o.seed = parseInt(arg, next(), 0);
+      o.seedGiven = true;
+    } else if (arg == "--lr")
+      o.lr = parsePositive(arg, next());
+    else if (arg == "--eval-every")
+      o.evalEvery = parseInt(arg, next(), 1);
+    else if (arg == "--save-every")
+      o.saveEvery = parseInt(arg, next(), 1);
+    else if (arg == "--threads")
+      o.threads = parseInt(arg, next(), 1);
+    else if (arg == "--quiet")
+      o.quiet = true;
+    else if (arg == "--data-order") {
+      std::string v = next();
+      if (v == "sequential")
+        o.order = DataOrder::Sequential;
+      else if (v == "random")
+        o.order = DataOrder::Random;
+      else
+        die("--data-order: expected 'sequential' or 'random', got '" + v + "'");
+    } else
+      die("unknown option '" + std::string(argv[i]) + "' (see --help)");
+  }
+  if (!o.init.empty() && !o.resume.empty())
+    die("--init and --resume both give the weights: use one");
+  if (o.saveDtype != DType::F32 && o.save.empty())
+    die("--save-dtype needs --save FILE");
+  if (o.saveEvery && o.save.empty())
+    die("--save-every needs --save FILE");
+  return o;
+}

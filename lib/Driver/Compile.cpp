@@ -3,7 +3,7 @@
 #include "tgc/Driver/Compile.h"
 
 #include "tgc/Conversion/Passes.h"
-#include "tgc/Conversion/ProductFusion.h"
+#include "tgc/Target/ProductFusion.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Driver/Executable.h"

@@ -71,7 +71,7 @@ public:
                                      mlir::tg::FusionMode fusion) const = 0;
 
   /// Whether the schedule, with fusion on, does `product`'s neighbours
-  /// inside the product's output tiles (tgc/Conversion/ProductFusion.h): the
+  /// inside the product's output tiles (tgc/Target/ProductFusion.h): the
   /// fill that zeroes its output (tgc::findAccumulatorInit) and the
   /// elementwise loop that reads it right after (tgc::findEpilogue). They
   /// are then no passes over memory of their own; `tgc stats` counts

@@ -15,7 +15,7 @@
 
 #include "BF16Products.h"
 
-#include "tgc/Conversion/ProductFusion.h"
+#include "tgc/Target/ProductFusion.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

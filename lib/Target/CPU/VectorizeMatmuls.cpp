@@ -12,7 +12,7 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "BF16Products.h"
-#include "tgc/Conversion/ProductFusion.h"
+#include "tgc/Target/ProductFusion.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -153,7 +153,7 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     Option<"fillTiles", "fill-tiles", "bool", "false",
            "Do a product's neighbours inside its output tiles: the fill that "
            "zeroes its output, and the elementwise loop right after it that "
-           "reads it (tgc/Conversion/ProductFusion.h)">,
+           "reads it (tgc/Target/ProductFusion.h)">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
     Option<"bf16Dot", "bf16-dot", "bool", "false",

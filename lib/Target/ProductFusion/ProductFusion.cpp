@@ -1,37 +1,26 @@
-//===- ProductFusion.h - loops a target fuses into a product's tiles -*- C++
-//-*-===//
+//===- ProductFusion.cpp - loops a target fuses into a product ------------===//
 //
-// A target that tiles matrix products can do two neighbours of a product
-// inside each output tile, while the tile is in cache, instead of as
-// passes over whole buffers: the fill that zeroes the product's output
-// before it accumulates, and an elementwise loop right after it that reads
-// the product (a residual add, the sum of a tensor's gradients). The CPU
-// schedule does both; `tgc stats` asks the target and counts them as part
-// of the product. Both are found on the bufferized step by these
-// functions, so the count and the schedule agree.
+// Matchers over linalg on buffers; see tgc/Target/ProductFusion.h.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TGC_CONVERSION_PRODUCTFUSION_H
-#define TGC_CONVERSION_PRODUCTFUSION_H
 
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "tgc/Target/ProductFusion.h"
+
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
-namespace tgc {
+using namespace tgc;
 
-/// The buffer a view is a view of (any other value: itself).
-inline mlir::Value rootBuffer(mlir::Value v) {
+mlir::Value tgc::rootBuffer(mlir::Value v) {
   auto memref = llvm::dyn_cast<mlir::MemrefValue>(v);
   return memref ? mlir::memref::skipViewLikeOps(memref) : v;
 }
 
 /// Whether `op` (or an op nested in it) uses the buffer `root` or a view
 /// of it.
-inline bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
+static bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
   bool touches = false;
   op->walk([&](mlir::Operation *inner) {
     for (mlir::Value operand : inner->getOperands())
@@ -41,10 +30,7 @@ inline bool touchesBuffer(mlir::Operation *op, mlir::Value root) {
   return touches;
 }
 
-/// Whether `op`, or an op nested in it, may write the buffer `root` (or a
-/// view of it): a write effect on it or on an unknown value, or effects
-/// that cannot be known.
-inline bool mayWriteBuffer(mlir::Operation *op, mlir::Value root) {
+bool tgc::mayWriteBuffer(mlir::Operation *op, mlir::Value root) {
   std::optional<llvm::SmallVector<mlir::MemoryEffects::EffectInstance>>
       effects = mlir::getEffectsRecursively(op);
   return !effects ||
@@ -56,13 +42,13 @@ inline bool mayWriteBuffer(mlir::Operation *op, mlir::Value root) {
 }
 
 /// Views and allocations touch no memory.
-inline bool movesNoData(mlir::Operation *op) {
+static bool movesNoData(mlir::Operation *op) {
   return llvm::isa<mlir::ViewLikeOpInterface, mlir::memref::AllocOp>(op);
 }
 
 /// The first op after `op` (at most a few, same block) that touches the
 /// buffer `root` and moves data; null if none within the limit.
-inline mlir::Operation *nextToucher(mlir::Operation *op, mlir::Value root) {
+static mlir::Operation *nextToucher(mlir::Operation *op, mlir::Value root) {
   constexpr int kMaxOpsBetween = 16;
   int seen = 0;
   for (mlir::Operation *next = op->getNextNode(); next && seen < kMaxOpsBetween;
@@ -74,7 +60,7 @@ inline mlir::Operation *nextToucher(mlir::Operation *op, mlir::Value root) {
 
 /// Whether an op after `op` (same block) touches the buffer `root` other
 /// than to view or free it.
-inline bool touchedAfter(mlir::Operation *op, mlir::Value root) {
+static bool touchedAfter(mlir::Operation *op, mlir::Value root) {
   for (mlir::Operation *next = op->getNextNode(); next;
        next = next->getNextNode())
     if (!movesNoData(next) && touchesBuffer(next, root) &&
@@ -83,12 +69,7 @@ inline bool touchedAfter(mlir::Operation *op, mlir::Value root) {
   return false;
 }
 
-/// The linalg.fill of a constant (on buffers) that initialises `product`'s
-/// output just before it: it writes the very buffer the product accumulates
-/// into, and no op between the two (at most a few, in the same block) reads
-/// or writes that buffer or any view of it.
-inline mlir::linalg::FillOp
-findAccumulatorInit(mlir::linalg::LinalgOp product) {
+mlir::linalg::FillOp tgc::findAccumulatorInit(mlir::linalg::LinalgOp product) {
   constexpr int kMaxOpsBetween = 64;
   if (!product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
     return {};
@@ -107,9 +88,7 @@ findAccumulatorInit(mlir::linalg::LinalgOp product) {
   return {};
 }
 
-/// The first of `type`'s trailing dimensions whose sizes multiply to `n`
-/// (the columns of an [M, N] view of it), or -1 if none do.
-inline int64_t columnDims(mlir::MemRefType type, int64_t n) {
+int64_t tgc::columnDims(mlir::MemRefType type, int64_t n) {
   int64_t product = 1;
   for (int64_t d = type.getRank() - 1; d >= 0; --d) {
     product *= type.getDimSize(d);
@@ -121,12 +100,7 @@ inline int64_t columnDims(mlir::MemRefType type, int64_t n) {
   return -1;
 }
 
-/// Whether `v` holds the M x N elements of a 2-D product's output in the
-/// same order: a row-major static buffer whose trailing dimensions make N
-/// (an expand_shape of one is row-major too: [B, S, D], or [B, S, H, hd]
-/// for N = H·hd), so that an output tile's rows and columns are a
-/// rectangle of it once collapsed to [M, N].
-inline bool isRowMajorLike(mlir::Value v, int64_t m, int64_t n) {
+bool tgc::isRowMajorLike(mlir::Value v, int64_t m, int64_t n) {
   auto type = llvm::dyn_cast<mlir::MemRefType>(v.getType());
   return type && type.hasStaticShape() && type.getRank() >= 1 &&
          type.getNumElements() == m * n && columnDims(type, n) >= 1 &&
@@ -136,7 +110,7 @@ inline bool isRowMajorLike(mlir::Value v, int64_t m, int64_t n) {
 /// Whether `v` exists before `op` (same block), or is a fresh buffer or a
 /// reshape of one made between `op` and its reader, which can move before
 /// `op`.
-inline bool availableBefore(mlir::Value v, mlir::Operation *op) {
+static bool availableBefore(mlir::Value v, mlir::Operation *op) {
   mlir::Operation *def = v.getDefiningOp();
   if (!def)
     return true; // an argument of `op`'s block or of one around it
@@ -154,15 +128,7 @@ inline bool availableBefore(mlir::Value v, mlir::Operation *op) {
   return false;
 }
 
-/// Whether `epilogue` runs over the product's output `acc` itself: its
-/// loops are acc's dimensions, each operand on acc is acc with the identity
-/// map, the other inputs are read through projected permutations (a row's
-/// statistic broadcast along it) and the other outputs written through
-/// permutations (each element once, so tiles never write the same one), so
-/// an output tile's offsets and sizes select each operand's tile. Such a
-/// loop may use linalg.index (a causal mask) and may update acc in place.
-inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
-                             mlir::Value acc) {
+bool tgc::isDirectEpilogue(mlir::linalg::GenericOp epilogue, mlir::Value acc) {
   auto accType = llvm::cast<mlir::MemRefType>(acc.getType());
   if (epilogue.getStaticLoopRanges() !=
       llvm::SmallVector<int64_t>(accType.getShape()))
@@ -179,26 +145,7 @@ inline bool isDirectEpilogue(mlir::linalg::GenericOp epilogue,
   return true;
 }
 
-/// The elementwise loop that reads `product`'s output right after it, as
-/// its epilogue: the next op touching the output buffer is a
-/// linalg.generic with only parallel loops that reads the output and
-/// either
-///  - runs over the output itself (isDirectEpilogue): 2-D products and
-///    batch matmuls (attention's scale and causal mask on the scores, in
-///    place; its dS = P·(dP − D) reading dP); or
-///  - (2-D products) has identity maps and no index ops, and all its
-///    operands hold M x N elements in the output's order (isRowMajorLike),
-///    reading the output directly or through one expand_shape (a residual
-///    add in [B, S, D]).
-/// It writes buffers the product does not read (several: SwiGLU's gradient
-/// loop writes the gate's and up's gradients and the recomputed product),
-/// or (direct) updates the output in place. Later ops may still read the
-/// output (SwiGLU's up projection, kept for the gradient, feeds silu(g)·u):
-/// each tile is whole before its epilogue reads it. No op between
-/// the two (at most a few) touches any of the loop's buffers, whose buffers
-/// exist before the product or are allocated (or reshaped) in between and
-/// can move before it. Products with a whole buffer as output only.
-inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
+mlir::linalg::GenericOp tgc::findEpilogue(mlir::linalg::LinalgOp product) {
   bool batched = llvm::isa<mlir::linalg::BatchMatmulOp>(product);
   if (!product.hasPureBufferSemantics() || product.getNumDpsInits() != 1 ||
       !(batched || llvm::isa<mlir::linalg::MatmulOp>(product)))
@@ -270,17 +217,8 @@ inline mlir::linalg::GenericOp findEpilogue(mlir::linalg::LinalgOp product) {
   return epilogue;
 }
 
-/// The layout change that reads a batch matmul's output right after it and
-/// is its only reader: attention's gradients dQ, dK and dV, computed per
-/// (batch, head) as [B·H, S, N] and moved to the sequence's layout
-/// [B, S, H, N] (`linalg.transpose` of an expand_shape [[0, 1], [2],
-/// [3, ...]] of the output, permutation [0, 2, 1, 3, ...]) into a buffer
-/// that exists before the product. The output must start from a fill
-/// (findAccumulatorInit) and have no epilogue: a target that writes each
-/// output tile straight into the new layout, filling it there, never makes
-/// the [B·H, S, N] copy.
-inline mlir::linalg::TransposeOp
-findOutputTranspose(mlir::linalg::LinalgOp product) {
+mlir::linalg::TransposeOp
+tgc::findOutputTranspose(mlir::linalg::LinalgOp product) {
   if (!llvm::isa<mlir::linalg::BatchMatmulOp>(product) ||
       !product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
     return {};
@@ -327,17 +265,9 @@ findOutputTranspose(mlir::linalg::LinalgOp product) {
   return transpose;
 }
 
-/// A layout change of a buffer in the sequence's layout [B, S, H, ...] into
-/// heads ([B, H, S, ...]: `linalg.transpose` [0, 2, 1, 3, ...]) whose
-/// result is read only through one collapse_shape [[0, 1], [2], [3, ...]]
-/// ([B·H, S, N]) by batch matmuls that `fuses` accepts, as inputs:
-/// attention's dO, read by dP = dO·Vᵀ and dV = Pᵀ·dO. A target whose tiles
-/// read their rows of each head straight from the sequence's layout never
-/// makes the copy. Nothing between the transpose and its last reader may
-/// write the source. Returns the collapse_shape the products read.
-inline mlir::memref::CollapseShapeOp
-findHeadsOperand(mlir::linalg::TransposeOp transpose,
-                 llvm::function_ref<bool(mlir::Operation *)> fuses) {
+mlir::memref::CollapseShapeOp
+tgc::findHeadsOperand(mlir::linalg::TransposeOp transpose,
+                      llvm::function_ref<bool(mlir::Operation *)> fuses) {
   if (!transpose.hasPureBufferSemantics())
     return {};
   llvm::ArrayRef<int64_t> perm = transpose.getPermutation();
@@ -396,7 +326,3 @@ findHeadsOperand(mlir::linalg::TransposeOp transpose,
   }
   return collapse;
 }
-
-} // namespace tgc
-
-#endif // TGC_CONVERSION_PRODUCTFUSION_H

@@ -78,8 +78,14 @@ tgc::createTargetBackend(TargetKind kind, const TargetOptions &options) {
   switch (kind) {
   case TargetKind::CPU:
     return cpu::createCPUBackend(options);
-  case TargetKind::CUDA:
-    return cuda::createCUDABackend(options);
+  case TargetKind::CUDA: {
+    // The CUDA step's host side, and all of it under --gpu-emulate.
+    llvm::Expected<std::unique_ptr<TargetBackend>> host =
+        cpu::createCPUBackend(options);
+    if (!host)
+      return host.takeError();
+    return cuda::createCUDABackend(options, std::move(*host));
+  }
   }
   llvm_unreachable("unknown target kind");
 }

@@ -6,6 +6,7 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/Passes.h"
+#include "tgc/Target/Host/HostCode.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -95,18 +96,10 @@ void tgc::cpu::buildCPUCodegenPipeline(OpPassManager &pm,
   // aligned_alloc rather than malloc plus pointer arithmetic: LLVM then
   // knows a task's own buffers alias nothing else, and keeps a row sum's
   // accumulator in a register instead of storing it on every element.
-  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
-  memrefToLLVM.useAlignedAlloc = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  ConvertFuncToLLVMPassOptions funcOptions;
-  funcOptions.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  host::HostToLLVMOptions toLLVM;
+  toLLVM.alignedAlloc = true;
+  toLLVM.mathToLibm = true;
+  host::buildHostToLLVMPipeline(pm, toLLVM);
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // bf16 bits stored and loaded as i16, which LLVM vectorises on any x86.
@@ -122,27 +115,6 @@ void tgc::cpu::buildCPUBackendPipeline(OpPassManager &pm,
     buildCPUSchedulePipeline(nested, options, options.fusion);
   });
   buildCPUCodegenPipeline(pm, options);
-}
-
-llvm::Error tgc::cpu::emitHostCode(ModuleOp module, CodeArtifact artifact,
-                                   const std::string &cpu, bool slpVectorize,
-                                   llvm::raw_pwrite_stream &os) {
-  llvm::LLVMContext context;
-  std::string error;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateAndOptimize(module, context, cpu, error, slpVectorize);
-  if (!llvmModule)
-    return llvm::createStringError(error);
-  if (artifact == CodeArtifact::LLVMIR) {
-    llvmModule->print(os, nullptr);
-    return llvm::Error::success();
-  }
-  if (!emitCode(*llvmModule,
-                artifact == CodeArtifact::Object ? CodeFileType::Object
-                                                 : CodeFileType::Assembly,
-                cpu, os, error))
-    return llvm::createStringError(error);
-  return llvm::Error::success();
 }
 
 void tgc::cpu::registerCPUBackendPasses() {
@@ -205,12 +177,13 @@ public:
   }
 
   void registerTranslations(DialectRegistry &registry) const override {
-    registerCPUTranslations(registry);
+    host::registerHostTranslations(registry);
   }
 
   llvm::Error emit(ModuleOp module, CodeArtifact artifact,
                    llvm::raw_pwrite_stream &os) const override {
-    return emitHostCode(module, artifact, cpu.name, /*slpVectorize=*/true, os);
+    return host::emitHostCode(module, artifact, cpu.name, /*slpVectorize=*/true,
+                              os);
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,
@@ -256,7 +229,8 @@ llvm::Error CPUBackend::linkExecutable(StringRef objectFile, StringRef header,
   }
   libraries.push_back(runtime.str());
   libraries.push_back("-lomp");
-  return linkHostExecutable(objectFile, header, modelInfo, libraries, output);
+  return host::linkHostExecutable(objectFile, header, modelInfo, libraries,
+                                  output);
 }
 
 llvm::Expected<std::unique_ptr<TargetBackend>>

@@ -1,76 +1,21 @@
-//===- CPUTarget.cpp - LLVM dialect → optimised host object code ----------===//
+//===- CPUTarget.cpp - what the code generator knows of a CPU -------------===//
 //
-// In-process: translate to LLVM IR, target this machine's CPU and features,
-// run LLVM's O3 pipeline (llc alone would not optimise the IR), emit code.
+// This machine's vector unit and caches (cpuid through LLVM, sysfs), or an
+// --mcpu's from LLVM's description of it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Target/CPU/CPUTarget.h"
+#include "tgc/Target/Host/HostCode.h"
 
-#include "llvm/Support/Threading.h"
-
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
-
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace tgc;
 using namespace tgc::cpu;
-
-void tgc::cpu::registerCPUTranslations(mlir::DialectRegistry &registry) {
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::registerOpenMPDialectTranslation(registry);
-}
-
-namespace {
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(const std::string &cpu,
-                                                       std::string &error) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return nullptr;
-  std::string name, features;
-  if (cpu.empty() || cpu == "native") {
-    name = llvm::sys::getHostCPUName().str();
-    for (auto &feature : llvm::sys::getHostCPUFeatures())
-      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
-  } else {
-    std::unique_ptr<llvm::MCSubtargetInfo> info(
-        target->createMCSubtargetInfo(triple, "", ""));
-    if (!info || !info->isCPUStringValid(cpu)) {
-      error = "--mcpu: unknown CPU '" + cpu + "' for " + triple.str() +
-              " (e.g. native, x86-64-v3, skylake-avx512, znver4)";
-      return nullptr;
-    }
-    name = cpu;
-  }
-  llvm::TargetOptions options;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, name, features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
-}
-} // namespace
 
 namespace {
 /// Size in bytes of this machine's cache of `level` and `type` ("Data" or
@@ -104,7 +49,8 @@ int64_t hostCacheBytes(int level, llvm::StringRef type) {
 
 std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
                                                     std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
+  std::unique_ptr<llvm::TargetMachine> tm =
+      host::createTargetMachine(cpu, error);
   if (!tm)
     return std::nullopt;
   CPUDescription d;
@@ -114,17 +60,13 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
     return info->checkFeatures(("+" + feature).str());
   };
   llvm::Triple triple = tm->getTargetTriple();
+  d.vectorBits = host::widestVectorBits(*tm);
   if (triple.isX86()) {
-    if (has("avx512f"))
-      d.vectorBits = 512, d.vectorRegisters = 32;
-    else if (has("avx"))
-      d.vectorBits = 256, d.vectorRegisters = 16;
-    else
-      d.vectorBits = 128, d.vectorRegisters = 16;
+    d.vectorRegisters = has("avx512f") ? 32 : 16;
     d.amx = has("amx-tile") && has("amx-bf16");
     d.avx512bf16 = has("avx512bf16");
   } else if (triple.isAArch64()) {
-    d.vectorBits = 128, d.vectorRegisters = 32;
+    d.vectorRegisters = 32;
   }
   if (cpu.empty() || cpu == "native") {
     if (int64_t l1 = hostCacheBytes(1, "Data"))
@@ -135,168 +77,4 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
     d.threads = llvm::hardware_concurrency().compute_thread_count();
   }
   return d;
-}
-
-namespace {
-/// Prepares the module for translation: drops OpenMP constructs' locations
-/// and the argument and result attributes of other dialects (the tg.param /
-/// tg.input names the header was generated from). The translation warns
-/// once per such attribute and each warning prints the whole function: a
-/// 12-layer step spent minutes formatting warnings nobody sees.
-void prepareForTranslation(mlir::ModuleOp module) {
-  // OpenMP constructs' source locations become ident strings in the
-  // parallel regions' outlined code: with them, each layer's copy of a
-  // region would differ and MergeFunctions could not merge them.
-  mlir::Location unknown = mlir::UnknownLoc::get(module.getContext());
-  module.walk([&](mlir::Operation *op) {
-    if (op->getDialect() && op->getDialect()->getNamespace() == "omp")
-      op->setLoc(unknown);
-  });
-  module.walk([](mlir::LLVM::LLVMFuncOp func) {
-    auto strip = [](mlir::DictionaryAttr attrs) -> mlir::DictionaryAttr {
-      if (!attrs)
-        return attrs;
-      llvm::SmallVector<mlir::NamedAttribute> kept;
-      for (mlir::NamedAttribute a : attrs)
-        if (a.getName().strref().starts_with("llvm."))
-          kept.push_back(a);
-      return mlir::DictionaryAttr::get(attrs.getContext(), kept);
-    };
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      func.setArgAttrs(i, strip(func.getArgAttrDict(i)));
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      func.setResultAttrs(i, strip(func.getResultAttrDict(i)));
-  });
-}
-} // namespace
-
-std::unique_ptr<llvm::Module> tgc::cpu::translateAndOptimize(
-    mlir::ModuleOp module, llvm::LLVMContext &context, const std::string &cpu,
-    std::string &error, bool slpVectorize) {
-  prepareForTranslation(module);
-  std::unique_ptr<llvm::Module> llvmModule =
-      mlir::translateModuleToLLVMIR(module, context);
-  if (!llvmModule) {
-    error = "translation to LLVM IR failed";
-    return nullptr;
-  }
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
-  if (!tm)
-    return nullptr;
-  llvmModule->setTargetTriple(tm->getTargetTriple());
-  llvmModule->setDataLayout(tm->createDataLayout());
-  std::optional<CPUDescription> described = describeCPU(cpu, error);
-  if (!described)
-    return nullptr;
-  // Every function may use the target's vector units at their full width:
-  // the matmul schedule's vectors are sized for it, and some CPUs' tuning
-  // (skylake-avx512) would otherwise split them into 256-bit halves.
-  std::string width = std::to_string(described->vectorBits);
-  for (llvm::Function &f : *llvmModule) {
-    if (f.isDeclaration())
-      continue;
-    f.addFnAttr("target-cpu", tm->getTargetCPU());
-    f.addFnAttr("target-features", tm->getTargetFeatureString());
-    f.addFnAttr("prefer-vector-width", width);
-    f.addFnAttr("min-legal-vector-width", width);
-    // No code compares our functions' addresses: identical ones (OpenMP's
-    // outlined regions, whose addresses go to the runtime) may then be
-    // merged outright instead of kept as thunks.
-    if (f.hasLocalLinkage())
-      f.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-  }
-
-  // Identical loop nests (every layer's, usually) become one function
-  // before O3: LLVM optimises each distinct nest once, not once per layer.
-  llvm::MergeFunctionsPass::runOnModule(*llvmModule);
-
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = slpVectorize;
-  llvm::PassBuilder pb(tm.get(), tuning);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*llvmModule, mam);
-  // Again: OpenMP's outlined regions only become identical once O3 has
-  // folded the calls to merged nests; fewer functions for code generation.
-  llvm::MergeFunctionsPass::runOnModule(*llvmModule);
-  return llvmModule;
-}
-
-bool tgc::cpu::emitCode(llvm::Module &module, CodeFileType type,
-                        const std::string &cpu, llvm::raw_pwrite_stream &os,
-                        std::string &error) {
-  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(cpu, error);
-  if (!tm)
-    return false;
-  llvm::legacy::PassManager pm;
-  auto fileType = type == CodeFileType::Object
-                      ? llvm::CodeGenFileType::ObjectFile
-                      : llvm::CodeGenFileType::AssemblyFile;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, fileType)) {
-    error = "the host target cannot emit this file type";
-    return false;
-  }
-  pm.run(module);
-  return true;
-}
-
-llvm::Error tgc::cpu::linkHostExecutable(llvm::StringRef objectFile,
-                                         llvm::StringRef header,
-                                         llvm::StringRef modelInfo,
-                                         llvm::ArrayRef<std::string> libraries,
-                                         llvm::StringRef output) {
-  llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
-    return llvm::createStringError("cannot create a temporary directory: " +
-                                   ec.message());
-  auto write = [&](llvm::StringRef name, llvm::StringRef text) -> llvm::Error {
-    llvm::SmallString<128> path(dir);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return llvm::createStringError(path.str().str() + ": " + ec.message());
-    os << text;
-    return llvm::Error::success();
-  };
-  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
-  if (llvm::Error err = write("train_step.h", header))
-    return err;
-  if (llvm::Error err = write("model_info.c", modelInfo))
-    return err;
-  llvm::SmallString<128> info(dir);
-  llvm::sys::path::append(info, "model_info.c");
-
-  std::string compiler = "clang++-22";
-  if (const char *env = std::getenv("TGC_CXX"))
-    compiler = env;
-  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(compiler);
-  if (!program)
-    return llvm::createStringError("cannot find the linker driver '" +
-                                   compiler +
-                                   "' (install clang-22, or set TGC_CXX)");
-  std::string include = "-I" + dir.str().str();
-  llvm::SmallVector<llvm::StringRef> args{
-      *program, "-O2", "-x", "c", info, "-x", "none", include, objectFile};
-  args.append(libraries.begin(), libraries.end());
-  args.append({"-lm", "-o", output});
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
-                                     &message);
-  if (rc != 0)
-    return llvm::createStringError(
-        "linking " + output.str() + " failed (" + compiler + " exited with " +
-        std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
-  return llvm::Error::success();
 }

@@ -4,9 +4,8 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Pipelines/Pipelines.h"
-#include "tgc/Target/CPU/CPUBackend.h"
-#include "tgc/Target/CPU/CPUTarget.h"
 #include "tgc/Target/CUDA/Passes.h"
+#include "tgc/Target/Host/HostCode.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -103,15 +102,7 @@ void tgc::cuda::buildCUDACodegenPipeline(OpPassManager &pm,
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
   // The host program, as on the CPU.
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  ConvertFuncToLLVMPassOptions funcOptions;
-  funcOptions.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  host::buildHostToLLVMPipeline(pm, host::HostToLLVMOptions());
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = options.toolkit;
@@ -145,8 +136,9 @@ namespace {
 /// schedule runs on the host CPU (the CPU backend's codegen and link).
 class CUDABackend final : public TargetBackend {
 public:
-  CUDABackend(const TargetOptions &target, std::unique_ptr<TargetBackend> host)
-      : target(target), host(std::move(host)) {
+  CUDABackend(const TargetOptions &target,
+              std::unique_ptr<TargetBackend> hostBackend)
+      : target(target), hostBackend(std::move(hostBackend)) {
     options.chip = target.gpuArch;
     options.toolkit = configuredToolkit().str();
     if (const char *env = std::getenv("TGC_CUDA_TOOLKIT"))
@@ -172,7 +164,7 @@ public:
   void buildCodegenPipeline(OpPassManager &pm,
                             StringRef function) const override {
     if (target.gpuEmulate)
-      return host->buildCodegenPipeline(pm, function);
+      return hostBackend->buildCodegenPipeline(pm, function);
     CUDABackendOptions withFunction;
     withFunction.function = function.str();
     withFunction.chip = options.chip.getValue();
@@ -193,7 +185,7 @@ public:
                                  llvm::raw_ostream &os) const override;
 
   void registerTranslations(DialectRegistry &registry) const override {
-    host->registerTranslations(registry);
+    hostBackend->registerTranslations(registry);
     registerGPUDialectTranslation(registry);
     registerNVVMDialectTranslation(registry);
     gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
@@ -203,12 +195,12 @@ public:
   llvm::Error emit(ModuleOp module, CodeArtifact artifact,
                    llvm::raw_pwrite_stream &os) const override {
     if (target.gpuEmulate)
-      return host->emit(module, artifact, os);
+      return hostBackend->emit(module, artifact, os);
     // The kernels are already serialised into the module (gpu.binary); what
     // is left is host code that launches them: one long function of
     // argument stores, where the SLP vectorizer's search only costs time.
-    return cpu::emitHostCode(module, artifact, target.cpu,
-                             /*slpVectorize=*/false, os);
+    return host::emitHostCode(module, artifact, target.cpu,
+                              /*slpVectorize=*/false, os);
   }
 
   llvm::Error linkExecutable(StringRef objectFile, StringRef header,
@@ -217,7 +209,8 @@ public:
 
 private:
   TargetOptions target;
-  std::unique_ptr<TargetBackend> host;
+  /// The host CPU's backend: --gpu-emulate runs the kernel schedule on it.
+  std::unique_ptr<TargetBackend> hostBackend;
   CUDABackendOptions options;
 };
 
@@ -254,7 +247,8 @@ llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
         "--data-parallel: the CUDA target has no collectives yet (NCCL is "
         "the next step, docs/distributed.md); use the CPU target");
   if (target.gpuEmulate)
-    return host->linkExecutable(objectFile, header, modelInfo, false, output);
+    return hostBackend->linkExecutable(objectFile, header, modelInfo, false,
+                                       output);
   // The CUDA runtime (mgpu*, the device arena and buffers) replaces the
   // host's definitions in libtgc_runtime.a: it comes first, whole.
   SmallString<128> cudaRuntime(
@@ -269,7 +263,7 @@ llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
   // libcuda.so.1 comes from the driver at run time; the toolkit's stub is
   // for the link only (never on the rpath).
   std::string stubs = "-L" + options.toolkit.getValue() + "/lib64/stubs";
-  return cpu::linkHostExecutable(
+  return host::linkHostExecutable(
       objectFile, header, modelInfo,
       {"-Wl,--whole-archive", cudaRuntime.str().str(), "-Wl,--no-whole-archive",
        target.runtimeLibrary, stubs, "-lcuda", "-lomp"},
@@ -277,7 +271,8 @@ llvm::Error CUDABackend::linkExecutable(StringRef objectFile, StringRef header,
 }
 
 llvm::Expected<std::unique_ptr<TargetBackend>>
-tgc::cuda::createCUDABackend(const TargetOptions &options) {
+tgc::cuda::createCUDABackend(const TargetOptions &options,
+                             std::unique_ptr<TargetBackend> hostBackend) {
   if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
     return llvm::createStringError("--gpu-arch: expected an NVIDIA "
                                    "architecture such as sm_90, got '" +
@@ -293,9 +288,5 @@ tgc::cuda::createCUDABackend(const TargetOptions &options) {
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
-  llvm::Expected<std::unique_ptr<TargetBackend>> host =
-      cpu::createCPUBackend(options);
-  if (!host)
-    return host.takeError();
-  return std::make_unique<CUDABackend>(options, std::move(*host));
+  return std::make_unique<CUDABackend>(options, std::move(hostBackend));
 }

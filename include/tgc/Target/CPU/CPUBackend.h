@@ -82,12 +82,6 @@ void buildCPUCodegenPipeline(mlir::OpPassManager &pm,
 void buildCPUBackendPipeline(mlir::OpPassManager &pm,
                              const CPUBackendOptions &options);
 
-/// Translates an LLVM-dialect module for `cpu` (see translateAndOptimize)
-/// and writes `artifact`: LLVM IR, assembly or an object file.
-llvm::Error emitHostCode(mlir::ModuleOp module, CodeArtifact artifact,
-                         const std::string &cpu, bool slpVectorize,
-                         llvm::raw_pwrite_stream &os);
-
 /// Registers the CPU passes and the `tgc-cpu-lowering` pipeline.
 void registerCPUBackendPasses();
 

@@ -71,9 +71,11 @@ void registerCUDABackendPasses();
 /// The CUDA toolkit tgc was configured with ("" if none).
 llvm::StringRef configuredToolkit();
 
-/// --target=cuda.
+/// --target=cuda. `hostBackend` is the host CPU's backend, which
+/// --gpu-emulate compiles and links the kernel schedule with.
 llvm::Expected<std::unique_ptr<TargetBackend>>
-createCUDABackend(const TargetOptions &options);
+createCUDABackend(const TargetOptions &options,
+                  std::unique_ptr<TargetBackend> hostBackend);
 
 } // namespace tgc::cuda
 

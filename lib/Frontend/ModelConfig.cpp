@@ -8,6 +8,7 @@
 #include "tgc/Frontend/ModelConfig.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -165,6 +166,7 @@ public:
       firstError = (path + ": " + message).str();
   }
 
+  llvm::StringRef getPath() const { return path; }
   bool failed() const { return firstError.has_value(); }
   const std::optional<std::string> &getError() const { return firstError; }
   void adoptError(const ConfigReader &other) {
@@ -207,6 +209,62 @@ std::optional<Activation> parseActivation(ConfigReader &reader,
   return act;
 }
 
+/// The RoPE variant an object such as rope_scaling names, by "rope_type" or
+/// the legacy "type"; "default" where it names none. nullopt: not an object,
+/// or a type that is not a string.
+std::optional<std::string> ropeType(const Value &v) {
+  const Object *obj = v.getAsObject();
+  if (!obj)
+    return std::nullopt;
+  const Value *type = obj->get("rope_type");
+  if (!type)
+    type = obj->get("type");
+  if (!type)
+    return std::string("default");
+  if (std::optional<llvm::StringRef> s = type->getAsString())
+    return s->str();
+  return std::nullopt;
+}
+
+/// Newer configs keep RoPE's settings, rope_theta included, under
+/// "rope_parameters". Reads the plain variant; refuses any other by name.
+void readRopeParameters(ConfigReader &r, ModelConfig &c) {
+  const Value *params = r.value("rope_parameters", false);
+  if (!params)
+    return;
+  const Object *obj = params->getAsObject();
+  if (!obj) {
+    r.error("rope_parameters", "expected an object, got " + describe(*params));
+    return;
+  }
+  std::optional<std::string> type = ropeType(*params);
+  if (!type) {
+    r.error("rope_parameters", "rope_type must be a string");
+    return;
+  }
+  if (*type != "default") {
+    r.error("rope_parameters",
+            "RoPE scaling is not supported (got rope_type \"" + *type + "\")");
+    return;
+  }
+  ConfigReader sub(r.getPath(), *obj, "rope_parameters.");
+  for (const auto &[key, value] : *obj)
+    if (key != "rope_type" && key != "type" && key != "rope_theta")
+      sub.error(key.str(), "is not supported (the plain RoPE takes only "
+                           "rope_type and rope_theta)");
+  std::optional<double> theta = sub.number("rope_theta", false);
+  r.adoptError(sub);
+  if (!theta || r.failed())
+    return;
+  if (r.has("rope_theta") && *theta != c.ropeTheta)
+    r.error("rope_parameters",
+            llvm::formatv("rope_theta {0} contradicts the top-level "
+                          "rope_theta {1}",
+                          llvm::format("%g", *theta),
+                          llvm::format("%g", c.ropeTheta)));
+  c.ropeTheta = *theta;
+}
+
 void readLlama(ConfigReader &r, ModelConfig &c) {
   c.family = ModelFamily::Llama;
   c.vocabSize = r.integer("vocab_size", true).value_or(0);
@@ -241,11 +299,19 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
             llvm::formatv("{0} key/value heads do not divide {1} attention "
                           "heads",
                           c.numKVHeads, c.numHeads));
+  // Mistral's window: query i sees keys i - W < j <= i. Checked against the
+  // sequence length by validateModelConfig, after the flags.
+  c.slidingWindow = r.integer("sliding_window", false);
   // Scaled RoPE variants change the positions' angles; not supported yet.
-  if (const Value *scaling = r.value("rope_scaling", false))
-    r.error("rope_scaling", "RoPE scaling is not supported (got " +
-                                describe(*scaling) +
-                                "); remove it or set null");
+  if (const Value *scaling = r.value("rope_scaling", false)) {
+    std::optional<std::string> type = ropeType(*scaling);
+    if (!type || *type != "default" || scaling->getAsObject()->size() != 1)
+      r.error("rope_scaling",
+              "RoPE scaling is not supported (got " +
+                  (type ? "rope_type \"" + *type + "\"" : describe(*scaling)) +
+                  "); remove it or set null");
+  }
+  readRopeParameters(r, c);
 }
 
 void readGPT2(ConfigReader &r, ModelConfig &c) {
@@ -448,7 +514,8 @@ llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
   return llvm::Error::success();
 }
 
-llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
+/// The checks that hold for the file alone, before any flag overrides it.
+static llvm::Error validateSettings(const ModelConfig &c) {
   if (c.family != ModelFamily::MLP && c.training.seqLen > c.maxPositions)
     return llvm::createStringError(llvm::formatv(
         "{0}: seq_len {1} exceeds the model's {2} positions ({3})", c.path,
@@ -463,6 +530,20 @@ llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
         stringifyDType(c.training.dtype)));
   if (llvm::Error err = checkLossScale(c.training, c.path))
     return err;
+  return llvm::Error::success();
+}
+
+llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
+  if (llvm::Error err = validateSettings(c))
+    return err;
+  // The sequence length is final only now (--seq-len may shorten it).
+  if (c.slidingWindow && *c.slidingWindow < c.seqLen())
+    return llvm::createStringError(llvm::formatv(
+        "{0}: key 'sliding_window': a window of {1} tokens is shorter than "
+        "seq_len {2}, and banded attention is not supported yet (at seq_len "
+        "<= {1} the window changes nothing; sliding_window null is full "
+        "causal attention, a different model)",
+        c.path, *c.slidingWindow, c.seqLen()));
   return llvm::Error::success();
 }
 
@@ -542,7 +623,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
   }
   if (reader.failed())
     return llvm::createStringError(*reader.getError());
-  if (llvm::Error err = validateModelConfig(config))
+  if (llvm::Error err = validateSettings(config))
     return std::move(err);
   return config;
 }

@@ -126,6 +126,9 @@ struct ModelConfig {
   bool attentionBias = false; // llama's attention_bias
   bool mlpBias = false;       // llama's mlp_bias
   Activation activation = Activation::SiLU;
+  /// Mistral's sliding_window: query i attends to keys i - W < j <= i.
+  /// Accepted only where it changes nothing (seq_len <= W).
+  std::optional<int64_t> slidingWindow;
 
   // MLP.
   std::vector<int64_t> layerSizes;
@@ -158,8 +161,9 @@ constexpr unsigned kMaxJSONDepth = 256;
 llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
                              unsigned maxDepth = kMaxJSONDepth);
 
-/// Re-validates `config` after command-line overrides (e.g. a sequence
-/// length beyond the model's positions).
+/// Validates `config` once command-line overrides are applied (e.g. a
+/// sequence length beyond the model's positions, or past its sliding window);
+/// callers of loadModelConfig call it after applying their flags.
 llvm::Error validateModelConfig(const ModelConfig &config);
 
 /// Checks the loss-scaling settings of `training` (from `path`).

@@ -147,7 +147,7 @@ llvm::cl::OptionCategory &tgc::trainingFlagsCategory() {
   return trainingCategory;
 }
 
-void tgc::applyTrainingFlags(TrainingConfig &t) {
+llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
   if (batchSize.given())
     t.batchSize = batchSize;
   if (seqLen.given())
@@ -202,14 +202,20 @@ void tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (processes.given())
     t.processes = processes;
-  if (lossScale.given())
-    t.lossScale = lossScale;
+  if (lossScale.given()) {
+    t.lossScale = mlir::tg::parseLossScaleSetting(lossScale);
+    if (!t.lossScale)
+      return llvm::createStringError(
+          "--loss-scale: expected dynamic, none or a positive number, got '" +
+          lossScale + "'");
+  }
   if (lossScaleInit.given())
     t.lossScaleInit = lossScaleInit;
   if (lossScaleGrowthInterval.given())
     t.lossScaleGrowthInterval = lossScaleGrowthInterval;
   if (guardUpdate.getNumOccurrences())
     t.guardUpdate = guardUpdate;
+  return llvm::Error::success();
 }
 
 llvm::Error tgc::checkRematFlags(const TrainingConfig &t) {
@@ -274,7 +280,8 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
           llvm::formatv("--{0} must be non-negative, got {1}", flag->ArgStr,
                         llvm::format("%g", double(*flag)))
               .str());
-  applyTrainingFlags(config.training);
+  if (llvm::Error err = applyTrainingFlags(config.training))
+    return err;
   if (llvm::Error err = checkRematFlags(config.training))
     return err;
   return validateModelConfig(config);

@@ -450,12 +450,19 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     t.gradAccum = *v;
   // "dynamic", "none", or a fixed scale as a number (or its text).
   if (const llvm::json::Value *v = r.value("loss_scale", false)) {
+    std::optional<LossScaleSetting> setting;
     if (std::optional<double> d = v->getAsNumber()) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.17g", *d);
-      t.lossScale = text;
-    } else if (auto s = r.string("loss_scale", false))
-      t.lossScale = *s;
+      if (*d > 0 && std::isfinite(*d))
+        setting = LossScaleSetting{LossScaling::Static, *d};
+    } else if (std::optional<llvm::StringRef> s = v->getAsString()) {
+      setting = mlir::tg::parseLossScaleSetting(*s);
+    }
+    if (setting)
+      t.lossScale = setting;
+    else
+      r.error("loss_scale",
+              "expected \"dynamic\", \"none\" or a positive number, got " +
+                  describe(*v));
   }
   if (auto v = r.number("loss_scale_init", false))
     t.lossScaleInit = *v;
@@ -487,16 +494,6 @@ std::string formatParseError(llvm::StringRef path, llvm::Error error) {
 } // namespace
 
 llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
-  const std::string &v = t.lossScale;
-  if (!v.empty() && v != "none" && v != "dynamic") {
-    double value = 0;
-    if (llvm::StringRef(v).getAsDouble(value) || !(value > 0) ||
-        !std::isfinite(value))
-      return llvm::createStringError(llvm::formatv(
-          "{0}: loss scale: expected dynamic, none or a positive number, got "
-          "'{1}'",
-          path, v));
-  }
   if (!(t.lossScaleInit > 0) || !std::isfinite(t.lossScaleInit))
     return llvm::createStringError(
         llvm::formatv("{0}: loss scale init must be a positive number, got {1}",
@@ -505,12 +502,12 @@ llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
     return llvm::createStringError(llvm::formatv(
         "{0}: loss scale growth interval must be at least 1, got {1}", path,
         t.lossScaleGrowthInterval));
-  if (t.guardUpdate == false && t.lossScaling() != "none")
+  if (t.guardUpdate == false && t.lossScaling() != LossScaling::None)
     return llvm::createStringError(llvm::formatv(
         "{0}: guard_update (--guard-update) false needs loss scaling off "
         "(--loss-scale=none): a loss-scaled step always skips the updates of "
         "gradients that overflow (loss scaling is {1} here)",
-        path, t.lossScaling()));
+        path, mlir::tg::stringifyLossScaling(t.lossScaling())));
   return llvm::Error::success();
 }
 

@@ -23,7 +23,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     mixed.elementType = lowElementType;
     pm.addPass(mlir::tg::createTGMixedPrecisionPass(mixed));
   }
-  bool lossScaling = options.withOptimizer && options.lossScaling != "none";
+  bool lossScaling = options.withOptimizer &&
+                     options.lossScaling != mlir::tg::LossScaling::None;
   mlir::tg::TGAutodiffPassOptions autodiff;
   autodiff.lossScale = lossScaling;
   pm.addPass(mlir::tg::createTGAutodiffPass(autodiff));

@@ -178,7 +178,10 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
       error = (path + ": invalid tg IR (see the diagnostics above)").str();
       return nullptr;
     }
-    applyTrainingFlags(training);
+    if (llvm::Error err = applyTrainingFlags(training)) {
+      error = llvm::toString(std::move(err));
+      return nullptr;
+    }
     if (llvm::Error err = checkRematFlags(training)) {
       error = llvm::toString(std::move(err));
       return nullptr;

@@ -44,7 +44,7 @@ llvm::cl::OptionCategory &trainingFlagsCategory();
 llvm::Error applyTrainingFlags(ModelConfig &config);
 
 /// Same, for inputs that carry no model file (tg IR).
-void applyTrainingFlags(TrainingConfig &training);
+llvm::Error applyTrainingFlags(TrainingConfig &training);
 
 /// Checks --remat and --memory-budget (also done by applyTrainingFlags for
 /// model files).

@@ -28,6 +28,8 @@ enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
 llvm::StringRef stringifyActivation(Activation act);
 
 using mlir::tg::FusionMode;
+using mlir::tg::LossScaleSetting;
+using mlir::tg::LossScaling;
 using mlir::tg::OptimizerKind;
 using mlir::tg::Precision;
 using mlir::tg::RematPolicy;
@@ -77,10 +79,10 @@ struct TrainingConfig {
   int64_t processes = 0;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
-  /// Loss scaling: "" (dynamic for fp16-mixed, none otherwise), "none",
-  /// "dynamic", or a fixed scale ("1024"). A dynamic scale starts at
-  /// lossScaleInit and doubles after lossScaleGrowthInterval clean steps.
-  std::string lossScale;
+  /// Loss scaling as given (unset: dynamic for fp16-mixed, none otherwise).
+  /// A dynamic scale starts at lossScaleInit and doubles after
+  /// lossScaleGrowthInterval clean steps.
+  std::optional<LossScaleSetting> lossScale;
   double lossScaleInit = 65536.0;
   int64_t lossScaleGrowthInterval = 2000;
 
@@ -90,19 +92,20 @@ struct TrainingConfig {
   /// scaling); loss scaling always guards.
   std::optional<bool> guardUpdate;
   bool guardsUpdates() const {
-    return lossScaling() != "none" ||
+    return lossScaling() != LossScaling::None ||
            guardUpdate.value_or(gradClip.value_or(0.0) > 0.0);
   }
 
-  /// none, static or dynamic.
-  std::string lossScaling() const {
-    if (lossScale.empty())
-      return precision == Precision::FP16Mixed ? "dynamic" : "none";
-    return lossScale == "none" || lossScale == "dynamic" ? lossScale : "static";
+  LossScaling lossScaling() const {
+    if (!lossScale)
+      return precision == Precision::FP16Mixed ? LossScaling::Dynamic
+                                               : LossScaling::None;
+    return lossScale->kind;
   }
   /// The scale of the first step (a static scale's value).
   double initialLossScale() const {
-    return lossScaling() == "static" ? std::stod(lossScale) : lossScaleInit;
+    return lossScaling() == LossScaling::Static ? lossScale->scale
+                                                : lossScaleInit;
   }
 };
 

@@ -86,11 +86,11 @@ struct TrainingGraphOptions
       llvm::cl::desc("ZeRO-1: shard the optimizer state over this many "
                      "processes (tg-shard-optimizer; 0: off)"),
       llvm::cl::init(0)};
-  Option<std::string> lossScaling{
+  Option<mlir::tg::LossScaling> lossScaling{
       *this, "loss-scaling",
       llvm::cl::desc("none, static or dynamic loss scaling (tg-autodiff's "
                      "loss_scale seed, unscaled and checked by tg-optimizer)"),
-      llvm::cl::init("none")};
+      llvm::cl::init(mlir::tg::LossScaling::None), TG_LOSS_SCALING_CL_VALUES};
   Option<int64_t> lossScaleGrowthInterval{
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("Clean steps before a dynamic loss scale doubles"),

@@ -105,11 +105,7 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     // Loss scaling: the `loss_scale` input (tg-autodiff) becomes state,
     // with a growth tracker beside it.
     Value lossScale, growthTracker;
-    if (lossScaling != "none") {
-      if (lossScaling != "static" && lossScaling != "dynamic")
-        return step.emitError("tg-optimizer: loss-scaling must be none, "
-                              "static or dynamic, got '")
-               << lossScaling << "'";
+    if (lossScaling != LossScaling::None) {
       for (BlockArgument arg : step.getArguments())
         if (auto name = step.getArgAttrOfType<StringAttr>(
                 arg.getArgNumber(), TGDialect::kInputAttrName);
@@ -154,8 +150,9 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     if (lossScale) {
       auto update = LossScaleUpdateOp::create(
           b, loc, lossScale, growthTracker, norm,
-          b.getI64IntegerAttr(lossScaling == "dynamic" ? lossScaleGrowthInterval
-                                                       : 0));
+          b.getI64IntegerAttr(lossScaling == LossScaling::Dynamic
+                                  ? lossScaleGrowthInterval
+                                  : 0));
       unscale = update.getInverseScale();
       skip = update.getSkip();
       newLossScale = update.getNewScale();

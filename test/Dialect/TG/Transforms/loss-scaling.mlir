@@ -49,4 +49,4 @@
 // SCALEDGUARD: tg.loss_scale_update
 
 // NOSEED: error: tg-optimizer: loss scaling needs the `loss_scale` input of tg-autodiff loss-scale=true
-// BADMODE: error: tg-optimizer: loss-scaling must be none, static or dynamic, got 'sometimes'
+// BADMODE: for the --loss-scaling option: Cannot find option named 'sometimes'

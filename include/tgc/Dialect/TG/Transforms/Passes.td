@@ -215,12 +215,14 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     Option<"returnGradients", "return-gradients", "bool", "false",
            "Also return the (unclipped) gradients, after the new state, "
            "for inspection (e.g. the runtime's --dump-grads)">,
-    Option<"lossScaling", "loss-scaling", "std::string", "\"none\"",
+    Option<"lossScaling", "loss-scaling", "::mlir::tg::LossScaling",
+           "::mlir::tg::LossScaling::None",
            "none; static or dynamic: the gradients were scaled by the "
            "`loss_scale` input (tg-autodiff loss-scale=true), which becomes "
            "optimizer state; they are unscaled, and a step whose gradients "
            "overflowed is skipped (dynamic: the scale halves, and doubles "
-           "after growth-interval clean steps)">,
+           "after growth-interval clean steps)",
+           "TG_LOSS_SCALING_CL_VALUES">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
            "2000", "Clean steps before a dynamic loss scale doubles">,
     Option<"guardUpdates", "guard-updates", "bool", "false",

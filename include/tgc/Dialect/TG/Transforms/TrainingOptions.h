@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cmath>
 #include <optional>
 
 namespace mlir::tg {
@@ -31,6 +32,44 @@ enum class FusionMode { None, Default };
 /// operands accumulated in f32, everything else and the parameters in f32;
 /// fp16-mixed scales the loss dynamically against gradient underflow).
 enum class Precision { FP32, BF16Mixed, FP16Mixed };
+
+/// Loss scaling (docs/mixed-precision.md): the loss is multiplied by a
+/// scale before the backward pass and the gradients divided by it; a step
+/// whose scaled gradients overflow is skipped. Static keeps one scale;
+/// dynamic halves it on an overflow and doubles it after clean steps.
+enum class LossScaling { None, Static, Dynamic };
+
+/// A loss-scale setting as a user writes it: "none", "dynamic", or a fixed
+/// scale (a positive number).
+struct LossScaleSetting {
+  LossScaling kind = LossScaling::None;
+  /// The fixed scale of LossScaling::Static.
+  double scale = 0;
+};
+
+inline std::optional<LossScaleSetting>
+parseLossScaleSetting(llvm::StringRef text) {
+  if (text == "none")
+    return LossScaleSetting{LossScaling::None, 0};
+  if (text == "dynamic")
+    return LossScaleSetting{LossScaling::Dynamic, 0};
+  double scale = 0;
+  if (text.getAsDouble(scale) || !(scale > 0) || !std::isfinite(scale))
+    return std::nullopt;
+  return LossScaleSetting{LossScaling::Static, scale};
+}
+
+inline llvm::StringRef stringifyLossScaling(LossScaling scaling) {
+  switch (scaling) {
+  case LossScaling::None:
+    return "none";
+  case LossScaling::Static:
+    return "static";
+  case LossScaling::Dynamic:
+    return "dynamic";
+  }
+  llvm_unreachable("unknown loss scaling");
+}
 
 inline std::optional<Precision> parsePrecision(llvm::StringRef text) {
   return llvm::StringSwitch<std::optional<Precision>>(text)
@@ -152,5 +191,13 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
       clEnumValN(::mlir::tg::Precision::FP16Mixed, "fp16-mixed",               \
                  "as bf16-mixed with f16 operands, and dynamic loss "          \
                  "scaling"))
+
+#define TG_LOSS_SCALING_CL_VALUES                                              \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::LossScaling::None, "none", "no loss scaling"),    \
+      clEnumValN(::mlir::tg::LossScaling::Static, "static",                    \
+                 "one scale, the loss_scale state's"),                         \
+      clEnumValN(::mlir::tg::LossScaling::Dynamic, "dynamic",                  \
+                 "halved on an overflow, doubled after clean steps"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

@@ -1,5 +1,4 @@
-//===- LoopBodies.h - the blocks of a step and of its chunk loops -*- C++
-//-*-===//
+//===- LoopBodies.h - the blocks of a step and its loops --------*- C++ -*-===//
 //
 // The lowering leaves sequential scf.for loops over chunks and tiles (the
 // fused loss's row chunks, attention's query and key tiles, nested) around

@@ -1,5 +1,4 @@
-//===- BF16Products.h - bf16 matmuls on AMX tiles or AVX512-BF16 -*- C++
-//-*-===//
+//===- BF16Products.h - bf16 matmuls on AMX or AVX512-BF16 ------*- C++ -*-===//
 #ifndef TGC_LIB_TARGET_CPU_BF16PRODUCTS_H
 #define TGC_LIB_TARGET_CPU_BF16PRODUCTS_H
 

@@ -1,5 +1,4 @@
-//===- WarpMMA.h - a warp's mma.sync.m16n8k16 in a block program -*- C++
-//-*-===//
+//===- WarpMMA.h - a warp's mma.sync in a block program ---------*- C++ -*-===//
 //
 // PTX's `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}` multiplies a
 // 16 x 16 A by a 16 x 8 B into a 16 x 8 f32 C, each spread over the 32 lanes

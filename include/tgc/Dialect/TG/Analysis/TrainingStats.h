@@ -1,5 +1,4 @@
-//===- TrainingStats.h - counting a training step's work and memory -*- C++
-//-*-===//
+//===- TrainingStats.h - a training step's work and memory ------*- C++ -*-===//
 //
 // Figures read off the IR: the forward graph (@forward) and the reverse graph
 // tg-autodiff generated (@train_step). Nothing is estimated from the model

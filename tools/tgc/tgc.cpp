@@ -122,11 +122,11 @@ cl::opt<std::string> targetCPU(
              "LLVM CPU name such as x86-64-v3"),
     cl::value_desc("cpu"), cl::init("native"), cl::cat(tgcCategory));
 
-cl::opt<std::string> matmulTiles(
+cl::list<int64_t> matmulTiles(
     "matmul-tiles",
     cl::desc("Tile every matmul as MT,NT,KT,MR,NR instead of the tile model's "
              "choice for --mcpu (output tile, K tile, register tile)"),
-    cl::value_desc("MT,NT,KT,MR,NR"), cl::init(""), cl::cat(tgcCategory));
+    cl::value_desc("MT,NT,KT,MR,NR"), cl::CommaSeparated, cl::cat(tgcCategory));
 
 cl::opt<bool> statsJson("json", cl::desc("Print statistics as one JSON object"),
                         cl::sub(statsCommand), cl::cat(tgcCategory));
@@ -258,20 +258,15 @@ int main(int argc, char **argv) {
       "  --mlir-print-ir-after-all, --mlir-print-ir-after=<pass>,\n"
       "  --mlir-print-ir-tree-dir=<dir>, --mlir-timing.\n");
 
-  if (!matmulTiles.empty()) {
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(matmulTiles).split(parts, ',');
-    int64_t value;
-    if (parts.size() != 5 || llvm::any_of(parts, [&](llvm::StringRef p) {
-          return p.trim().getAsInteger(10, value) || value <= 0;
-        }))
-      return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five "
-                         "positive integers), got '" +
-                         matmulTiles + "'");
-  }
+  if (!matmulTiles.empty() &&
+      (matmulTiles.size() != 5 ||
+       llvm::any_of(matmulTiles, [](int64_t size) { return size <= 0; })))
+    return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five "
+                       "positive integers), got " +
+                       std::to_string(matmulTiles.size()) + " values");
   TargetOptions targetOptions;
   targetOptions.cpu = targetCPU;
-  targetOptions.matmulTiles = matmulTiles;
+  targetOptions.matmulTiles.assign(matmulTiles.begin(), matmulTiles.end());
   targetOptions.gpuArch = gpuArch;
   targetOptions.gpuEmulate = gpuEmulate;
   if (gpuEmulate && target != TargetKind::CUDA)

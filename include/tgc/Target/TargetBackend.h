@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tgc {
 
@@ -41,8 +42,9 @@ enum class CodeArtifact { LLVMIR, Assembly, Object };
 struct TargetOptions {
   /// Host CPU: "native" or an LLVM CPU name (--mcpu).
   std::string cpu = "native";
-  /// Matmul tile override "MT,NT,KT,MR,NR" (--matmul-tiles); empty: model.
-  std::string matmulTiles;
+  /// Matmul tile override MT, NT, KT, MR, NR (--matmul-tiles); empty: the
+  /// target's tile model.
+  std::vector<int64_t> matmulTiles;
   /// The runtime archive linked into executables (libtgc_runtime.a); a
   /// GPU backend finds its own runtime beside it.
   std::string runtimeLibrary;

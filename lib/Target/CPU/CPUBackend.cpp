@@ -48,7 +48,7 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   matmuls.vectorRegisters = options.vectorRegisters;
   matmuls.l1CacheBytes = options.l1CacheBytes;
   matmuls.l2CacheBytes = options.l2CacheBytes;
-  matmuls.tiles = options.matmulTiles;
+  matmuls.tiles.assign(options.matmulTiles.begin(), options.matmulTiles.end());
   matmuls.amx = options.amx;
   matmuls.bf16Dot = options.bf16Dot;
   matmuls.threads = options.threads;

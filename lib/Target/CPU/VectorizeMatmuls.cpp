@@ -12,6 +12,7 @@
 #include "tgc/Target/CPU/Passes.h"
 
 #include "BF16Products.h"
+#include "tgc/Target/CPU/TileModel.h"
 #include "tgc/Target/ProductFusion.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -45,6 +46,7 @@ namespace tgc::cpu {
 } // namespace tgc::cpu
 
 using namespace mlir;
+using namespace tgc::cpu;
 
 namespace {
 
@@ -54,169 +56,13 @@ constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
 /// simplification to make it static.
 constexpr llvm::StringLiteral kFullVectorAttr = "tgc.full_vector_columns";
 
-struct Tiles {
-  int64_t mt, nt, kt, mr, nr;
-  bool batched = false;
-  std::string key() const {
-    return llvm::formatv("{0}{1}x{2}x{3}_{4}x{5}", batched ? "b" : "", mt, nt,
-                         kt, mr, nr)
-        .str();
-  }
-};
-
-struct CPUShape {
-  int64_t lanes;     // f32 lanes per vector register
-  int64_t registers; // vector registers
-  int64_t l1, l2;    // bytes per core
-};
-
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/// Whether a register tile row of `vectors` vectors compiles to vector
-/// registers: the row is one `vector<NR x f32>` of the accumulator tile,
-/// rebuilt from its elements each step of K, and LLVM folds that back into
-/// registers only for a power-of-two count. For 3 vectors (4 x 24 on AVX2,
-/// 8 x 48 on AVX-512) it scalarises every accumulator update through the
-/// stack: the MLP's step took 178 ms instead of 14 on `x86-64-v3`.
-bool isFastVectorCount(int64_t vectors) {
-  return vectors > 0 && llvm::isPowerOf2_64(vectors);
-}
-
-/// Rows of the register tile that fit beside `vectors` accumulators per
-/// row, the `vectors` B loads and one broadcast of A.
-int64_t rowsFor(int64_t vectors, const CPUShape &cpu) {
-  return std::clamp<int64_t>((cpu.registers - vectors - 1) / vectors, 1, 8);
-}
-
-/// How evenly OpenMP's static schedule (contiguous blocks of the
-/// iterations, batch-major then row-major) shares `batch` x the MT x NT
-/// tiles of an M x N output among `threads`: the work divided by the
-/// threads' largest share, 1 when perfectly even.
-double staticBalance(int64_t batch, int64_t m, int64_t n, int64_t mt,
-                     int64_t nt, int64_t threads) {
-  SmallVector<int64_t> work;
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i < m; i += mt)
-      for (int64_t j = 0; j < n; j += nt)
-        work.push_back(std::min(mt, m - i) * std::min(nt, n - j));
-  int64_t count = work.size(), total = 0, largest = 0, next = 0;
-  for (int64_t t = 0; t < threads; ++t) {
-    int64_t share = 0;
-    for (int64_t e = next + count / threads + (t < count % threads ? 1 : 0);
-         next < e; ++next)
-      share += work[next];
-    total += share;
-    largest = std::max(largest, share);
-  }
-  return double(total) / double(threads * largest);
-}
-
-/// Output tiles of the same or fewer rows and columns of tiles than the
-/// model asked for (so each stays as deep), picked so that a static split
-/// among `threads` is even: the last row of tiles is often short (256
-/// rows of 6-row register tiles make 10 tiles of 24 rows and one of 16:
-/// 144 and 112 rows on 2 threads). Among splits within 1% of the most even
-/// one, the most tiles.
-void balanceTiles(Tiles &t, int64_t batch, int64_t m, int64_t n, int64_t tilesM,
-                  int64_t tilesN, int64_t threads) {
-  auto sizes = [](int64_t size, int64_t tiles, int64_t reg) {
-    SmallVector<int64_t> options;
-    for (int64_t c = 1; c <= tiles; ++c)
-      options.push_back(roundUp((size + c - 1) / c, reg));
-    llvm::sort(options);
-    options.erase(std::unique(options.begin(), options.end()), options.end());
-    return options;
-  };
-  SmallVector<int64_t> rows = sizes(m, tilesM, t.mr),
-                       cols = sizes(n, tilesN, t.nr);
-  double best = 0;
-  SmallVector<std::tuple<double, int64_t, int64_t, int64_t>> scored;
-  for (int64_t mt : rows)
-    for (int64_t nt : cols) {
-      double balance = staticBalance(batch, m, n, mt, nt, threads);
-      best = std::max(best, balance);
-      scored.push_back(
-          {balance, ((m + mt - 1) / mt) * ((n + nt - 1) / nt), mt, nt});
-    }
-  int64_t mostTiles = 0;
-  for (auto [balance, tiles, mt, nt] : scored)
-    if (balance >= best - 0.01 && tiles > mostTiles)
-      mostTiles = tiles, t.mt = mt, t.nt = nt;
-}
-
-/// The analytical model (see the pass description). `threads` > 1: the
-/// output tiles are balanced for that many threads.
-Tiles chooseTiles(int64_t m, int64_t n, int64_t k, int64_t batch,
-                  const CPUShape &cpu, int64_t threads) {
-  Tiles t;
-  // Register tile: most FMAs per load (MR·V / (MR + V)), wider on ties, of
-  // V = 1, 2 or 4 vectors (isFastVectorCount: 3 would score best on 16
-  // registers, as 4 x 24 on AVX2, and run 10x slower).
-  int64_t bestVectors = 1;
-  double bestScore = 0;
-  for (int64_t v = 1; v <= 4; ++v) {
-    if (!isFastVectorCount(v))
-      continue;
-    int64_t r = rowsFor(v, cpu);
-    double score = double(r * v) / double(r + v);
-    if (score >= bestScore)
-      bestScore = score, bestVectors = v;
-  }
-  // Narrow N: no wider than N rounded up to whole vectors (down to a power
-  // of two: the remainder is peeled in whole vectors); the registers freed
-  // go to rows.
-  int64_t vectors = llvm::bit_floor(static_cast<uint64_t>(
-      std::min(bestVectors, roundUp(n, cpu.lanes) / cpu.lanes)));
-  t.nr = vectors * cpu.lanes;
-  t.mr = std::min(rowsFor(vectors, cpu), m);
-  // K tile: the KT x NR slice of B in half of L1.
-  t.kt = std::min(k, std::clamp<int64_t>(cpu.l1 / 2 / (t.nr * 4), 16, 512));
-  // Output tile: the KT-deep panels of B (KT x NT) and A (MT x KT) in L2.
-  int64_t panel = std::max<int64_t>(1, cpu.l2 / 4 / (t.kt * 4));
-  int64_t tilesM = (m + panel - 1) / panel, tilesN = (n + panel - 1) / panel;
-  // Enough tiles for the threads (at least 16 where a tile stays at least 4
-  // register tiles deep), split the long side first; tiles of one dimension
-  // are balanced so a static schedule shares them evenly.
-  auto deep = [&](int64_t size, int64_t tilesCount, int64_t reg) {
-    return (size + tilesCount) / (tilesCount + 1) >= 4 * reg;
-  };
-  while (tilesM * tilesN < 16) {
-    bool splitM = deep(m, tilesM, t.mr), splitN = deep(n, tilesN, t.nr);
-    if (splitM && (!splitN || m / tilesM >= n / tilesN))
-      ++tilesM;
-    else if (splitN)
-      ++tilesN;
-    else
-      break;
-  }
-  t.mt = roundUp((m + tilesM - 1) / tilesM, t.mr);
-  t.nt = roundUp((n + tilesN - 1) / tilesN, t.nr);
-  // With 64 tiles a thread or more, a short tile is under 2% of a share.
-  if (threads > 1 && batch * tilesM * tilesN < 64 * threads)
-    balanceTiles(t, batch, m, n, tilesM, tilesN, threads);
-  return t;
-}
-
-/// Parses the `tiles` option, "MT,NT,KT,MR,NR".
-std::optional<Tiles> parseTiles(StringRef text) {
-  SmallVector<StringRef> parts;
-  text.split(parts, ',');
-  if (parts.size() != 5)
-    return std::nullopt;
-  int64_t v[5];
-  for (auto [i, p] : llvm::enumerate(parts))
-    if (p.trim().getAsInteger(10, v[i]) || v[i] <= 0)
-      return std::nullopt;
-  return Tiles{v[0], v[1], v[2], v[3], v[4]};
-}
-
 const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
                       "transform.named_sequence @__transform_main(%root: "
                       "!transform.any_op {transform.readonly}) {\n";
 const char *kFooter = "  transform.yield\n}\n}\n";
 
 /// Phase 1: parallel output tiles (and batch entries).
-std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
+std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
   for (auto &[key, t] : configs)
@@ -239,7 +85,7 @@ std::string forallSchedule(const std::map<std::string, Tiles> &configs) {
 /// vectors (peeled again: only the last < lanes columns stay partial); the
 /// i loop is peeled and its remainder done a row at a time. The unit K loop
 /// comes last, so every variant has the accumulators' loop innermost.
-std::string registerSchedule(const std::map<std::string, Tiles> &configs,
+std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
@@ -497,7 +343,7 @@ std::string loweringSchedule() {
 /// nothing was peeled) is masked up to its bound: one vector of `lanes`,
 /// or MR rows.
 LogicalResult vectorizeTiles(ModuleOp module,
-                             const std::map<std::string, Tiles> &configs,
+                             const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes) {
   SmallVector<linalg::MatmulOp> tiles;
   module.walk([&](linalg::MatmulOp op) {
@@ -506,7 +352,7 @@ LogicalResult vectorizeTiles(ModuleOp module,
   });
   IRRewriter rewriter(module.getContext());
   for (linalg::MatmulOp op : tiles) {
-    const Tiles &t =
+    const MatmulTiles &t =
         configs.at(op->getAttrOfType<StringAttr>(kScheduleAttr).str());
     SmallVector<int64_t> ranges =
         llvm::cast<linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
@@ -1581,34 +1427,20 @@ struct TGCVectorizeMatmulsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<Tiles> forced;
-    if (!tiles.empty() && !(forced = parseTiles(tiles))) {
-      module.emitError("tgc-vectorize-matmuls: tiles='")
-          << tiles << "' is not MT,NT,KT,MR,NR (five positive integers)";
-      return signalPassFailure();
-    }
     if (vectorBits < 128 || vectorBits % 32 != 0 || vectorRegisters < 4) {
       module.emitError("tgc-vectorize-matmuls: unsupported vector unit (")
           << vectorBits << " bits, " << vectorRegisters << " registers)";
       return signalPassFailure();
     }
-    CPUShape cpu{vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes};
-    // Register tiles are unrolled: bound them so a typo cannot explode code.
-    if (forced && (forced->mr > 16 || forced->nr > 8 * cpu.lanes)) {
-      module.emitError("tgc-vectorize-matmuls: register tile ")
-          << forced->mr << "x" << forced->nr
-          << " is too large (at most 16 rows and " << 8 * cpu.lanes
-          << " columns)";
-      return signalPassFailure();
-    }
-    if (forced && forced->nr % cpu.lanes == 0 &&
-        !isFastVectorCount(forced->nr / cpu.lanes)) {
-      module.emitError("tgc-vectorize-matmuls: register tile columns ")
-          << forced->nr << " are " << forced->nr / cpu.lanes << " vectors of "
-          << cpu.lanes
-          << " lanes: use 1, 2, 4 or 8 vectors (other counts are not kept "
-             "in registers)";
-      return signalPassFailure();
+    VectorUnit cpu{vectorBits / 32, vectorRegisters, l1CacheBytes,
+                   l2CacheBytes};
+    std::optional<MatmulTiles> forced;
+    if (!tiles.empty()) {
+      std::string error;
+      if (!(forced = forcedTiles(*tiles, cpu, error))) {
+        module.emitError("tgc-vectorize-matmuls: ") << error;
+        return signalPassFailure();
+      }
     }
     // Before anything changes the products (AMX, widening): the same
     // predicate as `tgc stats`' count, on the same IR.
@@ -1629,7 +1461,7 @@ struct TGCVectorizeMatmulsPass
           [&](int64_t m, int64_t n, int64_t kPairs) {
             // A pair of bf16 takes the bytes of one f32: the f32 model
             // over K/2 sizes the tiles.
-            Tiles t =
+            MatmulTiles t =
                 forced ? *forced : chooseTiles(m, n, kPairs, 1, cpu, threads);
             return tgc::cpu::DotTiles{t.mt, t.nt, t.kt, t.mr,
                                       roundUp(t.nr, cpu.lanes)};
@@ -1642,7 +1474,7 @@ struct TGCVectorizeMatmulsPass
     // fills too (a separate fill wrote the whole output to memory first).
     if (fillTiles)
       takeAccumulatorFills(module, amx, bf16Dot);
-    std::map<std::string, Tiles> configs;
+    std::map<std::string, MatmulTiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))
         return;
@@ -1653,9 +1485,9 @@ struct TGCVectorizeMatmulsPass
       int64_t batch = 1;
       for (size_t d = 0; d + 3 < r; ++d)
         batch *= ranges[d];
-      Tiles t = forced ? *forced
-                       : chooseTiles(ranges[r - 3], ranges[r - 2],
-                                     ranges[r - 1], batch, cpu, threads);
+      MatmulTiles t = forced ? *forced
+                             : chooseTiles(ranges[r - 3], ranges[r - 2],
+                                           ranges[r - 1], batch, cpu, threads);
       // Inside a parallel task (attention's per-head tasks): the task is
       // the thread's share, so its products are one output tile each.
       if (op->getParentOfType<scf::ForallOp>()) {

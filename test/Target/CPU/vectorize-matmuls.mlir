@@ -7,7 +7,7 @@
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="vector-bits=256 vector-registers=16" --canonicalize --cse | FileCheck %s --check-prefix=AVX2
 // RUN: tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32,8,2,16" --canonicalize --cse | FileCheck %s --check-prefix=FORCED
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=16,32" 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: tgc-vectorize-matmuls: tiles='16,32' is not MT,NT,KT,MR,NR (five positive integers)
+// BAD: error: tgc-vectorize-matmuls: tiles=16,32 is not MT,NT,KT,MR,NR (five positive integers)
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="tiles=64,64,64,64,64" 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not tgc-opt %s --tgc-vectorize-matmuls="vector-bits=512 tiles=64,96,64,8,48" 2>&1 | FileCheck %s --check-prefix=THREE
 // THREE: error: tgc-vectorize-matmuls: register tile columns 48 are 3 vectors of 16 lanes: use 1, 2, 4 or 8 vectors

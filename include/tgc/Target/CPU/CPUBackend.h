@@ -46,10 +46,9 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
   Option<mlir::tg::FusionMode> fusion{
       *this, "fusion", llvm::cl::desc("Elementwise fusion on linalg"),
       llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
-  Option<std::string> matmulTiles{
+  ListOption<int64_t> matmulTiles{
       *this, "matmul-tiles",
-      llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)"),
-      llvm::cl::init("")};
+      llvm::cl::desc("MT,NT,KT,MR,NR for every matmul (overrides the model)")};
   Option<bool> amx{*this, "amx", llvm::cl::desc("AMX tiles for bf16 matmuls"),
                    llvm::cl::init(false)};
   Option<bool> bf16Dot{

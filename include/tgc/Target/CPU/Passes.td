@@ -104,18 +104,19 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     another (primes, 50257, 1), and compiling costs the same for every shape.
 
     Tile sizes follow an analytical model of the target (in the style of
-    BLIS): the register tile keeps MR x NR/lanes accumulators plus the B
+    BLIS; `tgc/Target/CPU/TileModel.h`, with unit tests): the register tile keeps MR x NR/lanes accumulators plus the B
     vectors and one broadcast in the vector registers, maximising FMAs per
     load, with NR of 1, 2 or 4 vectors (LLVM keeps a tile row of another
-    count out of registers: 10-20x slower); the K tile keeps the KT x NR slice of B in half of L1; MT x NT
+    count out of registers); the K tile keeps the KT x NR slice of B in
+    half of L1; MT x NT
     keeps the KT-deep panels of A and B in L2, splits until there are 16
     output tiles (or a tile would be under 4 register tiles deep) and
     balances the tiles of each dimension. With `threads` (the host's CPUs
     when compiling for it) the grid is then chosen, among those with no
     more tiles per dimension, so that OpenMP's static schedule gives each
     of that many threads the same work (a short last row of tiles
-    otherwise leaves one thread waiting). `tiles` overrides the model (lit
-    tests do not depend on the machine).
+    otherwise leaves one thread waiting). `tiles` (MT,NT,KT,MR,NR)
+    overrides the model (lit tests do not depend on the machine).
 
     Transform-dialect schedules generated per tile configuration, run by the
     transform interpreter, with C++ steps between them: unit-batch
@@ -148,8 +149,8 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "L1 data cache per core in bytes">,
     Option<"l2CacheBytes", "l2-cache-bytes", "int64_t", "1048576",
            "L2 cache per core in bytes">,
-    Option<"tiles", "tiles", "std::string", "\"\"",
-           "Override the model: MT,NT,KT,MR,NR for every matmul">,
+    ListOption<"tiles", "tiles", "int64_t",
+               "Override the model: MT,NT,KT,MR,NR for every matmul">,
     Option<"fillTiles", "fill-tiles", "bool", "false",
            "Do a product's neighbours inside its output tiles: the fill that "
            "zeroes its output, and the elementwise loop right after it that "

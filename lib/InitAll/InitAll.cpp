@@ -7,6 +7,7 @@
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/CPUBackend.h"
 #include "tgc/Target/CUDA/CUDABackend.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -23,6 +24,7 @@ void tgc::registerAllPasses() {
   mlir::registerAllPasses();
   mlir::tg::registerTGPasses();
   mlir::tg::registerTGConversionPasses();
+  mlir::tg::registerTGCTransformsPasses();
   tgc::registerPipelines();
   tgc::cpu::registerCPUBackendPasses();
   tgc::cuda::registerCUDABackendPasses();

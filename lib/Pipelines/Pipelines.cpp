@@ -3,6 +3,7 @@
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -7,6 +7,7 @@
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CPU/Passes.h"
 #include "tgc/Target/Host/HostCode.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"

@@ -6,6 +6,7 @@
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Target/CUDA/Passes.h"
 #include "tgc/Target/Host/HostCode.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"

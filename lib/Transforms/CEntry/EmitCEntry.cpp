@@ -8,13 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Conversion/Passes.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGCEMITCENTRYPASS
-#include "tgc/Conversion/Passes.h.inc"
+#include "tgc/Transforms/Passes.h.inc"
 } // namespace mlir::tg
 
 using namespace mlir;

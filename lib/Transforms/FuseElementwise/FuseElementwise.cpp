@@ -3,6 +3,7 @@
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TrainStep.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,7 +19,7 @@
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGCFUSEELEMENTWISEPASS
-#include "tgc/Conversion/Passes.h.inc"
+#include "tgc/Transforms/Passes.h.inc"
 } // namespace mlir::tg
 
 using namespace mlir;

@@ -9,6 +9,7 @@
 #include "tgc/Conversion/LoopBodies.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
+#include "tgc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,7 +26,7 @@
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGCPLANBUFFERSPASS
 #define GEN_PASS_DEF_TGCLOWERARENAALLOCSPASS
-#include "tgc/Conversion/Passes.h.inc"
+#include "tgc/Transforms/Passes.h.inc"
 } // namespace mlir::tg
 
 using namespace mlir;

@@ -260,10 +260,14 @@ int main(int argc, char **argv) {
 
   if (!matmulTiles.empty() &&
       (matmulTiles.size() != 5 ||
-       llvm::any_of(matmulTiles, [](int64_t size) { return size <= 0; })))
+       llvm::any_of(matmulTiles, [](int64_t size) { return size <= 0; }))) {
+    std::string given;
+    for (int64_t size : matmulTiles)
+      given += (given.empty() ? "" : ",") + std::to_string(size);
     return reportError("--matmul-tiles: expected MT,NT,KT,MR,NR (five "
                        "positive integers), got " +
-                       std::to_string(matmulTiles.size()) + " values");
+                       given);
+  }
   TargetOptions targetOptions;
   targetOptions.cpu = targetCPU;
   targetOptions.matmulTiles.assign(matmulTiles.begin(), matmulTiles.end());

@@ -52,7 +52,7 @@ void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
   // Tensor cores for mixed precision's products; --gpu-emulate runs the
   // same fragments through an emulated multiply.
   if (hasBF16TensorCores(options.chip))
-    tiles.mma = launches ? "nvvm" : "emulated";
+    tiles.mma = launches ? MMAKind::NVVM : MMAKind::Emulated;
   pm.addNestedPass<func::FuncOp>(createTGCGPUTileMatmulsPass(tiles));
   pm.addNestedPass<func::FuncOp>(createTGCGPUBlockReductionsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

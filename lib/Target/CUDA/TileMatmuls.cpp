@@ -107,16 +107,10 @@ struct TGCGPUTileMatmulsPass
                      "threads)");
       return signalPassFailure();
     }
-    if (mma == "nvvm")
+    if (mma == MMAKind::NVVM)
       mmaKind = WarpMMAKind::NVVM;
-    else if (mma == "emulated")
+    else if (mma == MMAKind::Emulated)
       mmaKind = WarpMMAKind::Emulated;
-    else if (mma != "none") {
-      func.emitError("tgc-gpu-tile-matmuls: mma must be none, nvvm or "
-                     "emulated, not '")
-          << mma << "'";
-      return signalPassFailure();
-    }
     SmallVector<Contraction> contractions;
     func.walk([&](linalg::LinalgOp op) {
       if (std::optional<Contraction> c = matchContraction(op))

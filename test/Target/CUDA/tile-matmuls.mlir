@@ -7,7 +7,7 @@
 // RUN: not tgc-opt %s --split-input-file "--tgc-gpu-tile-matmuls=mma=wmma" 2>&1 | FileCheck %s --check-prefix=BADMMA
 
 // BAD: tiles must split evenly over the threads
-// BADMMA: mma must be none, nvvm or emulated, not 'wmma'
+// BADMMA: for the --mma option: Cannot find option named 'wmma'
 
 // A 70 x 50 x 37 matmul (no size a multiple of a tile): a grid of 1 x 2 x 1
 // blocks of 64 x 64 outputs; per K tile of 16, one phase copies the A and B

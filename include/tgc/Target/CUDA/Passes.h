@@ -14,6 +14,11 @@
 
 namespace tgc::cuda {
 
+/// Tensor cores for tgc-gpu-tile-matmuls' bf16/f16 products: none (scalar
+/// multiply-adds), nvvm.mma.sync (sm_80 and later), or the same fragments
+/// multiplied on the host (--gpu-emulate).
+enum class MMAKind { None, NVVM, Emulated };
+
 /// Block programs (tgc-gpu-tile-matmuls): the grid loop, its phases (loops
 /// over the block's threads), and its shared and per-thread buffers.
 constexpr llvm::StringLiteral kBlockProgramAttrName = "tgc.gpu.block_program";
@@ -28,5 +33,13 @@ constexpr llvm::StringLiteral kPerThreadAttrName = "tgc.gpu.per_thread";
 #include "tgc/Target/CUDA/Passes.h.inc"
 
 } // namespace tgc::cuda
+
+#define TGC_MMA_KIND_CL_VALUES                                                 \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::tgc::cuda::MMAKind::None, "none", "scalar multiply-adds"),  \
+      clEnumValN(::tgc::cuda::MMAKind::NVVM, "nvvm",                           \
+                 "nvvm.mma.sync, sm_80 and later"),                            \
+      clEnumValN(::tgc::cuda::MMAKind::Emulated, "emulated",                   \
+                 "the same fragments, multiplied on the host"))
 
 #endif // TGC_TARGET_CUDA_PASSES_H

@@ -67,10 +67,12 @@ def TGCGPUTileMatmulsPass
     Option<"tileN", "tile-n", "int64_t", /*default=*/"64", "Output columns per block">,
     Option<"tileK", "tile-k", "int64_t", /*default=*/"16", "K per shared tile">,
     Option<"threads", "threads", "int64_t", /*default=*/"256", "Threads per block">,
-    Option<"mma", "mma", "std::string", /*default=*/"\"none\"",
+    Option<"mma", "mma", "::tgc::cuda::MMAKind",
+           /*default=*/"::tgc::cuda::MMAKind::None",
            "Tensor cores for bf16/f16 operands: none (scalar multiply-adds), "
            "nvvm (nvvm.mma.sync, sm_80 and later) or emulated (the same "
-           "fragments, multiplied on the host for --gpu-emulate)">,
+           "fragments, multiplied on the host for --gpu-emulate)",
+           "TGC_MMA_KIND_CL_VALUES">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",

@@ -329,14 +329,14 @@ std::vector<Tensor> normGrad(const Tensor &g, const Tensor &x, const Tensor &w,
   return {dx, dw, db};
 }
 
-Tensor rope(const Tensor &x, double theta, bool inverse) {
+Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse) {
   int64_t B = x.shape[0], S = x.shape[1], H = x.shape[2], D = x.shape[3];
   int64_t half = D / 2;
   Tensor y = x;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t i = 0; i < half; ++i) {
-        double angle = s * std::pow(theta, -2.0 * i / D) * (inverse ? -1 : 1);
+        double angle = s * frequencies[i] * (inverse ? -1 : 1);
         double c = std::cos(angle), sn = std::sin(angle);
         for (int64_t h = 0; h < H; ++h) {
           int64_t base = ((b * S + s) * H + h) * D;
@@ -671,7 +671,7 @@ private:
                       o.getEps().convertToDouble(), /*center=*/true));
         })
         .Case([&](RopeOp o) {
-          set(o, rope(in(o.getInput()), o.getTheta().convertToDouble(),
+          set(o, rope(in(o.getInput()), o.getInverseFrequencies(),
                       o.getInverse()));
         })
         .Case([&](AttentionOp o) {

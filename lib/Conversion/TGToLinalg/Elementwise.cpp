@@ -111,13 +111,14 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
   matchAndRewrite(RopeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos +
-    // x[i]·sin with angle s·theta^(−2i/D). cos and sin are constant tables of
+    // x[i]·sin with angle s·f_i (f_i = theta^(−2i/D) unless the op lists its
+    // frequencies). cos and sin are constant tables of
     // (position, column), computed here in f64 as the reference does, then
     // rounded to the element type; every batch row and head reads them.
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     int64_t S = type.getDimSize(1), D = type.getDimSize(3), half = D / 2;
-    double theta = op.getTheta().convertToDouble();
+    SmallVector<double> frequencies = op.getInverseFrequencies();
     double sign = op.getInverse() ? -1.0 : 1.0;
     Type elt = type.getElementType();
     MLIRContext *ctx = getContext();
@@ -127,13 +128,9 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     auto table = [&](bool sine) -> Value {
       SmallVector<APFloat> values;
       values.reserve(S * D);
-      double scale = -2.0 * std::log(theta) / D;
       for (int64_t s = 0; s < S; ++s)
         for (int64_t i = 0; i < D; ++i) {
-          // theta^(−2·pair/D) = exp(−2·pair/D · ln theta)
-          double exponent = static_cast<double>(i % half) * scale;
-          double angle = static_cast<double>(s) * std::exp(exponent);
-          angle = angle * sign;
+          double angle = static_cast<double>(s) * frequencies[i % half] * sign;
           APFloat v(sine ? std::sin(angle) : std::cos(angle));
           bool lost;
           v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);

@@ -377,6 +377,7 @@ LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // RoPE is a rotation: its transpose rotates by the opposite angle.
   push(grads, needsGrad, 0, [&]() -> Value {
     return RopeOp::create(b, getLoc(), resultGrads[0], getThetaAttr(),
+                          getFrequenciesAttr(),
                           getInverse() ? UnitAttr() : b.getUnitAttr());
   });
   return success();

@@ -424,7 +424,27 @@ LogicalResult RopeOp::verify() {
            << type.getDimSize(3);
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
+  if (std::optional<ArrayRef<double>> freqs = getFrequencies()) {
+    if (static_cast<int64_t>(freqs->size()) * 2 != type.getDimSize(3))
+      return emitOpError("frequencies must hold one value per pair (")
+             << type.getDimSize(3) / 2 << "), got " << freqs->size();
+    for (double f : *freqs)
+      if (!(f > 0.0) || !std::isfinite(f))
+        return emitOpError("frequencies must be positive and finite, got ")
+               << f;
+  }
   return success();
+}
+
+SmallVector<double> RopeOp::getInverseFrequencies() {
+  if (std::optional<ArrayRef<double>> freqs = getFrequencies())
+    return SmallVector<double>(*freqs);
+  int64_t D = getType().getDimSize(3);
+  double theta = getTheta().convertToDouble();
+  SmallVector<double> result;
+  for (int64_t i = 0; i < D / 2; ++i)
+    result.push_back(std::pow(theta, -2.0 * i / D));
+  return result;
 }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,

@@ -285,6 +285,22 @@ func.func @rope_failure_theta(%x: tensor<2x8x4x4xf32>) {
 
 // -----
 
+func.func @rope_failure_frequency_count(%x: tensor<2x8x4x6xf32>) {
+  // expected-error@+1 {{'tg.rope' op frequencies must hold one value per pair (3), got 2}}
+  %0 = tg.rope %x {frequencies = array<f64: 1.0, 0.5>} : tensor<2x8x4x6xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_frequency_sign(%x: tensor<2x8x4x4xf32>) {
+  // expected-error@+1 {{'tg.rope' op frequencies must be positive and finite, got -5.000000e-01}}
+  %0 = tg.rope %x {frequencies = array<f64: 1.0, -0.5>} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op query must be [B, S, H, D], got rank 3}}

@@ -78,6 +78,8 @@ func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
   %r = tg.rope %q {theta = 500000.0 : f64} : tensor<2x8x4x4xf32>
   // CHECK: tg.rope %{{.*}} : tensor<2x8x2x4xf32>
   %rk = tg.rope %kv : tensor<2x8x2x4xf32>
+  // CHECK: tg.rope %{{.*}} {frequencies = array<f64: 1.000000e+00, 2.500000e-02>} : tensor<2x8x2x4xf32>
+  %rf = tg.rope %kv {frequencies = array<f64: 1.0, 0.025>} : tensor<2x8x2x4xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   %a, %a_lse = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>

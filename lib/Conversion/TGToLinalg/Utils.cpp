@@ -7,8 +7,10 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 #include <limits>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -61,13 +63,73 @@ AffineMap lowering::dimsMap(MLIRContext *ctx, int64_t rank,
   return AffineMap::get(rank, 0, exprs, ctx);
 }
 
+/// The dimensions of the finest shape that both `a` and `b` coarsen (each
+/// dimension of either is a product of consecutive ones of it): their
+/// running products merged, if each divides the next. [110, 16] and
+/// [22, 80] refine to [22, 5, 16]; [6, 4] and [4, 6] have none.
+static std::optional<SmallVector<int64_t>>
+commonRefinement(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  auto runningProducts = [](ArrayRef<int64_t> shape) {
+    std::set<int64_t> products;
+    int64_t p = 1;
+    for (int64_t d : shape)
+      products.insert(p *= d);
+    return products;
+  };
+  std::set<int64_t> merged = runningProducts(a);
+  merged.merge(runningProducts(b));
+  SmallVector<int64_t> refined;
+  int64_t previous = 1;
+  for (int64_t p : merged) {
+    if (p % previous != 0)
+      return std::nullopt;
+    refined.push_back(p / previous);
+    previous = p;
+  }
+  return refined;
+}
+
+/// `v` reshaped to `shape` by one collapse or one expand, if one can.
+static std::optional<Value> reshapeInOneStep(OpBuilder &b, Location loc,
+                                             Value v, ArrayRef<int64_t> shape) {
+  RankedTensorType source = tensorType(v);
+  auto type = RankedTensorType::get(shape, source.getElementType());
+  if (source.getShape() == shape)
+    return v;
+  if (auto groups =
+          getReassociationIndicesForCollapse(source.getShape(), shape))
+    return tensor::CollapseShapeOp::create(b, loc, type, v, *groups)
+        .getResult();
+  if (auto groups =
+          getReassociationIndicesForCollapse(shape, source.getShape()))
+    return tensor::ExpandShapeOp::create(b, loc, type, v, *groups).getResult();
+  return std::nullopt;
+}
+
 Value lowering::reshape(OpBuilder &b, Location loc, Value v,
                         RankedTensorType target) {
   RankedTensorType source = tensorType(v);
   if (source.getShape() == target.getShape())
     return v;
-  // Through a 1-D (or, for rank 0, a [1]) intermediate: always valid for
-  // static shapes.
+  // Through the finest shape both coarsen ([110, 16] → [22, 5, 16] →
+  // [22, 80]): an expand and a collapse whose views stay strided. A
+  // detour through one flat dimension makes memref views that the
+  // alias-folding patterns of the CPU schedule do not converge on.
+  if (source.getRank() > 0 && target.getRank() > 0 &&
+      source.hasStaticShape() && target.hasStaticShape()) {
+    if (std::optional<Value> once =
+            reshapeInOneStep(b, loc, v, target.getShape()))
+      return *once;
+    if (std::optional<SmallVector<int64_t>> fine =
+            commonRefinement(source.getShape(), target.getShape())) {
+      if (std::optional<Value> x = reshapeInOneStep(b, loc, v, *fine))
+        if (std::optional<Value> y =
+                reshapeInOneStep(b, loc, *x, target.getShape()))
+          return *y;
+    }
+  }
+  // Otherwise through a 1-D (or, for rank 0, a [1]) intermediate: always
+  // valid for static shapes.
   Value flat = v;
   if (source.getRank() == 0) {
     flat = tensor::ExpandShapeOp::create(

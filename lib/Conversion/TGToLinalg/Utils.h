@@ -44,7 +44,8 @@ SmallVector<Value> elementwiseResults(OpBuilder &b, Location loc,
                                       ArrayRef<RankedTensorType> resultTypes,
                                       ValueRange inputs, MultiBodyFn body);
 
-/// Reshape for static shapes (collapse to 1-D, expand to the target).
+/// Reshape for static shapes: one collapse or expand where one does it,
+/// else through the finest shape both coarsen, else through 1-D.
 Value reshape(OpBuilder &b, Location loc, Value v, RankedTensorType target);
 
 /// Reads `input` broadcast to a loop nest of `loopRank` whose trailing

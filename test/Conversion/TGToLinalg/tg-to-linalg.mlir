@@ -15,7 +15,7 @@ func.func @linear(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -
 
 // Batched rows times a shared matrix fold into one 2-D matmul.
 // CHECK-LABEL: func.func @matmul_shared
-// CHECK: tensor.collapse_shape {{.*}} tensor<2x3x4xf32> into tensor<24xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<4x5xf32>)
 func.func @matmul_shared(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
   %y = tg.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
@@ -162,4 +162,23 @@ func.func @bf16_add(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xbf
 func.func @not_finite(%n: tensor<f32>) -> tensor<f32> {
   %s = tg.not_finite %n : tensor<f32>
   return %s : tensor<f32>
+}
+
+// -----
+
+// Reshapes: one collapse or expand where one does it; else through the
+// finest shape both coarsen (never through one flat dimension, whose memref
+// views the CPU schedule's alias folding does not converge on); else
+// through 1-D.
+// CHECK-LABEL: func.func @reshapes
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2, 3]] : tensor<2x11x1x16xf32> into tensor<22x16xf32>
+// CHECK: %[[FINE:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [22, 5, 16] : tensor<110x16xf32> into tensor<22x5x16xf32>
+// CHECK: tensor.collapse_shape %[[FINE]] {{\[}}[0], [1, 2]] : tensor<22x5x16xf32> into tensor<22x80xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1]] : tensor<6x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 6] : tensor<24xf32> into tensor<4x6xf32>
+func.func @reshapes(%a: tensor<2x11x1x16xf32>, %b: tensor<110x16xf32>, %c: tensor<6x4xf32>) -> (tensor<22x16xf32>, tensor<22x80xf32>, tensor<4x6xf32>) {
+  %ra = tg.reshape %a : tensor<2x11x1x16xf32> -> tensor<22x16xf32>
+  %rb = tg.reshape %b : tensor<110x16xf32> -> tensor<22x80xf32>
+  %rc = tg.reshape %c : tensor<6x4xf32> -> tensor<4x6xf32>
+  return %ra, %rb, %rc : tensor<22x16xf32>, tensor<22x80xf32>, tensor<4x6xf32>
 }

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -40,6 +41,64 @@ struct SelectBF16AsBits : OpRewritePattern<arith::SelectOp> {
   }
 };
 
+/// scf.if yielding bf16 values (a masked transfer's element or its
+/// padding, from vector-to-scf) as one yielding their i16 bits: the same
+/// promotion through f32 as a select would follow for the bf16 block
+/// argument it becomes.
+struct IfBF16AsBits : OpRewritePattern<scf::IfOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(scf::IfOp op,
+                                PatternRewriter &rewriter) const override {
+    auto isBF16 = [](Type t) { return getElementTypeOrSelf(t).isBF16(); };
+    if (!llvm::any_of(op.getResultTypes(), isBF16) || !op.elseBlock())
+      return failure();
+    auto bitsType = [&](Type t) -> Type {
+      if (!isBF16(t))
+        return t;
+      if (auto vector = llvm::dyn_cast<VectorType>(t))
+        return vector.clone(rewriter.getI16Type());
+      return rewriter.getI16Type();
+    };
+    SmallVector<Type> types;
+    for (Type t : op.getResultTypes())
+      types.push_back(bitsType(t));
+    Location loc = op.getLoc();
+    for (Block *block : {op.thenBlock(), op.elseBlock()}) {
+      auto yield = llvm::cast<scf::YieldOp>(block->getTerminator());
+      rewriter.setInsertionPoint(yield);
+      SmallVector<Value> operands;
+      for (Value v : yield.getOperands())
+        operands.push_back(
+            isBF16(v.getType())
+                ? arith::BitcastOp::create(rewriter, loc, bitsType(v.getType()),
+                                           v)
+                      .getResult()
+                : v);
+      rewriter.modifyOpInPlace(
+          yield, [&] { yield.getResultsMutable().assign(operands); });
+    }
+    rewriter.setInsertionPoint(op);
+    auto bits = scf::IfOp::create(rewriter, loc, types, op.getCondition(),
+                                  /*withElseRegion=*/true);
+    rewriter.eraseBlock(bits.thenBlock());
+    rewriter.eraseBlock(bits.elseBlock());
+    rewriter.inlineRegionBefore(op.getThenRegion(), bits.getThenRegion(),
+                                bits.getThenRegion().end());
+    rewriter.inlineRegionBefore(op.getElseRegion(), bits.getElseRegion(),
+                                bits.getElseRegion().end());
+    rewriter.setInsertionPointAfter(bits);
+    SmallVector<Value> results;
+    for (auto [old, now] : llvm::zip(op.getResults(), bits.getResults()))
+      results.push_back(
+          isBF16(old.getType())
+              ? arith::BitcastOp::create(rewriter, loc, old.getType(), now)
+                    .getResult()
+              : now);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct TGCExpandMathPass
     : tgc::cpu::impl::TGCExpandMathPassBase<TGCExpandMathPass> {
   void runOnOperation() override {
@@ -53,7 +112,7 @@ struct TGCExpandMathPass
     // calls __truncsfbf2 for a CPU without AVX512-BF16, which Debian's
     // libgcc does not have.
     arith::populateExpandBFloat16Patterns(patterns);
-    patterns.add<SelectBF16AsBits>(&getContext());
+    patterns.add<SelectBF16AsBits, IfBF16AsBits>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -83,7 +83,9 @@ def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
     functions once per element. Also rewrites `arith.truncf`/`arith.extf`
     between f32 and bf16 into integer arithmetic (round to nearest even):
     for a CPU without AVX512-BF16, LLVM would call `__truncsfbf2`, which
-    Debian's libgcc does not provide, once per element.
+    Debian's libgcc does not provide, once per element. Selects and
+    `scf.if` results of bf16 become selects and results of their i16 bits,
+    which LLVM would otherwise promote through f32 the same way.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect"];

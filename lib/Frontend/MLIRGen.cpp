@@ -1,7 +1,8 @@
 //===- MLIRGen.cpp - model configuration → tg forward graph ---------------===//
 //
 // One builder per model family, each following the reference implementation
-// in transformers (LlamaForCausalLM, GPT2LMHeadModel) op for op, so that
+// in transformers (LlamaForCausalLM, also for Mistral/Qwen2/Qwen3, and
+// GPT2LMHeadModel) op for op, so that
 // parameter names, shapes and numerics match a PyTorch run of the same model.
 //
 //===----------------------------------------------------------------------===//
@@ -171,7 +172,7 @@ private:
   }
 
   //===--------------------------------------------------------------------===//
-  // Llama / Mistral (LlamaForCausalLM)
+  // Llama, Mistral, Qwen2, Qwen3 (LlamaForCausalLM and its kin)
   //===--------------------------------------------------------------------===//
 
   void declareLlamaParams() {
@@ -187,10 +188,14 @@ private:
         if (bias)
           declareParam(p + name + ".bias", {out});
       };
-      proj("self_attn.q_proj", qDim, d, config.attentionBias);
-      proj("self_attn.k_proj", kvDim, d, config.attentionBias);
-      proj("self_attn.v_proj", kvDim, d, config.attentionBias);
-      proj("self_attn.o_proj", d, qDim, config.attentionBias);
+      proj("self_attn.q_proj", qDim, d, config.qkvBias);
+      proj("self_attn.k_proj", kvDim, d, config.qkvBias);
+      proj("self_attn.v_proj", kvDim, d, config.qkvBias);
+      proj("self_attn.o_proj", d, qDim, config.outputBias);
+      if (config.qkNorm) {
+        declareParam(p + "self_attn.q_norm.weight", {config.headDim});
+        declareParam(p + "self_attn.k_norm.weight", {config.headDim});
+      }
       proj("mlp.gate_proj", ff, d, config.mlpBias);
       proj("mlp.up_proj", ff, d, config.mlpBias);
       proj("mlp.down_proj", d, ff, config.mlpBias);
@@ -209,22 +214,35 @@ private:
 
   Value llamaAttention(Value x, const std::string &p) {
     int64_t hq = config.numHeads, hkv = config.numKVHeads, dh = config.headDim;
-    bool bias = config.attentionBias;
-    Value q = linear(x, p + "q_proj", bias);
-    Value k = linear(x, p + "k_proj", bias);
-    Value v = linear(x, p + "v_proj", bias);
+    Value q = linear(x, p + "q_proj", config.qkvBias);
+    Value k = linear(x, p + "k_proj", config.qkvBias);
+    Value v = linear(x, p + "v_proj", config.qkvBias);
     Location l = loc(p.substr(0, p.size() - 1));
     q = reshape(q, {B(), S(), hq, dh}, loc(p + "q_proj"));
     k = reshape(k, {B(), S(), hkv, dh}, loc(p + "k_proj"));
     v = reshape(v, {B(), S(), hkv, dh}, loc(p + "v_proj"));
-    FloatAttr theta = b.getF64FloatAttr(config.ropeTheta);
-    q = RopeOp::create(b, loc(p + "rotary_emb"), q, theta, UnitAttr());
-    k = RopeOp::create(b, loc(p + "rotary_emb"), k, theta, UnitAttr());
+    if (config.qkNorm) {
+      q = rmsNorm(q, p + "q_norm");
+      k = rmsNorm(k, p + "k_norm");
+    }
+    q = rope(q, p);
+    k = rope(k, p);
     Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
                                   /*scale=*/FloatAttr())
                   .getResult();
     a = reshape(a, {B(), S(), hq * dh}, l);
-    return linear(a, p + "o_proj", bias);
+    return linear(a, p + "o_proj", config.outputBias);
+  }
+
+  /// RoPE of `x` ([B, S, H, head_dim]); scaled variants list their
+  /// frequencies.
+  Value rope(Value x, const std::string &p) {
+    DenseF64ArrayAttr frequencies;
+    if (config.ropeScaling.kind != RopeScalingKind::None)
+      frequencies = b.getDenseF64ArrayAttr(ropeInverseFrequencies(config));
+    return RopeOp::create(b, loc(p + "rotary_emb"), x,
+                          b.getF64FloatAttr(config.ropeTheta), frequencies,
+                          UnitAttr());
   }
 
   Value llamaMLP(Value x, const std::string &p) {

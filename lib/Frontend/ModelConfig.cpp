@@ -226,47 +226,124 @@ std::optional<std::string> ropeType(const Value &v) {
   return std::nullopt;
 }
 
-/// Newer configs keep RoPE's settings, rope_theta included, under
-/// "rope_parameters". Reads the plain variant; refuses any other by name.
-void readRopeParameters(ConfigReader &r, ModelConfig &c) {
-  const Value *params = r.value("rope_parameters", false);
-  if (!params)
+/// Reads one object of RoPE settings: "rope_scaling", or "rope_parameters"
+/// (newer configs, which keep rope_theta there too). The variant is named by
+/// "rope_type" or the legacy "type"; each variant takes its own keys, as
+/// transformers' rope init functions read them. Variants tgc does not build,
+/// and keys no variant here reads, are refused by name.
+void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
+  const Value *settings = r.value(key, false);
+  if (!settings)
     return;
-  const Object *obj = params->getAsObject();
+  const Object *obj = settings->getAsObject();
   if (!obj) {
-    r.error("rope_parameters", "expected an object, got " + describe(*params));
+    r.error(key, "expected an object, got " + describe(*settings));
     return;
   }
-  std::optional<std::string> type = ropeType(*params);
+  std::optional<std::string> type = ropeType(*settings);
   if (!type) {
-    r.error("rope_parameters", "rope_type must be a string");
+    r.error(key, "rope_type must be a string");
     return;
   }
-  if (*type != "default") {
-    r.error("rope_parameters",
-            "RoPE scaling is not supported (got rope_type \"" + *type + "\")");
+  RopeScaling scaling;
+  llvm::SmallVector<llvm::StringRef, 6> keys = {"rope_type", "type"};
+  if (key == "rope_parameters")
+    keys.push_back("rope_theta");
+  if (*type == "linear") {
+    scaling.kind = RopeScalingKind::Linear;
+    keys.push_back("factor");
+  } else if (*type == "llama3") {
+    scaling.kind = RopeScalingKind::Llama3;
+    keys.append({"factor", "low_freq_factor", "high_freq_factor",
+                 "original_max_position_embeddings"});
+  } else if (*type != "default") {
+    r.error(key, "RoPE scaling type \"" + *type +
+                     "\" is not supported (supported: default, linear, "
+                     "llama3)");
     return;
   }
-  ConfigReader sub(r.getPath(), *obj, "rope_parameters.");
-  for (const auto &[key, value] : *obj)
-    if (key != "rope_type" && key != "type" && key != "rope_theta")
-      sub.error(key.str(), "is not supported (the plain RoPE takes only "
-                           "rope_type and rope_theta)");
-  std::optional<double> theta = sub.number("rope_theta", false);
+  ConfigReader sub(r.getPath(), *obj, (key + ".").str());
+  for (const auto &[name, value] : *obj)
+    if (!llvm::is_contained(keys, name.str()))
+      sub.error(name.str(), "is not read by rope_type \"" + *type +
+                                "\" and would change the math elsewhere; "
+                                "remove it");
+  if (scaling.kind != RopeScalingKind::None) {
+    scaling.factor = sub.number("factor", true).value_or(1.0);
+    if (!sub.failed() && scaling.factor < 1.0)
+      sub.error("factor", llvm::formatv("must be >= 1, got {0}",
+                                        llvm::format("%g", scaling.factor)));
+  }
+  if (scaling.kind == RopeScalingKind::Llama3) {
+    scaling.lowFreqFactor = sub.number("low_freq_factor", true).value_or(1.0);
+    scaling.highFreqFactor = sub.number("high_freq_factor", true).value_or(4.0);
+    scaling.originalMaxPositions =
+        sub.integer("original_max_position_embeddings", true).value_or(1);
+    if (!sub.failed() && scaling.highFreqFactor <= scaling.lowFreqFactor)
+      sub.error("high_freq_factor",
+                llvm::formatv("must be greater than low_freq_factor {0}, got "
+                              "{1}",
+                              llvm::format("%g", scaling.lowFreqFactor),
+                              llvm::format("%g", scaling.highFreqFactor)));
+  }
+  std::optional<double> theta;
+  if (key == "rope_parameters")
+    theta = sub.number("rope_theta", false);
   r.adoptError(sub);
-  if (!theta || r.failed())
+  if (r.failed())
+    return;
+  if (scaling.kind != RopeScalingKind::None) {
+    if (c.ropeScaling.kind != RopeScalingKind::None)
+      r.error(key, "rope_scaling and rope_parameters both scale RoPE; keep "
+                   "one of them");
+    c.ropeScaling = scaling;
+  }
+  if (!theta)
     return;
   if (r.has("rope_theta") && *theta != c.ropeTheta)
-    r.error("rope_parameters",
-            llvm::formatv("rope_theta {0} contradicts the top-level "
-                          "rope_theta {1}",
-                          llvm::format("%g", *theta),
-                          llvm::format("%g", c.ropeTheta)));
+    r.error(key, llvm::formatv("rope_theta {0} contradicts the top-level "
+                               "rope_theta {1}",
+                               llvm::format("%g", *theta),
+                               llvm::format("%g", c.ropeTheta)));
   c.ropeTheta = *theta;
+}
+
+/// Qwen2/Qwen3 window only the layers that layer_types marks
+/// "sliding_attention", or by default (use_sliding_window) those from
+/// max_window_layers on. Returns whether any layer is windowed.
+bool readQwenWindowedLayers(ConfigReader &r, const ModelConfig &c) {
+  if (const Value *types = r.value("layer_types", false)) {
+    const llvm::json::Array *list = types->getAsArray();
+    if (!list || static_cast<int64_t>(list->size()) != c.numLayers) {
+      r.error("layer_types",
+              llvm::formatv("expected an array of {0} entries (one per "
+                            "layer), got {1}",
+                            c.numLayers, describe(*types)));
+      return false;
+    }
+    bool windowed = false;
+    for (const Value &entry : *list) {
+      std::optional<llvm::StringRef> name = entry.getAsString();
+      if (!name || (*name != "full_attention" && *name != "sliding_attention")) {
+        r.error("layer_types", "entries must be \"full_attention\" or "
+                               "\"sliding_attention\", got " +
+                                   describe(entry));
+        return false;
+      }
+      windowed |= *name == "sliding_attention";
+    }
+    return windowed;
+  }
+  if (!r.boolean("use_sliding_window").value_or(false))
+    return false;
+  int64_t first = r.integer("max_window_layers", false, 0).value_or(28);
+  return first < c.numLayers;
 }
 
 void readLlama(ConfigReader &r, ModelConfig &c) {
   c.family = ModelFamily::Llama;
+  llvm::StringRef type = c.modelType;
+  bool qwen = type == "qwen2" || type == "qwen3";
   c.vocabSize = r.integer("vocab_size", true).value_or(0);
   c.hiddenSize = r.integer("hidden_size", true).value_or(0);
   c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
@@ -277,19 +354,29 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
   c.ropeTheta = r.number("rope_theta", false).value_or(10000.0);
   c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(false);
-  c.attentionBias = r.boolean("attention_bias").value_or(false);
-  c.mlpBias = r.boolean("mlp_bias").value_or(false);
+  if (type == "qwen2") {
+    // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
+    c.qkvBias = true;
+  } else {
+    c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
+  }
+  if (!qwen)
+    c.mlpBias = r.boolean("mlp_bias").value_or(false);
+  c.qkNorm = type == "qwen3";
   if (auto act = r.string("hidden_act", false))
     c.activation =
         parseActivation(r, "hidden_act", *act).value_or(c.activation);
   if (r.failed())
     return;
-  if (c.hiddenSize % c.numHeads != 0 && !r.has("head_dim"))
+  // Qwen3Config's head_dim defaults to 128, whatever the width.
+  std::optional<int64_t> headDim = r.integer("head_dim", false);
+  if (!headDim && type == "qwen3")
+    headDim = 128;
+  if (c.hiddenSize % c.numHeads != 0 && !headDim)
     r.error("num_attention_heads",
             llvm::formatv("{0} heads do not divide hidden_size {1}", c.numHeads,
                           c.hiddenSize));
-  c.headDim = r.integer("head_dim", false)
-                  .value_or(c.numHeads ? c.hiddenSize / c.numHeads : 0);
+  c.headDim = headDim.value_or(c.numHeads ? c.hiddenSize / c.numHeads : 0);
   if (c.headDim % 2 != 0)
     r.error(
         "head_dim",
@@ -299,19 +386,17 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
             llvm::formatv("{0} key/value heads do not divide {1} attention "
                           "heads",
                           c.numKVHeads, c.numHeads));
-  // Mistral's window: query i sees keys i - W < j <= i. Checked against the
-  // sequence length by validateModelConfig, after the flags.
-  c.slidingWindow = r.integer("sliding_window", false);
-  // Scaled RoPE variants change the positions' angles; not supported yet.
-  if (const Value *scaling = r.value("rope_scaling", false)) {
-    std::optional<std::string> type = ropeType(*scaling);
-    if (!type || *type != "default" || scaling->getAsObject()->size() != 1)
-      r.error("rope_scaling",
-              "RoPE scaling is not supported (got " +
-                  (type ? "rope_type \"" + *type + "\"" : describe(*scaling)) +
-                  "); remove it or set null");
-  }
-  readRopeParameters(r, c);
+  // The window: query i sees keys i - W < j <= i. Mistral windows every
+  // layer; Qwen only those readQwenWindowedLayers names (its released
+  // configs carry a window they do not use). Checked against the sequence
+  // length by validateModelConfig, after the flags. LlamaModel has no
+  // window: the key does not change its math.
+  if (type == "mistral")
+    c.slidingWindow = r.integer("sliding_window", false);
+  else if (qwen && readQwenWindowedLayers(r, c))
+    c.slidingWindow = r.integer("sliding_window", true);
+  readRopeSettings(r, "rope_scaling", c);
+  readRopeSettings(r, "rope_parameters", c);
 }
 
 void readGPT2(ConfigReader &r, ModelConfig &c) {
@@ -339,7 +424,7 @@ void readGPT2(ConfigReader &r, ModelConfig &c) {
                                     c.numHeads, c.hiddenSize));
   c.numKVHeads = c.numHeads;
   c.headDim = c.hiddenSize / c.numHeads;
-  c.attentionBias = c.mlpBias = true;
+  c.qkvBias = c.outputBias = c.mlpBias = true;
 }
 
 void readMLP(ConfigReader &r, ModelConfig &c) {
@@ -597,7 +682,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
   std::optional<std::string> type = reader.string("model_type", true);
   if (type) {
     config.modelType = *type;
-    if (*type == "llama" || *type == "mistral")
+    if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
+        *type == "qwen3")
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
@@ -605,8 +691,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
       readMLP(reader, config);
     else
       reader.error("model_type", "unknown model type \"" + *type +
-                                     "\" (expected llama, mistral, gpt2 or "
-                                     "mlp)");
+                                     "\" (expected llama, mistral, qwen2, "
+                                     "qwen3, gpt2 or mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {
@@ -631,4 +717,38 @@ llvm::Expected<ModelConfig> tgc::loadModelConfig(llvm::StringRef path) {
     return llvm::createStringError(llvm::formatv(
         "{0}: cannot read model file: {1}", path, buffer.getError().message()));
   return parseModelConfig((*buffer)->getBuffer(), path);
+}
+
+std::vector<double> tgc::ropeInverseFrequencies(const ModelConfig &c) {
+  const RopeScaling &scaling = c.ropeScaling;
+  int64_t dim = c.headDim;
+  std::vector<double> frequencies;
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    double f = 1.0 / std::pow(c.ropeTheta, 2.0 * i / dim);
+    switch (scaling.kind) {
+    case RopeScalingKind::None:
+      break;
+    case RopeScalingKind::Linear:
+      f /= scaling.factor;
+      break;
+    case RopeScalingKind::Llama3: {
+      // Long wavelengths are divided by the factor, short ones kept, and the
+      // band between interpolates (transformers' _compute_llama3_parameters).
+      double original = static_cast<double>(scaling.originalMaxPositions);
+      double lowWavelen = original / scaling.lowFreqFactor;
+      double highWavelen = original / scaling.highFreqFactor;
+      double wavelen = 2.0 * M_PI / f;
+      if (wavelen > lowWavelen) {
+        f /= scaling.factor;
+      } else if (wavelen >= highWavelen) {
+        double smooth = (original / wavelen - scaling.lowFreqFactor) /
+                        (scaling.highFreqFactor - scaling.lowFreqFactor);
+        f = (1.0 - smooth) * f / scaling.factor + smooth * f;
+      }
+      break;
+    }
+    }
+    frequencies.push_back(f);
+  }
+  return frequencies;
 }

@@ -1,5 +1,6 @@
 """PyTorch reference implementations with Hugging Face parameter names and
-semantics (LlamaForCausalLM, GPT2LMHeadModel), plus the tgc MLP. Written out
+semantics (LlamaForCausalLM with Mistral's, Qwen2's and Qwen3's differences,
+GPT2LMHeadModel), plus the tgc MLP. Written out
 here because transformers is not packaged for this machine; each follows the
 transformers code path op for op (pre-norm, rotate_half RoPE, GQA by
 repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new)."""
@@ -35,22 +36,46 @@ def init_params(names_shapes, seed, dtype):
 # Llama / Mistral
 # ----------------------------------------------------------------------------
 
+def head_dim(c):
+    default = 128 if c["model_type"] == "qwen3" else c["hidden_size"] // c["num_attention_heads"]
+    return c.get("head_dim") or default
+
+
+def attention_biases(c):
+    """(q/k/v bias, o_proj bias): Qwen2 biases q/k/v only (Qwen2Attention)."""
+    if c["model_type"] == "qwen2":
+        return True, False
+    b = c.get("attention_bias", False)
+    return b, b
+
+
 def llama_shapes(c):
     d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
-    hd = c.get("head_dim") or d // h
+    hd = head_dim(c)
+    qkv_bias, o_bias = attention_biases(c)
+    mlp_bias = c.get("mlp_bias", False) and c["model_type"] not in ("qwen2", "qwen3")
     out = [("model.embed_tokens.weight", (v, d))]
+
+    def proj(name, shape, bias):
+        items = [(name + ".weight", shape)]
+        if bias:
+            items.append((name + ".bias", (shape[0],)))
+        return items
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        out += [(p + "self_attn.q_proj.weight", (h * hd, d)),
-                (p + "self_attn.k_proj.weight", (kvh * hd, d)),
-                (p + "self_attn.v_proj.weight", (kvh * hd, d)),
-                (p + "self_attn.o_proj.weight", (d, h * hd)),
-                (p + "mlp.gate_proj.weight", (ff, d)),
-                (p + "mlp.up_proj.weight", (ff, d)),
-                (p + "mlp.down_proj.weight", (d, ff)),
-                (p + "input_layernorm.weight", (d,)),
+        out += proj(p + "self_attn.q_proj", (h * hd, d), qkv_bias)
+        out += proj(p + "self_attn.k_proj", (kvh * hd, d), qkv_bias)
+        out += proj(p + "self_attn.v_proj", (kvh * hd, d), qkv_bias)
+        out += proj(p + "self_attn.o_proj", (d, h * hd), o_bias)
+        if c["model_type"] == "qwen3":
+            out += [(p + "self_attn.q_norm.weight", (hd,)),
+                    (p + "self_attn.k_norm.weight", (hd,))]
+        out += proj(p + "mlp.gate_proj", (ff, d), mlp_bias)
+        out += proj(p + "mlp.up_proj", (ff, d), mlp_bias)
+        out += proj(p + "mlp.down_proj", (d, ff), mlp_bias)
+        out += [(p + "input_layernorm.weight", (d,)),
                 (p + "post_attention_layernorm.weight", (d,))]
     out.append(("model.norm.weight", (d,)))
     if not c.get("tie_word_embeddings", False):
@@ -68,8 +93,37 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rope_cos_sin(seq, dim, theta, dtype):
+def rope_settings(c):
+    """(theta, scaling object or None) from rope_scaling / rope_parameters."""
+    params = c.get("rope_parameters") or {}
+    theta = params.get("rope_theta", c.get("rope_theta", 10000.0))
+    scaling = c.get("rope_scaling") or params
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    return theta, (None if kind == "default" else dict(scaling, kind=kind))
+
+
+def rope_inv_freq(dim, theta, scaling):
+    """transformers' ROPE_INIT_FUNCTIONS: default, linear and llama3."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    if scaling is None:
+        return inv_freq
+    factor = scaling["factor"]
+    if scaling["kind"] == "linear":
+        return inv_freq / factor
+    assert scaling["kind"] == "llama3", scaling
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_len = scaling["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old_len / low, old_len / high
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old_len / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope_cos_sin(seq, dim, theta, dtype, scaling=None):
+    inv_freq = rope_inv_freq(dim, theta, scaling)
     t = torch.arange(seq, dtype=torch.float64)
     freqs = torch.outer(t, inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
@@ -92,27 +146,34 @@ def causal_attention(q, k, v, scale=None):
 def llama_loss(c, P, ids, targets):
     d, h = c["hidden_size"], c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
-    hd = c.get("head_dim") or d // h
+    hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-6)
     B, S = ids.shape
     x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
-    cos, sin = rope_cos_sin(S, hd, c.get("rope_theta", 10000.0), x.dtype)
+    theta, scaling = rope_settings(c)
+    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
     act = {"silu": F.silu, "gelu": F.gelu,
            "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
            "relu": F.relu}[c.get("hidden_act", "silu")]
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
-        q = F.linear(n, P[p + "self_attn.q_proj.weight"]).view(B, S, h, hd).transpose(1, 2)
-        k = F.linear(n, P[p + "self_attn.k_proj.weight"]).view(B, S, kvh, hd).transpose(1, 2)
-        v = F.linear(n, P[p + "self_attn.v_proj.weight"]).view(B, S, kvh, hd).transpose(1, 2)
+        def lin(t, name):
+            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+        q = lin(n, "self_attn.q_proj").view(B, S, h, hd)
+        k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd)
+        v = lin(n, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
+        if c["model_type"] == "qwen3":  # Qwen3Attention: per-head RMSNorm
+            q = rms_norm(q, P[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, P[p + "self_attn.k_norm.weight"], eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, h * hd)
-        x = x + F.linear(a, P[p + "self_attn.o_proj.weight"])
+        x = x + lin(a, "self_attn.o_proj")
         n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
-        m = act(F.linear(n, P[p + "mlp.gate_proj.weight"])) * F.linear(n, P[p + "mlp.up_proj.weight"])
-        x = x + F.linear(m, P[p + "mlp.down_proj.weight"])
+        m = act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj")
+        x = x + lin(m, "mlp.down_proj")
     x = rms_norm(x, P["model.norm.weight"], eps)
     head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
     logits = F.linear(x, head)
@@ -195,7 +256,7 @@ def mlp_loss(c, P, features, labels):
 
 def family(c):
     t = c["model_type"]
-    if t in ("llama", "mistral"):
+    if t in ("llama", "mistral", "qwen2", "qwen3"):
         return llama_shapes, llama_loss
     if t == "gpt2":
         return gpt2_shapes, gpt2_loss

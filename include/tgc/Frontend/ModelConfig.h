@@ -1,8 +1,8 @@
 //===- ModelConfig.h - model description files ------------------*- C++ -*-===//
 //
 // A model description file (JSON) read into a typed configuration: a Hugging
-// Face config.json for llama/mistral or gpt2, or a tgc MLP description, plus
-// an optional "training" object. See docs/model-format.md.
+// Face config.json for llama/mistral/qwen2/qwen3 or gpt2, or a tgc MLP
+// description, plus an optional "training" object. See docs/model-format.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_FRONTEND_MODELCONFIG_H
@@ -35,6 +35,20 @@ using mlir::tg::Precision;
 using mlir::tg::RematPolicy;
 
 enum class DType { F32, BF16, F16 };
+
+/// The RoPE variants of transformers' ROPE_INIT_FUNCTIONS that tgc builds:
+/// plain, linear position interpolation, and Llama 3's frequency-dependent
+/// scaling (rope_scaling / rope_parameters "rope_type").
+enum class RopeScalingKind { None, Linear, Llama3 };
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::None;
+  double factor = 1.0;
+  // llama3 only.
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  int64_t originalMaxPositions = 0;
+};
 
 /// Size in bytes of one element of `dtype`.
 unsigned dtypeBytes(DType dtype);
@@ -111,7 +125,10 @@ struct TrainingConfig {
 
 struct ModelConfig {
   std::string path;      // the file it came from, for messages
-  std::string modelType; // as written: "llama", "mistral", "gpt2", "mlp"
+  /// As written: "llama", "mistral", "qwen2", "qwen3", "gpt2", "mlp".
+  std::string modelType;
+  /// Llama covers the decoders built like LlamaForCausalLM (llama, mistral,
+  /// qwen2, qwen3); their differences are the fields below.
   ModelFamily family = ModelFamily::Llama;
 
   // Transformers (llama and gpt2).
@@ -125,9 +142,14 @@ struct ModelConfig {
   int64_t maxPositions = 0;
   double normEps = 1e-6;
   double ropeTheta = 10000.0;
+  RopeScaling ropeScaling;
   bool tieWordEmbeddings = false;
-  bool attentionBias = false; // llama's attention_bias
-  bool mlpBias = false;       // llama's mlp_bias
+  bool qkvBias = false;    // biases on q/k/v_proj (llama's attention_bias, qwen2)
+  bool outputBias = false; // bias on o_proj (llama's attention_bias)
+  bool mlpBias = false;    // llama's mlp_bias
+  /// Qwen3: RMSNorm of each head's query and key (q_norm, k_norm of size
+  /// head_dim) before RoPE.
+  bool qkNorm = false;
   Activation activation = Activation::SiLU;
   /// Mistral's sliding_window: query i attends to keys i - W < j <= i.
   /// Accepted only where it changes nothing (seq_len <= W).
@@ -144,6 +166,11 @@ struct ModelConfig {
     return training.seqLen ? training.seqLen : maxPositions;
   }
 };
+
+/// The inverse frequency of each of the head_dim / 2 RoPE pairs, as
+/// transformers' rope init function for `config`'s variant computes it (in
+/// f64).
+std::vector<double> ropeInverseFrequencies(const ModelConfig &config);
 
 /// Reads and validates a model description. Errors name the file, the key
 /// and the problem (with line:col for JSON syntax errors).

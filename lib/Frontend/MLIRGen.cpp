@@ -212,7 +212,7 @@ private:
                              b.getF64FloatAttr(config.normEps));
   }
 
-  Value llamaAttention(Value x, const std::string &p) {
+  Value llamaAttention(Value x, const std::string &p, int64_t layer) {
     int64_t hq = config.numHeads, hkv = config.numKVHeads, dh = config.headDim;
     Value q = linear(x, p + "q_proj", config.qkvBias);
     Value k = linear(x, p + "k_proj", config.qkvBias);
@@ -227,8 +227,11 @@ private:
     }
     q = rope(q, p);
     k = rope(k, p);
+    IntegerAttr window;
+    if (std::optional<int64_t> w = config.attentionWindow(layer))
+      window = b.getI64IntegerAttr(*w);
     Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
-                                  /*scale=*/FloatAttr())
+                                  /*scale=*/FloatAttr(), window)
                   .getResult();
     a = reshape(a, {B(), S(), hq * dh}, l);
     return linear(a, p + "o_proj", config.outputBias);
@@ -261,7 +264,7 @@ private:
       std::string p = "model.layers." + std::to_string(i) + ".";
       inLayer(i, [&] {
         Value n = rmsNorm(h, p + "input_layernorm");
-        h = add(h, llamaAttention(n, p + "self_attn."), loc(p + "residual"));
+        h = add(h, llamaAttention(n, p + "self_attn.", i), loc(p + "residual"));
         n = rmsNorm(h, p + "post_attention_layernorm");
         h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
       });
@@ -321,7 +324,8 @@ private:
       return reshape(s, {B(), S(), h, dh}, l);
     };
     Value q = part(0), k = part(1), v = part(2);
-    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true, FloatAttr())
+    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
+                                  /*scale=*/FloatAttr(), /*window=*/IntegerAttr())
                   .getResult();
     a = reshape(a, {B(), S(), d}, l);
     return conv1d(a, p + "c_proj");

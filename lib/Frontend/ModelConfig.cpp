@@ -308,10 +308,14 @@ void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
   c.ropeTheta = *theta;
 }
 
-/// Qwen2/Qwen3 window only the layers that layer_types marks
-/// "sliding_attention", or by default (use_sliding_window) those from
-/// max_window_layers on. Returns whether any layer is windowed.
-bool readQwenWindowedLayers(ConfigReader &r, const ModelConfig &c) {
+/// The layers Qwen2/Qwen3 window, as Hugging Face's configs decide them:
+/// none without use_sliding_window; else those layer_types marks
+/// "sliding_attention", or by default those from max_window_layers on.
+/// Empty when no layer is windowed.
+std::vector<bool> readQwenWindowedLayers(ConfigReader &r,
+                                         const ModelConfig &c) {
+  bool use = r.boolean("use_sliding_window").value_or(false);
+  std::vector<bool> windowed;
   if (const Value *types = r.value("layer_types", false)) {
     const llvm::json::Array *list = types->getAsArray();
     if (!list || static_cast<int64_t>(list->size()) != c.numLayers) {
@@ -319,25 +323,26 @@ bool readQwenWindowedLayers(ConfigReader &r, const ModelConfig &c) {
               llvm::formatv("expected an array of {0} entries (one per "
                             "layer), got {1}",
                             c.numLayers, describe(*types)));
-      return false;
+      return {};
     }
-    bool windowed = false;
     for (const Value &entry : *list) {
       std::optional<llvm::StringRef> name = entry.getAsString();
       if (!name || (*name != "full_attention" && *name != "sliding_attention")) {
         r.error("layer_types", "entries must be \"full_attention\" or "
                                "\"sliding_attention\", got " +
                                    describe(entry));
-        return false;
+        return {};
       }
-      windowed |= *name == "sliding_attention";
+      windowed.push_back(*name == "sliding_attention");
     }
-    return windowed;
+  } else {
+    int64_t first = r.integer("max_window_layers", false, 0).value_or(28);
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      windowed.push_back(i >= first);
   }
-  if (!r.boolean("use_sliding_window").value_or(false))
-    return false;
-  int64_t first = r.integer("max_window_layers", false, 0).value_or(28);
-  return first < c.numLayers;
+  if (!use || llvm::none_of(windowed, [](bool w) { return w; }))
+    return {};
+  return windowed;
 }
 
 void readLlama(ConfigReader &r, ModelConfig &c) {
@@ -388,13 +393,15 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
                           c.numKVHeads, c.numHeads));
   // The window: query i sees keys i - W < j <= i. Mistral windows every
   // layer; Qwen only those readQwenWindowedLayers names (its released
-  // configs carry a window they do not use). Checked against the sequence
-  // length by validateModelConfig, after the flags. LlamaModel has no
-  // window: the key does not change its math.
-  if (type == "mistral")
+  // configs carry a window they do not use). LlamaModel has no window: the
+  // key does not change its math.
+  if (type == "mistral") {
     c.slidingWindow = r.integer("sliding_window", false);
-  else if (qwen && readQwenWindowedLayers(r, c))
-    c.slidingWindow = r.integer("sliding_window", true);
+  } else if (qwen) {
+    c.windowedLayers = readQwenWindowedLayers(r, c);
+    if (!c.windowedLayers.empty())
+      c.slidingWindow = r.integer("sliding_window", true);
+  }
   readRopeSettings(r, "rope_scaling", c);
   readRopeSettings(r, "rope_parameters", c);
 }
@@ -618,15 +625,17 @@ static llvm::Error validateSettings(const ModelConfig &c) {
 llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
   if (llvm::Error err = validateSettings(c))
     return err;
-  // The sequence length is final only now (--seq-len may shorten it).
-  if (c.slidingWindow && *c.slidingWindow < c.seqLen())
-    return llvm::createStringError(llvm::formatv(
-        "{0}: key 'sliding_window': a window of {1} tokens is shorter than "
-        "seq_len {2}, and banded attention is not supported yet (at seq_len "
-        "<= {1} the window changes nothing; sliding_window null is full "
-        "causal attention, a different model)",
-        c.path, *c.slidingWindow, c.seqLen()));
   return llvm::Error::success();
+}
+
+std::optional<int64_t> ModelConfig::attentionWindow(int64_t layer) const {
+  if (!slidingWindow || *slidingWindow >= seqLen())
+    return std::nullopt;
+  if (!windowedLayers.empty() &&
+      (layer >= static_cast<int64_t>(windowedLayers.size()) ||
+       !windowedLayers[layer]))
+    return std::nullopt;
+  return slidingWindow;
 }
 
 llvm::Error tgc::checkJSONNesting(llvm::StringRef text, llvm::StringRef path,

@@ -348,16 +348,26 @@ Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse) {
   return y;
 }
 
+/// Which keys a query sees: all; with `causal` those up to its position;
+/// with a `window` W too, only the last W of those.
+struct AttentionMask {
+  bool causal = false;
+  std::optional<uint64_t> window;
+  bool hides(int64_t i, int64_t j) const {
+    return causal && (j > i || (window && j <= i - static_cast<int64_t>(*window)));
+  }
+};
+
 /// Scaled, masked scores of query position i, head h, batch b against every
-/// key (−inf where the causal mask hides a key).
+/// key (−inf where the mask hides a key).
 std::vector<double> attentionScores(const Tensor &q, const Tensor &k, int64_t b,
-                                    int64_t i, int64_t h, bool causal,
+                                    int64_t i, int64_t h, AttentionMask mask,
                                     double scale) {
   int64_t S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], kh = h / (Hq / Hkv);
   std::vector<double> s(Skv, -std::numeric_limits<double>::infinity());
   for (int64_t j = 0; j < Skv; ++j) {
-    if (causal && j > i)
+    if (mask.hides(i, j))
       continue;
     double dot = 0;
     for (int64_t d = 0; d < D; ++d)
@@ -380,15 +390,15 @@ double logSumExp(const std::vector<double> &s) {
 
 /// Attention's output and per-row logsumexp ([B, S, Hq]).
 std::pair<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
-                                    const Tensor &v, bool causal, double scale,
-                                    const Shape &outShape) {
+                                    const Tensor &v, AttentionMask mask,
+                                    double scale, const Shape &outShape) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
   Tensor out(outShape), lse({B, S, Hq});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> s = attentionScores(q, k, b, i, h, causal, scale);
+        std::vector<double> s = attentionScores(q, k, b, i, h, mask, scale);
         double rowLse = logSumExp(s);
         lse[(b * S + i) * Hq + h] = rowLse;
         int64_t kh = h / (Hq / Hkv);
@@ -406,14 +416,14 @@ std::pair<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
 std::vector<Tensor> attentionGrad(const Tensor &dO, const Tensor &q,
                                   const Tensor &k, const Tensor &v,
                                   const Tensor &o, const Tensor &lse,
-                                  bool causal, double scale) {
+                                  AttentionMask mask, double scale) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
   Tensor dq(q.shape), dk(k.shape), dv(v.shape);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> p = attentionScores(q, k, b, i, h, causal, scale);
+        std::vector<double> p = attentionScores(q, k, b, i, h, mask, scale);
         int64_t kh = h / (Hq / Hkv);
         int64_t qi = ((b * S + i) * Hq + h);
         for (double &x : p)
@@ -676,7 +686,8 @@ private:
         })
         .Case([&](AttentionOp o) {
           auto [out, lse] = attention(
-              in(o.getQuery()), in(o.getKey()), in(o.getValue()), o.getCausal(),
+              in(o.getQuery()), in(o.getKey()), in(o.getValue()),
+              AttentionMask{o.getCausal(), o.getWindow()},
               o.getScaleOrDefault(), shapeOf(o.getResult()));
           set(o.getResult(), std::move(out));
           set(o.getLogsumexp(), std::move(lse));
@@ -753,7 +764,8 @@ private:
           auto g = attentionGrad(in(o.getGrad()), in(o.getQuery()),
                                  in(o.getKey()), in(o.getValue()),
                                  in(o.getOutput()), in(o.getLogsumexp()),
-                                 o.getCausal(), o.getScaleOrDefault());
+                                 AttentionMask{o.getCausal(), o.getWindow()},
+                                 o.getScaleOrDefault());
           set(o.getQueryGrad(), g[0]);
           set(o.getKeyGrad(), g[1]);
           set(o.getValueGrad(), g[2]);

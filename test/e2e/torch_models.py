@@ -130,17 +130,38 @@ def rope_cos_sin(seq, dim, theta, dtype, scaling=None):
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
-def causal_attention(q, k, v, scale=None):
-    """q [B,H,S,D], k/v [B,Hkv,S,D] (repeated to H heads), causal."""
+def causal_attention(q, k, v, scale=None, window=None):
+    """q [B,H,S,D], k/v [B,Hkv,S,D] (repeated to H heads), causal; with a
+    window W query i sees keys i - W < j <= i (transformers'
+    sliding_window_causal mask)."""
     groups = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(groups, dim=1)
     v = v.repeat_interleave(groups, dim=1)
     scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
     seq = q.shape[2]
-    mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
-    s = s.masked_fill(mask, float("-inf"))
+    i = torch.arange(seq).view(-1, 1)
+    j = torch.arange(seq).view(1, -1)
+    hidden = j > i
+    if window is not None:
+        hidden = hidden | (j <= i - window)
+    s = s.masked_fill(hidden, float("-inf"))
     return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def layer_windows(c):
+    """Each layer's sliding window (None: full causal), as transformers'
+    Mistral, Qwen2 and Qwen3 configs decide it."""
+    n = c["num_hidden_layers"]
+    w = c.get("sliding_window")
+    if c["model_type"] == "mistral":
+        return [w] * n
+    if c["model_type"] in ("qwen2", "qwen3") and c.get("use_sliding_window") and w:
+        types = c.get("layer_types") or [
+            "sliding_attention" if i >= c.get("max_window_layers", 28)
+            else "full_attention" for i in range(n)]
+        return [w if t == "sliding_attention" else None for t in types]
+    return [None] * n
 
 
 def llama_loss(c, P, ids, targets):
@@ -155,6 +176,7 @@ def llama_loss(c, P, ids, targets):
     act = {"silu": F.silu, "gelu": F.gelu,
            "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
            "relu": F.relu}[c.get("hidden_act", "silu")]
+    windows = layer_windows(c)
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
@@ -169,7 +191,7 @@ def llama_loss(c, P, ids, targets):
         q, k = q.transpose(1, 2), k.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, h * hd)
+        a = causal_attention(q, k, v, window=windows[i]).transpose(1, 2).reshape(B, S, h * hd)
         x = x + lin(a, "self_attn.o_proj")
         n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
         m = act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj")

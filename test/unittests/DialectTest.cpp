@@ -73,7 +73,8 @@ TEST_F(TGDialectTest, AttentionGroupedQuery) {
   Value v = arg({2, 8, 2, 16});
   builder.setInsertionPointToEnd(block.get());
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), q, k, v,
-                                /*causal=*/true, /*scale=*/nullptr);
+                                /*causal=*/true, /*scale=*/nullptr,
+                                /*window=*/nullptr);
   EXPECT_EQ(op.getResult().getType().getShape(),
             ArrayRef<int64_t>({2, 8, 4, 16}));
   EXPECT_EQ(op.getLogsumexp().getType().getShape(),

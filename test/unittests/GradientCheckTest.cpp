@@ -287,6 +287,15 @@ const GradCase kCases[] = {
      "  %y, %lse = tg.attention %q, %k, %v {causal} : tensor<1x5x4x2xf64>, "
      "tensor<1x5x2x2xf64>, tensor<1x5x2x2xf64> -> tensor<1x5x4x2xf64>, "
      "tensor<1x5x4xf64>\n" LOSS("tensor<1x5x4x2xf64>", "[0, 1, 2, 3]")},
+    {"attention_window_gqa",
+     "func.func @forward(%q: tensor<2x7x3x2xf64> {tg.param = \"q\"}, %k: "
+     "tensor<2x7x1x2xf64> {tg.param = \"k\"}, %v: tensor<2x7x1x2xf64> "
+     "{tg.param = \"v\"}, %r: tensor<2x7x3x2xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y, %lse = tg.attention %q, %k, %v {causal, window = 3 : i64} : "
+     "tensor<2x7x3x2xf64>, tensor<2x7x1x2xf64>, tensor<2x7x1x2xf64> -> "
+     "tensor<2x7x3x2xf64>, tensor<2x7x3xf64>\n" LOSS("tensor<2x7x3x2xf64>",
+                                                     "[0, 1, 2, 3]")},
     {"attention_full_scaled",
      "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: "
      "tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> "

@@ -152,8 +152,13 @@ struct ModelConfig {
   bool qkNorm = false;
   Activation activation = Activation::SiLU;
   /// Mistral's sliding_window: query i attends to keys i - W < j <= i.
-  /// Accepted only where it changes nothing (seq_len <= W).
   std::optional<int64_t> slidingWindow;
+  /// The layers slidingWindow applies to (Qwen windows some layers only);
+  /// empty: every layer.
+  std::vector<bool> windowedLayers;
+  /// The window of layer `layer`'s attention where it hides a key at the
+  /// sequence length: none where W >= seq_len.
+  std::optional<int64_t> attentionWindow(int64_t layer) const;
 
   // MLP.
   std::vector<int64_t> layerSizes;

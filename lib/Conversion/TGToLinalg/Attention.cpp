@@ -9,7 +9,11 @@
 // m, running sum l, rescaled accumulator), so only [B·Hkv, T·G, T] scores
 // exist at a time; the output and the per-row logsumexp m + log l are kept.
 // With `causal`, key tiles above the diagonal are never visited: tiles left
-// of it need no mask, and only the diagonal tile is masked. The gradient
+// of it need no mask, and only the diagonal tile is masked. With a `window`
+// W, key tiles wholly before every query's window are never visited
+// either, so the work grows with S·W: the diagonal tile comes first (each
+// row's own key is in it, so no row's running max stays −inf), then the
+// tiles on the window's edge, masked, then those inside it. The gradient
 // recomputes each tile's probabilities from the logsumexp, writes dQ's rows
 // per query tile and accumulates dK and dV into the key tiles' rows.
 //
@@ -186,41 +190,134 @@ struct Layout {
   }
 };
 
-/// One key tile of a query tile: keys [offset, offset + size); `diagonal`
-/// when it is the causal diagonal tile (query and key tiles start at the
-/// same position), the only one that needs the mask.
+/// Which keys each query sees: tg.attention's `causal` and `window`.
+struct Mask {
+  bool causal = false;
+  std::optional<int64_t> window;
+};
+
+/// The window of tg.attention or tg.attention_grad, if any.
+template <typename OpTy>
+std::optional<int64_t> windowOf(OpTy op) {
+  if (std::optional<uint64_t> w = op.getWindow())
+    return static_cast<int64_t>(*w);
+  return std::nullopt;
+}
+
+/// What one key tile of a query tile hides: with `future`, keys after the
+/// query (the diagonal tile, query and key tiles starting together); with
+/// a `window` W, keys at or before the query's position − W, the key tile
+/// starting `lag` positions before the query tile.
+struct TileMask {
+  bool future = false;
+  std::optional<int64_t> window;
+  Value lag;
+  bool hidesAny() const { return future || window; }
+};
+
+/// One key tile of a query tile: keys [offset, offset + size), hiding what
+/// `mask` says.
 using KeyTileBody = function_ref<SmallVector<Value>(
-    OpBuilder &, Location, OpFoldResult offset, int64_t size, bool diagonal,
-    ValueRange state)>;
+    OpBuilder &, Location, OpFoldResult offset, int64_t size,
+    const TileMask &mask, ValueRange state)>;
+
+/// max(0, `offset` − `back`) as an index.
+OpFoldResult positionsBefore(OpBuilder &b, Location loc, OpFoldResult offset,
+                             int64_t back) {
+  if (back == 0)
+    return offset;
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return b.getIndexAttr(std::max<int64_t>(0, *c - back));
+  Value v = arith::SubIOp::create(b, loc, llvm::cast<Value>(offset),
+                                  arith::ConstantIndexOp::create(b, loc, back));
+  return arith::MaxSIOp::create(b, loc, v,
+                                arith::ConstantIndexOp::create(b, loc, 0))
+      .getResult();
+}
+
+/// `body` on the tiles of `tile` positions at [begin, end) (a multiple of
+/// `tile` apart), threading `state`: inline when there is one, an scf.for
+/// otherwise, nothing when the bounds are known to meet.
+SmallVector<Value> forEachTileIn(OpBuilder &b, Location loc,
+                                 OpFoldResult begin, OpFoldResult end,
+                                 int64_t tile, ValueRange state,
+                                 ChunkBody body) {
+  std::optional<int64_t> lo = getConstantIntValue(begin),
+                         hi = getConstantIntValue(end);
+  if (lo && hi && *hi <= *lo)
+    return SmallVector<Value>(state);
+  if (lo && hi && *hi - *lo == tile)
+    return body(b, loc, begin, tile, state);
+  auto loop = scf::ForOp::create(
+      b, loc, getValueOrCreateConstantIndexOp(b, loc, begin),
+      getValueOrCreateConstantIndexOp(b, loc, end),
+      arith::ConstantIndexOp::create(b, loc, tile), state,
+      [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
+        scf::YieldOp::create(nb, nl, body(nb, nl, iv, tile, args));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
 
 /// Visits the key tiles a query tile of `size` positions at `offset` sees,
 /// threading `state` through them. Causal: the tiles left of the diagonal
 /// (an scf.for up to `offset`, none for the first query tile), then the
-/// diagonal tile. Otherwise every key tile: the full ones, then the
-/// remainder.
+/// diagonal tile. With a window W: the diagonal tile, then the key tiles
+/// j = far..near+1 tiles back (the first of them holds the first query's
+/// oldest key; they cross some query's window edge, masked), then those
+/// j = near..1 back (inside every query's window). Otherwise every key
+/// tile: the full ones, then the remainder.
 SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
-                                  bool causal, int64_t tile,
+                                  const Mask &mask, int64_t tile,
                                   OpFoldResult offset, int64_t size,
                                   ValueRange state, KeyTileBody body) {
-  OpFoldResult end = causal ? offset : b.getIndexAttr(l.Skv / tile * tile);
-  SmallVector<Value> values = forEachFullChunk(
-      b, loc, end, tile, state,
-      [&](OpBuilder &nb, Location nl, OpFoldResult keyOffset, int64_t keys,
-          ValueRange args) {
-        return body(nb, nl, keyOffset, keys, /*diagonal=*/false, args);
-      });
-  if (causal)
-    return body(b, loc, offset, size, true, values);
+  auto unmasked = [&](OpBuilder &nb, Location nl, OpFoldResult keyOffset,
+                      int64_t keys, ValueRange args) {
+    return body(nb, nl, keyOffset, keys, TileMask(), args);
+  };
+  if (mask.causal && mask.window) {
+    int64_t w = *mask.window;
+    TileMask diagonal;
+    diagonal.future = true;
+    if (w < size)
+      diagonal.window = w;
+    SmallVector<Value> values = body(b, loc, offset, size, diagonal, state);
+    int64_t far = (w + tile - 2) / tile;
+    int64_t near = w >= size ? std::min(far, (w - size) / tile) : 0;
+    values = forEachTileIn(
+        b, loc, positionsBefore(b, loc, offset, far * tile),
+        positionsBefore(b, loc, offset, near * tile), tile, values,
+        [&](OpBuilder &nb, Location nl, OpFoldResult keyOffset, int64_t keys,
+            ValueRange args) {
+          TileMask edge;
+          edge.window = w;
+          edge.lag = arith::SubIOp::create(
+              nb, nl, getValueOrCreateConstantIndexOp(nb, nl, offset),
+              getValueOrCreateConstantIndexOp(nb, nl, keyOffset));
+          return body(nb, nl, keyOffset, keys, edge, args);
+        });
+    return forEachTileIn(b, loc, positionsBefore(b, loc, offset, near * tile),
+                         offset, tile, values, unmasked);
+  }
+  OpFoldResult end =
+      mask.causal ? offset : b.getIndexAttr(l.Skv / tile * tile);
+  SmallVector<Value> values =
+      forEachFullChunk(b, loc, end, tile, state, unmasked);
+  if (mask.causal) {
+    TileMask diagonal;
+    diagonal.future = true;
+    return body(b, loc, offset, size, diagonal, values);
+  }
   if (int64_t rest = l.Skv % tile)
-    values = body(b, loc, end, rest, false, values);
+    values = body(b, loc, end, rest, TileMask(), values);
   return values;
 }
 
 /// scale · Q·Kᵀ for a query tile's rows `qTile` ([N, R, D]) and a key
-/// tile's `kTTile` ([N, D, keys]), masked (−inf above the diagonal: local
-/// row r is position r / G, local key c is position c) on the diagonal tile.
+/// tile's `kTTile` ([N, D, keys]), −inf where `mask` hides a key: local
+/// row r is query position r / G of the tile, local key c key position c
+/// of the key tile.
 Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
-             Value kTTile, double scale, bool diagonal) {
+             Value kTTile, double scale, const TileMask &mask) {
   Value raw = batchMatmul(b, loc, qTile, kTTile);
   RankedTensorType type = tensorType(raw);
   MLIRContext *ctx = b.getContext();
@@ -229,16 +326,32 @@ Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
       iterators(3), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value s = mulF(nb, nl, a[0],
                        constantFloat(nb, nl, type.getElementType(), scale));
-        if (!diagonal)
+        if (!mask.hidesAny())
           return s;
         Value r = linalg::IndexOp::create(nb, nl, 1),
               c = linalg::IndexOp::create(nb, nl, 2);
         Value position = arith::DivUIOp::create(
             nb, nl, r, arith::ConstantIndexOp::create(nb, nl, l.G));
-        Value future = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt,
-                                             c, position);
+        Value hidden;
+        if (mask.future)
+          hidden = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, c,
+                                         position);
+        if (mask.window) {
+          // Key c is hidden when c + W <= r/G + lag (key positions count
+          // from the key tile, lag positions before the query tile).
+          Value since =
+              mask.lag ? arith::AddIOp::create(nb, nl, position, mask.lag)
+                             .getResult()
+                       : position;
+          Value reach = arith::AddIOp::create(
+              nb, nl, c, arith::ConstantIndexOp::create(nb, nl, *mask.window));
+          Value old = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle,
+                                            reach, since);
+          hidden = hidden ? arith::OrIOp::create(nb, nl, hidden, old).getResult()
+                          : old;
+        }
         return arith::SelectOp::create(
-            nb, nl, future,
+            nb, nl, hidden,
             constantFloat(nb, nl, type.getElementType(), kNegInf), s);
       });
 }
@@ -256,7 +369,7 @@ struct KeyTiles {
 /// rescaled accumulator). Returns the final state: m and l ([N, R]) and
 /// the unnormalised output acc ([N, R, Dv]).
 SmallVector<Value> attendQueryTile(OpBuilder &b, Location nl, const Layout &l,
-                                   bool causal, double scale, int64_t tile,
+                                   const Mask &mask, double scale, int64_t tile,
                                    OpFoldResult offset, int64_t size, Value qc,
                                    const KeyTiles &keyTiles) {
   int64_t n = tensorType(qc).getDimSize(0), rows = size * l.G;
@@ -266,11 +379,11 @@ SmallVector<Value> attendQueryTile(OpBuilder &b, Location nl, const Layout &l,
       filled(b, nl, RankedTensorType::get({n, rows}, l.elt), 0.0),
       filled(b, nl, RankedTensorType::get({n, rows, l.Dv}, l.elt), 0.0)};
   state = forEachKeyTile(
-      b, nl, l, causal, tile, offset, size, state,
+      b, nl, l, mask, tile, offset, size, state,
       [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset, int64_t keys,
-          bool diagonal, ValueRange st) -> SmallVector<Value> {
+          const TileMask &tileMask, ValueRange st) -> SmallVector<Value> {
         Value s = scores(tb, tl, l, qc, keyTiles.keysT(tb, tl, keyOffset, keys),
-                         scale, diagonal);
+                         scale, tileMask);
         Value tileMax =
             reduceAxis(tb, tl, s, 2, kNegInf,
                        [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
@@ -415,7 +528,7 @@ Value byGroup(OpBuilder &b, Location loc, const Layout &l, Value x, int64_t e) {
 /// sequence's layout.
 /// Full query tiles in one forall, the remainder in a second.
 std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
-                                       const Layout &l, bool causal,
+                                       const Layout &l, const Mask &mask,
                                        double scale, int64_t tile, Value query,
                                        Value key, Value value) {
   // Only expands and collapses here (matrixAsBatch).
@@ -461,7 +574,7 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                         {1, keys, 1, l.Dv}, {0, 2});
       return matrixAsBatch(tb, tl, contiguousCopy(tb, tl, v));
     };
-    SmallVector<Value> state = attendQueryTile(b, loc, l, causal, scale, tile,
+    SmallVector<Value> state = attendQueryTile(b, loc, l, mask, scale, tile,
                                                position, size, qc, keyTiles);
     // The state by position and head of the group: [size, G(, Dv)].
     auto statRows = [&](Value v) {
@@ -511,11 +624,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
-    bool causal = op.getCausal();
+    Mask mask{op.getCausal(), windowOf(op)};
     double scale = op.getScaleOrDefault();
     if (taskBytes > 0) {
       auto [out, lse] = attentionTasks(
-          rewriter, loc, l, causal, scale, l.taskTilePositions(taskBytes),
+          rewriter, loc, l, mask, scale, l.taskTilePositions(taskBytes),
           adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
       rewriter.replaceOp(op, {out, lse});
       return success();
@@ -544,7 +657,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
           OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
           int64_t rows = size * l.G;
           SmallVector<Value> state =
-              attendQueryTile(b, nl, l, causal, scale, tile, offset, size,
+              attendQueryTile(b, nl, l, mask, scale, tile, offset, size,
                               sliceDim(b, nl, 1, q, rowOffset, rows), keyTiles);
           auto [outRows, lseRows] = finishRows(
               b, nl, state, sliceDim(b, nl, 1, args[0], rowOffset, rows),
@@ -581,7 +694,7 @@ struct GradTileOperands {
 /// and dK's and dV's rows of each key tile into `dk` and `dv`. Returns the
 /// new dQ rows, dK and dV.
 SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
-                                 bool causal, double scale, int64_t tile,
+                                 const Mask &mask, double scale, int64_t tile,
                                  OpFoldResult offset, int64_t size,
                                  const GradTileOperands &t, Value dqRows,
                                  Value dk, Value dv, bool transposedOperands) {
@@ -589,12 +702,12 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
   SmallVector<Value> state{
       linalg::FillOp::create(b, nl, zero, dqRows).getResult(0), dk, dv};
   return forEachKeyTile(
-      b, nl, l, causal, tile, offset, size, state,
+      b, nl, l, mask, tile, offset, size, state,
       [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset, int64_t keys,
-          bool diagonal, ValueRange st) -> SmallVector<Value> {
+          const TileMask &tileMask, ValueRange st) -> SmallVector<Value> {
         Value s =
             scores(tb, tl, l, t.q, sliceDim(tb, tl, 2, t.kT, keyOffset, keys),
-                   scale, diagonal);
+                   scale, tileMask);
         // P = exp(s − logsumexp), in place of the scores.
         Value p = updateRows(
             tb, tl, s, t.lse,
@@ -634,7 +747,7 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
 /// time: they accumulate over the key tiles the tile sees), dK and dV
 /// (accumulated across query tiles).
 SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
-                                  bool causal, double scale, int64_t tile,
+                                  const Mask &mask, double scale, int64_t tile,
                                   const GradTileOperands &whole,
                                   ValueRange init, bool transposedOperands) {
   return forEachChunk(
@@ -649,7 +762,7 @@ SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
         t.lse = sliceDim(cb, cl, 1, whole.lse, rowOffset, rows);
         t.delta = sliceDim(cb, cl, 1, whole.delta, rowOffset, rows);
         SmallVector<Value> state =
-            gradQueryTile(cb, cl, l, causal, scale, tile, offset, size, t,
+            gradQueryTile(cb, cl, l, mask, scale, tile, offset, size, t,
                           sliceDim(cb, cl, 1, args[0], rowOffset, rows),
                           args[1], args[2], transposedOperands);
         return {insertDim(cb, cl, 1, state[0], args[0], rowOffset), state[1],
@@ -664,7 +777,7 @@ SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
 /// its dQ, dK and dV accumulators to itself and writes them into its
 /// slices of the gradients in the sequence's layout at the end.
 SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
-                                      const Layout &l, bool causal,
+                                      const Layout &l, const Mask &mask,
                                       double scale, int64_t tile, Value query,
                                       Value key, Value value, Value grad,
                                       Value logsumexp, Value delta,
@@ -728,7 +841,7 @@ SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
         tensor::EmptyOp::create(b, loc, {1, rows, l.D}, l.elt),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.D}, l.elt), 0.0),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.Dv}, l.elt), 0.0)};
-    SmallVector<Value> grads = gradQueryTiles(b, loc, l, causal, scale, tile,
+    SmallVector<Value> grads = gradQueryTiles(b, loc, l, mask, scale, tile,
                                               whole, init, transposedOperands);
     // Each accumulator into its slice of the sequence's layout.
     Value dq = regroup(b, loc, grads[0], {{0, 1}, {2}}, {{0, 1}, {2}},
@@ -778,7 +891,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
-    bool causal = op.getCausal();
+    Mask mask{op.getCausal(), windowOf(op)};
     double scale = op.getScaleOrDefault();
     // delta = rowsum(dO ∘ O) per query row, [B, Hkv, S, G], read from both
     // in the sequence's layout [B, S, Hkv, G, Dv] through the loop's maps:
@@ -806,7 +919,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     if (taskBytes > 0) {
       rewriter.replaceOp(
           op, attentionGradTasks(
-                  rewriter, loc, l, causal, scale,
+                  rewriter, loc, l, mask, scale,
                   l.taskTilePositions(taskBytes), adaptor.getQuery(),
                   adaptor.getKey(), adaptor.getValue(), adaptor.getGrad(),
                   adaptor.getLogsumexp(), deltaBySequence, transposedOperands));
@@ -831,7 +944,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
     SmallVector<Value> grads = gradQueryTiles(
-        rewriter, loc, l, causal, scale, tile, whole, init, transposedOperands);
+        rewriter, loc, l, mask, scale, tile, whole, init, transposedOperands);
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});

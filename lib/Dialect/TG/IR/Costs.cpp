@@ -24,11 +24,20 @@ OpCost products(int64_t multiplications, int64_t extraFlops = 0) {
   return {multiplications, 2 * multiplications + extraFlops};
 }
 
-/// Score pairs (B · Hq · S · Skv) of attention over `query` and `key`.
-int64_t attentionPairs(Value query, Value key) {
+/// Score pairs of attention over `query` and `key`: B · Hq · S · Skv, the
+/// whole square even when causal (the usual count of model FLOPs). With a
+/// window W < S only the pairs less than W apart, |i − j| < W, of that
+/// square: S·(2W − 1) − W·(W − 1) per head, so that a window of S counts
+/// as no window.
+int64_t attentionPairs(Value query, Value key, std::optional<uint64_t> window) {
   auto q = llvm::cast<RankedTensorType>(query.getType());
   auto k = llvm::cast<RankedTensorType>(key.getType());
-  return q.getDimSize(0) * q.getDimSize(2) * q.getDimSize(1) * k.getDimSize(1);
+  int64_t heads = q.getDimSize(0) * q.getDimSize(2), s = q.getDimSize(1);
+  if (window && static_cast<int64_t>(*window) < s) {
+    int64_t w = *window;
+    return heads * (s * (2 * w - 1) - w * (w - 1));
+  }
+  return heads * s * k.getDimSize(1);
 }
 
 } // namespace
@@ -89,7 +98,7 @@ OpCost LinearCrossEntropyOp::getCost() {
 }
 
 OpCost AttentionOp::getCost() {
-  int64_t pairs = attentionPairs(getQuery(), getKey());
+  int64_t pairs = attentionPairs(getQuery(), getKey(), getWindow());
   int64_t d = getQuery().getType().getDimSize(3),
           dv = getValue().getType().getDimSize(3);
   // Q·Kᵀ and P·V, plus scaling and the softmax of every score.
@@ -97,7 +106,7 @@ OpCost AttentionOp::getCost() {
 }
 
 OpCost AttentionGradOp::getCost() {
-  int64_t pairs = attentionPairs(getQuery(), getKey());
+  int64_t pairs = attentionPairs(getQuery(), getKey(), getWindow());
   int64_t d = getQuery().getType().getDimSize(3),
           dv = getValue().getType().getDimSize(3);
   // Recomputed scores Q·Kᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,

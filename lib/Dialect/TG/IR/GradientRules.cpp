@@ -393,7 +393,8 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return emitOpError("has no gradient rule for its logsumexp result");
   auto grad = AttentionGradOp::create(
       b, getLoc(), resultGrads[0], getQuery(), getKey(), getValue(),
-      getResult(), getLogsumexp(), getCausal(), getScaleAttr());
+      getResult(), getLogsumexp(), getCausal(), getScaleAttr(),
+      getWindowAttr());
   grads.push_back(needsGrad[0] ? grad.getQueryGrad() : Value());
   grads.push_back(needsGrad[1] ? grad.getKeyGrad() : Value());
   grads.push_back(needsGrad[2] ? grad.getValueGrad() : Value());

@@ -462,6 +462,19 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// A window narrows the causal mask: there is none to narrow without it.
+static LogicalResult verifyWindow(Operation *op, bool causal,
+                                  std::optional<uint64_t> window) {
+  if (window && !causal)
+    return op->emitOpError("window needs causal (a window of the last ")
+           << *window << " keys narrows the causal mask)";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyWindow(getOperation(), getCausal(), getWindow());
+}
+
 double AttentionOp::getScaleOrDefault() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
@@ -568,6 +581,8 @@ LogicalResult LayerNormGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyWindow(getOperation(), getCausal(), getWindow())))
+    return failure();
   VerifierDiagnostics diag{getOperation()};
   if (failed(inferAttention(getQuery().getType(), getKey().getType(),
                             getValue().getType(), getCausal(),

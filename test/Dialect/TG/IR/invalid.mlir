@@ -310,6 +310,30 @@ func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32
 
 // -----
 
+func.func @attention_failure_window_not_causal(%q: tensor<2x8x4x4xf32>) {
+  // expected-error@+1 {{'tg.attention' op window needs causal (a window of the last 3 keys narrows the causal mask)}}
+  %0, %lse = tg.attention %q, %q, %q {window = 3} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_failure_window_zero(%q: tensor<2x8x4x4xf32>) {
+  // expected-error@+1 {{'tg.attention' op attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0, %lse = tg.attention %q, %q, %q {causal, window = 0} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_failure_window_not_causal(%q: tensor<2x8x4x4xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error@+1 {{'tg.attention_grad' op window needs causal}}
+  %dq, %dk, %dv = tg.attention_grad %q, %q, %q, %q, %q, %lse {window = 2} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @attention_failure_groups(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x3x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op key/value heads (3) must divide query heads (4)}}

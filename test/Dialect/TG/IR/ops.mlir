@@ -82,6 +82,10 @@ func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
   %rf = tg.rope %kv {frequencies = array<f64: 1.0, 0.025>} : tensor<2x8x2x4xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   %a, %a_lse = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, window = 3 : i64} : tensor<2x8x4x4xf32>
+  %aw, %aw_lse = tg.attention %r, %rk, %kv {causal, window = 3} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  // CHECK: tg.attention_grad {{.*}} {causal, window = 3 : i64} : tensor<2x8x4x4xf32>
+  %dqw, %dkw, %dvw = tg.attention_grad %aw, %r, %rk, %kv, %aw, %aw_lse {causal, window = 3} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   %a2, %a2_lse = tg.attention %q, %q, %q {scale = 0.125 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   // CHECK: tg.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4xf32>

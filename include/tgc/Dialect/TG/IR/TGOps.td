@@ -483,8 +483,10 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
     `Hkv` must divide `Hq`; query head `h` attends with key/value head
     `h / (Hq / Hkv)` (grouped-query attention; `Hkv == Hq` is multi-head).
     The result is `softmax(scale · Q Kᵀ + mask) V` as `[B, S, Hq, Dv]`; with
-    `causal`, position `i` sees keys `0..i` (then `S == Skv`). `scale`
-    defaults to `1/sqrt(D)`.
+    `causal`, position `i` sees keys `0..i` (then `S == Skv`); a `window`
+    `W` (only with `causal`) narrows that to the last `W` keys,
+    `i - W < j <= i` (Mistral's sliding window). `scale` defaults to
+    `1/sqrt(D)`.
 
     The second result, `logsumexp` (`[B, S, Hq]`), is each query row's
     `log Σ_j exp(scale · q·k_j + mask_j)`: the one statistic the gradient
@@ -500,12 +502,14 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
   let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
     type($value) `->` type($result) `,` type($logsumexp)
   }];
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D).
     double getScaleOrDefault();
@@ -756,7 +760,7 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
     `dV = Pᵀ dO`, `dP = dO Vᵀ`, `dS = P ∘ (dP − rowsum(dO ∘ O))`,
     `dQ = scale · dS K`, `dK = scale · dSᵀ Q`. With grouped-query attention
     the gradients of a shared key/value head are summed over its query group.
-    `causal` and `scale` are those of the forward op. The value head size
+    `causal`, `window` and `scale` are those of the forward op. The value head size
     equals the query/key head size.
 
     Example:
@@ -767,7 +771,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
   let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$query,
                        TG_FloatTensor:$key, TG_FloatTensor:$value,
                        TG_FloatTensor:$output, TG_FloatTensor:$logsumexp,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{

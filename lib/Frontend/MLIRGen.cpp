@@ -188,16 +188,24 @@ private:
         if (bias)
           declareParam(p + name + ".bias", {out});
       };
-      proj("self_attn.q_proj", qDim, d, config.qkvBias);
-      proj("self_attn.k_proj", kvDim, d, config.qkvBias);
-      proj("self_attn.v_proj", kvDim, d, config.qkvBias);
+      if (config.fusedProjections) {
+        proj("self_attn.qkv_proj", qDim + 2 * kvDim, d, false);
+      } else {
+        proj("self_attn.q_proj", qDim, d, config.qkvBias);
+        proj("self_attn.k_proj", kvDim, d, config.qkvBias);
+        proj("self_attn.v_proj", kvDim, d, config.qkvBias);
+      }
       proj("self_attn.o_proj", d, qDim, config.outputBias);
       if (config.qkNorm) {
         declareParam(p + "self_attn.q_norm.weight", {config.headDim});
         declareParam(p + "self_attn.k_norm.weight", {config.headDim});
       }
-      proj("mlp.gate_proj", ff, d, config.mlpBias);
-      proj("mlp.up_proj", ff, d, config.mlpBias);
+      if (config.fusedProjections) {
+        proj("mlp.gate_up_proj", 2 * ff, d, false);
+      } else {
+        proj("mlp.gate_proj", ff, d, config.mlpBias);
+        proj("mlp.up_proj", ff, d, config.mlpBias);
+      }
       proj("mlp.down_proj", d, ff, config.mlpBias);
       declareParam(p + "input_layernorm.weight", {d});
       declareParam(p + "post_attention_layernorm.weight", {d});
@@ -214,9 +222,20 @@ private:
 
   Value llamaAttention(Value x, const std::string &p, int64_t layer) {
     int64_t hq = config.numHeads, hkv = config.numKVHeads, dh = config.headDim;
-    Value q = linear(x, p + "q_proj", config.qkvBias);
-    Value k = linear(x, p + "k_proj", config.qkvBias);
-    Value v = linear(x, p + "v_proj", config.qkvBias);
+    Value q, k, v;
+    if (config.fusedProjections) {
+      // Phi-3's qkv_proj: the q rows, then k's, then v's.
+      Value qkv = linear(x, p + "qkv_proj", false);
+      Location fused = loc(p + "qkv_proj");
+      q = SliceOp::create(b, fused, qkv, /*axis=*/2, 0, hq * dh);
+      k = SliceOp::create(b, fused, qkv, /*axis=*/2, hq * dh, hkv * dh);
+      v = SliceOp::create(b, fused, qkv, /*axis=*/2, (hq + hkv) * dh,
+                          hkv * dh);
+    } else {
+      q = linear(x, p + "q_proj", config.qkvBias);
+      k = linear(x, p + "k_proj", config.qkvBias);
+      v = linear(x, p + "v_proj", config.qkvBias);
+    }
     Location l = loc(p.substr(0, p.size() - 1));
     q = reshape(q, {B(), S(), hq, dh}, loc(p + "q_proj"));
     k = reshape(k, {B(), S(), hkv, dh}, loc(p + "k_proj"));
@@ -249,8 +268,18 @@ private:
   }
 
   Value llamaMLP(Value x, const std::string &p) {
-    Value gate = linear(x, p + "gate_proj", config.mlpBias);
-    Value up = linear(x, p + "up_proj", config.mlpBias);
+    Value gate, up;
+    if (config.fusedProjections) {
+      // Phi-3's gate_up_proj: the gate's rows, then up's.
+      int64_t ff = config.intermediateSize;
+      Value gateUp = linear(x, p + "gate_up_proj", false);
+      Location fused = loc(p + "gate_up_proj");
+      gate = SliceOp::create(b, fused, gateUp, /*axis=*/2, 0, ff);
+      up = SliceOp::create(b, fused, gateUp, /*axis=*/2, ff, ff);
+    } else {
+      gate = linear(x, p + "gate_proj", config.mlpBias);
+      up = linear(x, p + "up_proj", config.mlpBias);
+    }
     Value act = activation(gate, loc(p + "act_fn"));
     Value prod = MulOp::create(b, loc(p + "act_fn"), act, up);
     return linear(prod, p + "down_proj", config.mlpBias);

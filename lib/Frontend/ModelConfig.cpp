@@ -362,10 +362,22 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   if (type == "qwen2") {
     // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
     c.qkvBias = true;
+  } else if (type == "phi3") {
+    // Phi3Attention and Phi3MLP: fused projections, never a bias (the
+    // attention_bias its configs carry is not read).
+    c.fusedProjections = true;
+    // Partial rotary embeddings (part of each head rotated) are not built.
+    if (std::optional<double> part =
+            r.number("partial_rotary_factor", false);
+        part && *part != 1.0)
+      r.error("partial_rotary_factor",
+              llvm::formatv("{0} is not supported (RoPE over the whole head "
+                            "only: 1.0)",
+                            llvm::format("%g", *part)));
   } else {
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
-  if (!qwen)
+  if (!qwen && type != "phi3")
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
   c.qkNorm = type == "qwen3";
   if (auto act = r.string("hidden_act", false))
@@ -391,11 +403,11 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
             llvm::formatv("{0} key/value heads do not divide {1} attention "
                           "heads",
                           c.numKVHeads, c.numHeads));
-  // The window: query i sees keys i - W < j <= i. Mistral windows every
-  // layer; Qwen only those readQwenWindowedLayers names (its released
+  // The window: query i sees keys i - W < j <= i. Mistral and Phi-3 window
+  // every layer; Qwen only those readQwenWindowedLayers names (its released
   // configs carry a window they do not use). LlamaModel has no window: the
   // key does not change its math.
-  if (type == "mistral") {
+  if (type == "mistral" || type == "phi3") {
     c.slidingWindow = r.integer("sliding_window", false);
   } else if (qwen) {
     c.windowedLayers = readQwenWindowedLayers(r, c);
@@ -692,7 +704,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
   if (type) {
     config.modelType = *type;
     if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-        *type == "qwen3")
+        *type == "qwen3" || *type == "phi3")
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
@@ -701,7 +713,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
     else
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
-                                     "qwen3, gpt2 or mlp)");
+                                     "qwen3, phi3, gpt2 or mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {

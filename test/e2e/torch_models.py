@@ -276,10 +276,68 @@ def mlp_loss(c, P, features, labels):
     return F.cross_entropy(x, labels.long())
 
 
+def phi3_shapes(c):
+    """Phi-3's state dict: fused qkv_proj (q rows, then k, then v) and
+    gate_up_proj (gate rows, then up), no biases."""
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    out = [("model.embed_tokens.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out += [(p + "self_attn.qkv_proj.weight", ((h + 2 * kvh) * hd, d)),
+                (p + "self_attn.o_proj.weight", (d, h * hd)),
+                (p + "mlp.gate_up_proj.weight", (2 * ff, d)),
+                (p + "mlp.down_proj.weight", (d, ff)),
+                (p + "input_layernorm.weight", (d,)),
+                (p + "post_attention_layernorm.weight", (d,))]
+    out.append(("model.norm.weight", (d,)))
+    if not c.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (v, d)))
+    return out
+
+
+def phi3_loss(c, P, ids, targets):
+    """Phi3ForCausalLM (transformers' modeling_phi3): Phi3Attention splits
+    qkv_proj's output, Phi3MLP chunks gate_up_proj's in two (up * act(gate));
+    every layer attends within sliding_window."""
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    eps = c.get("rms_norm_eps", 1e-5)
+    window = c.get("sliding_window")
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    theta, scaling = rope_settings(c)
+    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
+        qkv = F.linear(n, P[p + "self_attn.qkv_proj.weight"])
+        q = qkv[..., :h * hd].view(B, S, h, hd).transpose(1, 2)
+        k = qkv[..., h * hd:(h + kvh) * hd].view(B, S, kvh, hd).transpose(1, 2)
+        v = qkv[..., (h + kvh) * hd:].view(B, S, kvh, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = causal_attention(q, k, v, window=window).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + F.linear(a, P[p + "self_attn.o_proj.weight"])
+        n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
+        gate, up = F.linear(n, P[p + "mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
+        x = x + F.linear(up * F.silu(gate), P[p + "mlp.down_proj.weight"])
+    x = rms_norm(x, P["model.norm.weight"], eps)
+    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def family(c):
     t = c["model_type"]
     if t in ("llama", "mistral", "qwen2", "qwen3"):
         return llama_shapes, llama_loss
+    if t == "phi3":
+        return phi3_shapes, phi3_loss
     if t == "gpt2":
         return gpt2_shapes, gpt2_loss
     if t == "mlp":

@@ -150,8 +150,12 @@ struct ModelConfig {
   /// Qwen3: RMSNorm of each head's query and key (q_norm, k_norm of size
   /// head_dim) before RoPE.
   bool qkNorm = false;
+  /// Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj
+  /// (the graph slices them, the state dict keeps them fused).
+  bool fusedProjections = false;
   Activation activation = Activation::SiLU;
-  /// Mistral's sliding_window: query i attends to keys i - W < j <= i.
+  /// Mistral's (and Phi-3's) sliding_window: query i attends to keys
+  /// i - W < j <= i.
   std::optional<int64_t> slidingWindow;
   /// The layers slidingWindow applies to (Qwen windows some layers only);
   /// empty: every layer.

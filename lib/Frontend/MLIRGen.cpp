@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -216,7 +217,17 @@ private:
   }
 
   Value rmsNorm(Value x, const std::string &prefix) {
-    return RMSNormOp::create(b, loc(prefix), x, param(prefix + ".weight"),
+    Value weight = param(prefix + ".weight");
+    if (config.gemmaScaling) {
+      // GemmaRMSNorm scales by (1 + weight).
+      auto type = llvm::cast<RankedTensorType>(weight.getType());
+      Value one = ConstantOp::create(
+          b, loc(prefix),
+          DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(),
+                                                      1.0)));
+      weight = AddOp::create(b, loc(prefix), weight, one);
+    }
+    return RMSNormOp::create(b, loc(prefix), x, weight,
                              b.getF64FloatAttr(config.normEps));
   }
 
@@ -289,6 +300,13 @@ private:
     Value ids = inputs[0], targets = inputs[1];
     Value h = EmbeddingOp::create(b, loc("model.embed_tokens"),
                                   param("model.embed_tokens.weight"), ids);
+    if (config.gemmaScaling) {
+      // GemmaModel's normalizer: sqrt(hidden_size), rounded to the
+      // activations' type where the lowering makes it a constant of it.
+      double normalizer = std::sqrt(static_cast<double>(config.hiddenSize));
+      h = ScaleOp::create(b, loc("model.normalizer"), h,
+                          b.getF64FloatAttr(normalizer));
+    }
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "model.layers." + std::to_string(i) + ".";
       inLayer(i, [&] {

@@ -358,7 +358,9 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
   c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
   c.ropeTheta = r.number("rope_theta", false).value_or(10000.0);
-  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(false);
+  // GemmaConfig ties the head to the embedding unless told otherwise.
+  c.tieWordEmbeddings =
+      r.boolean("tie_word_embeddings").value_or(type == "gemma");
   if (type == "qwen2") {
     // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
     c.qkvBias = true;
@@ -377,18 +379,30 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   } else {
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
-  if (!qwen && type != "phi3")
+  if (!qwen && type != "phi3" && type != "gemma")
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
   c.qkNorm = type == "qwen3";
-  if (auto act = r.string("hidden_act", false))
+  c.gemmaScaling = type == "gemma";
+  if (type == "gemma") {
+    // GemmaMLP reads hidden_activation (gelu_pytorch_tanh when absent or
+    // null) and ignores hidden_act, which Gemma's configs set to "gelu".
+    c.activation = Activation::GeluTanh;
+    if (auto act = r.string("hidden_activation", false))
+      c.activation = parseActivation(r, "hidden_activation", *act)
+                         .value_or(c.activation);
+  } else if (auto act = r.string("hidden_act", false)) {
     c.activation =
         parseActivation(r, "hidden_act", *act).value_or(c.activation);
+  }
   if (r.failed())
     return;
-  // Qwen3Config's head_dim defaults to 128, whatever the width.
+  // Qwen3Config's head_dim defaults to 128 and GemmaConfig's to 256,
+  // whatever the width.
   std::optional<int64_t> headDim = r.integer("head_dim", false);
   if (!headDim && type == "qwen3")
     headDim = 128;
+  if (!headDim && type == "gemma")
+    headDim = 256;
   if (c.hiddenSize % c.numHeads != 0 && !headDim)
     r.error("num_attention_heads",
             llvm::formatv("{0} heads do not divide hidden_size {1}", c.numHeads,
@@ -704,7 +718,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
   if (type) {
     config.modelType = *type;
     if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-        *type == "qwen3" || *type == "phi3")
+        *type == "qwen3" || *type == "phi3" || *type == "gemma")
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
@@ -713,7 +727,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
     else
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
-                                     "qwen3, phi3, gpt2 or mlp)");
+                                     "qwen3, phi3, gemma, gpt2 or mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {

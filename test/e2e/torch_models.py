@@ -332,8 +332,76 @@ def phi3_loss(c, P, ids, targets):
                            ignore_index=-100)
 
 
+def gemma_shapes(c):
+    """GemmaForCausalLM's state dict: Llama's names, q/k/v/o biases with
+    attention_bias, the head tied to the embedding unless untied."""
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or 256
+    bias = c.get("attention_bias", False)
+    out = [("model.embed_tokens.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for name, shape in (("q_proj", (h * hd, d)), ("k_proj", (kvh * hd, d)),
+                            ("v_proj", (kvh * hd, d)), ("o_proj", (d, h * hd))):
+            out.append((p + "self_attn." + name + ".weight", shape))
+            if bias:
+                out.append((p + "self_attn." + name + ".bias", (shape[0],)))
+        out += [(p + "mlp.gate_proj.weight", (ff, d)), (p + "mlp.up_proj.weight", (ff, d)),
+                (p + "mlp.down_proj.weight", (d, ff)),
+                (p + "input_layernorm.weight", (d,)),
+                (p + "post_attention_layernorm.weight", (d,))]
+    out.append(("model.norm.weight", (d,)))
+    if not c.get("tie_word_embeddings", True):
+        out.append(("lm_head.weight", (v, d)))
+    return out
+
+
+def gemma_loss(c, P, ids, targets):
+    """transformers' modeling_gemma: embeddings times sqrt(hidden_size) (in
+    the activations' dtype), GemmaRMSNorm scaling by (1 + weight), GemmaMLP
+    with hidden_activation (gelu_pytorch_tanh by default)."""
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or 256
+    eps = c.get("rms_norm_eps", 1e-6)
+    act = {"gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+           "gelu": F.gelu}[c.get("hidden_activation") or "gelu_pytorch_tanh"]
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = x * torch.tensor(d ** 0.5, dtype=x.dtype)
+    theta, scaling = rope_settings(c)
+    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+
+    def norm(t, w):
+        return rms_norm(t, 1.0 + w, eps)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+
+        def lin(t, name):
+            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+        n = norm(x, P[p + "input_layernorm.weight"])
+        q = lin(n, "self_attn.q_proj").view(B, S, h, hd).transpose(1, 2)
+        k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd).transpose(1, 2)
+        v = lin(n, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + lin(a, "self_attn.o_proj")
+        n = norm(x, P[p + "post_attention_layernorm.weight"])
+        x = x + lin(act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj"), "mlp.down_proj")
+    x = norm(x, P["model.norm.weight"])
+    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", True) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def family(c):
     t = c["model_type"]
+    if t == "gemma":
+        return gemma_shapes, gemma_loss
     if t in ("llama", "mistral", "qwen2", "qwen3"):
         return llama_shapes, llama_loss
     if t == "phi3":

@@ -153,6 +153,9 @@ struct ModelConfig {
   /// Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj
   /// (the graph slices them, the state dict keeps them fused).
   bool fusedProjections = false;
+  /// Gemma: the embeddings times sqrt(hidden_size), and RMSNorms that scale
+  /// by (1 + weight).
+  bool gemmaScaling = false;
   Activation activation = Activation::SiLU;
   /// Mistral's (and Phi-3's) sliding_window: query i attends to keys
   /// i - W < j <= i.

@@ -197,9 +197,12 @@ private:
         proj("self_attn.v_proj", kvDim, d, config.qkvBias);
       }
       proj("self_attn.o_proj", d, qDim, config.outputBias);
-      if (config.qkNorm) {
+      if (config.qkNorm == QKNorm::PerHead) {
         declareParam(p + "self_attn.q_norm.weight", {config.headDim});
         declareParam(p + "self_attn.k_norm.weight", {config.headDim});
+      } else if (config.qkNorm == QKNorm::Projection) {
+        declareParam(p + "self_attn.q_norm.weight", {qDim});
+        declareParam(p + "self_attn.k_norm.weight", {kvDim});
       }
       if (config.fusedProjections) {
         proj("mlp.gate_up_proj", 2 * ff, d, false);
@@ -208,8 +211,11 @@ private:
         proj("mlp.up_proj", ff, d, config.mlpBias);
       }
       proj("mlp.down_proj", d, ff, config.mlpBias);
-      declareParam(p + "input_layernorm.weight", {d});
+      if (!config.postNorms)
+        declareParam(p + "input_layernorm.weight", {d});
       declareParam(p + "post_attention_layernorm.weight", {d});
+      if (config.postNorms)
+        declareParam(p + "post_feedforward_layernorm.weight", {d});
     }
     declareParam("model.norm.weight", {d});
     if (!config.tieWordEmbeddings)
@@ -247,11 +253,15 @@ private:
       k = linear(x, p + "k_proj", config.qkvBias);
       v = linear(x, p + "v_proj", config.qkvBias);
     }
+    if (config.qkNorm == QKNorm::Projection) {
+      q = rmsNorm(q, p + "q_norm");
+      k = rmsNorm(k, p + "k_norm");
+    }
     Location l = loc(p.substr(0, p.size() - 1));
     q = reshape(q, {B(), S(), hq, dh}, loc(p + "q_proj"));
     k = reshape(k, {B(), S(), hkv, dh}, loc(p + "k_proj"));
     v = reshape(v, {B(), S(), hkv, dh}, loc(p + "v_proj"));
-    if (config.qkNorm) {
+    if (config.qkNorm == QKNorm::PerHead) {
       q = rmsNorm(q, p + "q_norm");
       k = rmsNorm(k, p + "k_norm");
     }
@@ -310,6 +320,17 @@ private:
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "model.layers." + std::to_string(i) + ".";
       inLayer(i, [&] {
+        if (config.postNorms) {
+          // Olmo2DecoderLayer: each block's output is normalised, then
+          // added to the residual stream.
+          Value a = llamaAttention(h, p + "self_attn.", i);
+          h = add(h, rmsNorm(a, p + "post_attention_layernorm"),
+                  loc(p + "residual"));
+          Value m = llamaMLP(h, p + "mlp.");
+          h = add(h, rmsNorm(m, p + "post_feedforward_layernorm"),
+                  loc(p + "residual"));
+          return;
+        }
         Value n = rmsNorm(h, p + "input_layernorm");
         h = add(h, llamaAttention(n, p + "self_attn.", i), loc(p + "residual"));
         n = rmsNorm(h, p + "post_attention_layernorm");

@@ -381,7 +381,10 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
   }
   if (!qwen && type != "phi3" && type != "gemma")
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
-  c.qkNorm = type == "qwen3";
+  c.qkNorm = type == "qwen3"   ? QKNorm::PerHead
+             : type == "olmo2" ? QKNorm::Projection
+                               : QKNorm::None;
+  c.postNorms = type == "olmo2";
   c.gemmaScaling = type == "gemma";
   if (type == "gemma") {
     // GemmaMLP reads hidden_activation (gelu_pytorch_tanh when absent or
@@ -718,7 +721,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
   if (type) {
     config.modelType = *type;
     if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-        *type == "qwen3" || *type == "phi3" || *type == "gemma")
+        *type == "qwen3" || *type == "phi3" || *type == "gemma" ||
+        *type == "olmo2")
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
@@ -727,7 +731,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
     else
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
-                                     "qwen3, phi3, gemma, gpt2 or mlp)");
+                                     "qwen3, phi3, gemma, olmo2, gpt2 or "
+                                     "mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {

@@ -398,8 +398,73 @@ def gemma_loss(c, P, ids, targets):
                            ignore_index=-100)
 
 
+def olmo2_shapes(c):
+    """Olmo2ForCausalLM's state dict: q_norm/k_norm over whole projections,
+    post_attention_layernorm and post_feedforward_layernorm, no input norms."""
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    bias = c.get("attention_bias", False)
+    out = [("model.embed_tokens.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for name, shape in (("q_proj", (h * hd, d)), ("k_proj", (kvh * hd, d)),
+                            ("v_proj", (kvh * hd, d)), ("o_proj", (d, h * hd))):
+            out.append((p + "self_attn." + name + ".weight", shape))
+            if bias:
+                out.append((p + "self_attn." + name + ".bias", (shape[0],)))
+        out += [(p + "self_attn.q_norm.weight", (h * hd,)),
+                (p + "self_attn.k_norm.weight", (kvh * hd,)),
+                (p + "mlp.gate_proj.weight", (ff, d)), (p + "mlp.up_proj.weight", (ff, d)),
+                (p + "mlp.down_proj.weight", (d, ff)),
+                (p + "post_attention_layernorm.weight", (d,)),
+                (p + "post_feedforward_layernorm.weight", (d,))]
+    out.append(("model.norm.weight", (d,)))
+    if not c.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (v, d)))
+    return out
+
+
+def olmo2_loss(c, P, ids, targets):
+    """transformers' modeling_olmo2: Olmo2Attention normalises the whole q and
+    k projections before splitting heads; Olmo2DecoderLayer adds the
+    normalised output of each block to the residual stream."""
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    eps = c.get("rms_norm_eps", 1e-6)
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    theta, scaling = rope_settings(c)
+    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+
+        def lin(t, name):
+            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+        q = rms_norm(lin(x, "self_attn.q_proj"), P[p + "self_attn.q_norm.weight"], eps)
+        k = rms_norm(lin(x, "self_attn.k_proj"), P[p + "self_attn.k_norm.weight"], eps)
+        q = q.view(B, S, h, hd).transpose(1, 2)
+        k = k.view(B, S, kvh, hd).transpose(1, 2)
+        v = lin(x, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + rms_norm(lin(a, "self_attn.o_proj"), P[p + "post_attention_layernorm.weight"], eps)
+        m = lin(F.silu(lin(x, "mlp.gate_proj")) * lin(x, "mlp.up_proj"), "mlp.down_proj")
+        x = x + rms_norm(m, P[p + "post_feedforward_layernorm.weight"], eps)
+    x = rms_norm(x, P["model.norm.weight"], eps)
+    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def family(c):
     t = c["model_type"]
+    if t == "olmo2":
+        return olmo2_shapes, olmo2_loss
     if t == "gemma":
         return gemma_shapes, gemma_loss
     if t in ("llama", "mistral", "qwen2", "qwen3"):

@@ -253,8 +253,8 @@ int main(int argc, char **argv) {
       "  tgc stats MODEL [--json] [--memory] [--remat-sweep] [training "
       "flags]\n\n"
       "MODEL is a model description (.json: a Hugging Face config.json for\n"
-      "llama/mistral/qwen2/qwen3/phi3/gemma/gpt2, or a tgc MLP description)\n"
-      "or tg IR (.mlir).\n\n"
+      "llama/mistral/qwen2/qwen3/phi3/gemma/olmo2/gpt2, or a tgc MLP\n"
+      "description) or tg IR (.mlir).\n\n"
       "MLIR debugging flags also work (see --help-hidden), e.g.\n"
       "  --mlir-print-ir-after-all, --mlir-print-ir-after=<pass>,\n"
       "  --mlir-print-ir-tree-dir=<dir>, --mlir-timing.\n");

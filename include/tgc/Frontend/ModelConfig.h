@@ -25,6 +25,8 @@ enum class ModelFamily { Llama, GPT2, MLP };
 /// Activation functions, spelled as in HF configs / torch.
 enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
 
+enum class QKNorm { None, PerHead, Projection };
+
 llvm::StringRef stringifyActivation(Activation act);
 
 using mlir::tg::FusionMode;
@@ -147,9 +149,14 @@ struct ModelConfig {
   bool qkvBias = false;    // biases on q/k/v_proj (llama's attention_bias, qwen2)
   bool outputBias = false; // bias on o_proj (llama's attention_bias)
   bool mlpBias = false;    // llama's mlp_bias
-  /// Qwen3: RMSNorm of each head's query and key (q_norm, k_norm of size
-  /// head_dim) before RoPE.
-  bool qkNorm = false;
+  /// RMSNorms of the queries and keys before RoPE: Qwen3's per head
+  /// (q_norm, k_norm of size head_dim), OLMo-2's over the whole projection
+  /// (of size heads · head_dim).
+  QKNorm qkNorm = QKNorm::None;
+  /// OLMo-2 normalises each block's output before its residual add
+  /// (post_attention_layernorm, post_feedforward_layernorm) and has no
+  /// input norms.
+  bool postNorms = false;
   /// Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj
   /// (the graph slices them, the state dict keeps them fused).
   bool fusedProjections = false;

@@ -49,6 +49,39 @@ def attention_biases(c):
     return b, b
 
 
+def tied(c):
+    """Whether lm_head is the embedding: GemmaConfig ties by default."""
+    return c.get("tie_word_embeddings", c["model_type"] == "gemma")
+
+
+def attention_shapes(p, d, h, kvh, hd, bias):
+    """q/k/v/o_proj of layer prefix `p`, each with a bias if `bias`."""
+    out = []
+    for name, shape in (("q_proj", (h * hd, d)), ("k_proj", (kvh * hd, d)),
+                        ("v_proj", (kvh * hd, d)), ("o_proj", (d, h * hd))):
+        out.append((p + "self_attn." + name + ".weight", shape))
+        if bias:
+            out.append((p + "self_attn." + name + ".bias", (shape[0],)))
+    return out
+
+
+def final_shapes(c):
+    """The final norm and, unless tied, the head of a llama-like model."""
+    d, v = c["hidden_size"], c["vocab_size"]
+    out = [("model.norm.weight", (d,))]
+    if not tied(c):
+        out.append(("lm_head.weight", (v, d)))
+    return out
+
+
+def lm_loss(c, P, x, targets):
+    """Cross-entropy of the head's logits of the final hidden states `x`."""
+    head = P["model.embed_tokens.weight"] if tied(c) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def llama_shapes(c):
     d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     h = c["num_attention_heads"]
@@ -77,10 +110,7 @@ def llama_shapes(c):
         out += proj(p + "mlp.down_proj", (d, ff), mlp_bias)
         out += [(p + "input_layernorm.weight", (d,)),
                 (p + "post_attention_layernorm.weight", (d,))]
-    out.append(("model.norm.weight", (d,)))
-    if not c.get("tie_word_embeddings", False):
-        out.append(("lm_head.weight", (v, d)))
-    return out
+    return out + final_shapes(c)
 
 
 def rms_norm(x, w, eps):
@@ -165,7 +195,7 @@ def layer_windows(c):
 
 
 def llama_loss(c, P, ids, targets):
-    d, h = c["hidden_size"], c["num_attention_heads"]
+    h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-6)
@@ -196,11 +226,7 @@ def llama_loss(c, P, ids, targets):
         n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
         m = act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj")
         x = x + lin(m, "mlp.down_proj")
-    x = rms_norm(x, P["model.norm.weight"], eps)
-    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
-    logits = F.linear(x, head)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
-                           ignore_index=-100)
+    return lm_loss(c, P, rms_norm(x, P["model.norm.weight"], eps), targets)
 
 
 # ----------------------------------------------------------------------------
@@ -292,17 +318,14 @@ def phi3_shapes(c):
                 (p + "mlp.down_proj.weight", (d, ff)),
                 (p + "input_layernorm.weight", (d,)),
                 (p + "post_attention_layernorm.weight", (d,))]
-    out.append(("model.norm.weight", (d,)))
-    if not c.get("tie_word_embeddings", False):
-        out.append(("lm_head.weight", (v, d)))
-    return out
+    return out + final_shapes(c)
 
 
 def phi3_loss(c, P, ids, targets):
     """Phi3ForCausalLM (transformers' modeling_phi3): Phi3Attention splits
     qkv_proj's output, Phi3MLP chunks gate_up_proj's in two (up * act(gate));
     every layer attends within sliding_window."""
-    d, h = c["hidden_size"], c["num_attention_heads"]
+    h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-5)
@@ -325,11 +348,7 @@ def phi3_loss(c, P, ids, targets):
         n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
         gate, up = F.linear(n, P[p + "mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
         x = x + F.linear(up * F.silu(gate), P[p + "mlp.down_proj.weight"])
-    x = rms_norm(x, P["model.norm.weight"], eps)
-    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
-    logits = F.linear(x, head)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
-                           ignore_index=-100)
+    return lm_loss(c, P, rms_norm(x, P["model.norm.weight"], eps), targets)
 
 
 def gemma_shapes(c):
@@ -343,19 +362,12 @@ def gemma_shapes(c):
     out = [("model.embed_tokens.weight", (v, d))]
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        for name, shape in (("q_proj", (h * hd, d)), ("k_proj", (kvh * hd, d)),
-                            ("v_proj", (kvh * hd, d)), ("o_proj", (d, h * hd))):
-            out.append((p + "self_attn." + name + ".weight", shape))
-            if bias:
-                out.append((p + "self_attn." + name + ".bias", (shape[0],)))
+        out += attention_shapes(p, d, h, kvh, hd, bias)
         out += [(p + "mlp.gate_proj.weight", (ff, d)), (p + "mlp.up_proj.weight", (ff, d)),
                 (p + "mlp.down_proj.weight", (d, ff)),
                 (p + "input_layernorm.weight", (d,)),
                 (p + "post_attention_layernorm.weight", (d,))]
-    out.append(("model.norm.weight", (d,)))
-    if not c.get("tie_word_embeddings", True):
-        out.append(("lm_head.weight", (v, d)))
-    return out
+    return out + final_shapes(c)
 
 
 def gemma_loss(c, P, ids, targets):
@@ -391,11 +403,7 @@ def gemma_loss(c, P, ids, targets):
         x = x + lin(a, "self_attn.o_proj")
         n = norm(x, P[p + "post_attention_layernorm.weight"])
         x = x + lin(act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj"), "mlp.down_proj")
-    x = norm(x, P["model.norm.weight"])
-    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", True) else P["lm_head.weight"]
-    logits = F.linear(x, head)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
-                           ignore_index=-100)
+    return lm_loss(c, P, norm(x, P["model.norm.weight"]), targets)
 
 
 def olmo2_shapes(c):
@@ -409,28 +417,21 @@ def olmo2_shapes(c):
     out = [("model.embed_tokens.weight", (v, d))]
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        for name, shape in (("q_proj", (h * hd, d)), ("k_proj", (kvh * hd, d)),
-                            ("v_proj", (kvh * hd, d)), ("o_proj", (d, h * hd))):
-            out.append((p + "self_attn." + name + ".weight", shape))
-            if bias:
-                out.append((p + "self_attn." + name + ".bias", (shape[0],)))
+        out += attention_shapes(p, d, h, kvh, hd, bias)
         out += [(p + "self_attn.q_norm.weight", (h * hd,)),
                 (p + "self_attn.k_norm.weight", (kvh * hd,)),
                 (p + "mlp.gate_proj.weight", (ff, d)), (p + "mlp.up_proj.weight", (ff, d)),
                 (p + "mlp.down_proj.weight", (d, ff)),
                 (p + "post_attention_layernorm.weight", (d,)),
                 (p + "post_feedforward_layernorm.weight", (d,))]
-    out.append(("model.norm.weight", (d,)))
-    if not c.get("tie_word_embeddings", False):
-        out.append(("lm_head.weight", (v, d)))
-    return out
+    return out + final_shapes(c)
 
 
 def olmo2_loss(c, P, ids, targets):
     """transformers' modeling_olmo2: Olmo2Attention normalises the whole q and
     k projections before splitting heads; Olmo2DecoderLayer adds the
     normalised output of each block to the residual stream."""
-    d, h = c["hidden_size"], c["num_attention_heads"]
+    h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-6)
@@ -454,11 +455,7 @@ def olmo2_loss(c, P, ids, targets):
         x = x + rms_norm(lin(a, "self_attn.o_proj"), P[p + "post_attention_layernorm.weight"], eps)
         m = lin(F.silu(lin(x, "mlp.gate_proj")) * lin(x, "mlp.up_proj"), "mlp.down_proj")
         x = x + rms_norm(m, P[p + "post_feedforward_layernorm.weight"], eps)
-    x = rms_norm(x, P["model.norm.weight"], eps)
-    head = P["model.embed_tokens.weight"] if c.get("tie_word_embeddings", False) else P["lm_head.weight"]
-    logits = F.linear(x, head)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
-                           ignore_index=-100)
+    return lm_loss(c, P, rms_norm(x, P["model.norm.weight"], eps), targets)
 
 
 def family(c):

@@ -235,29 +235,6 @@ OpFoldResult positionsBefore(OpBuilder &b, Location loc, OpFoldResult offset,
       .getResult();
 }
 
-/// `body` on the tiles of `tile` positions at [begin, end) (a multiple of
-/// `tile` apart), threading `state`: inline when there is one, an scf.for
-/// otherwise, nothing when the bounds are known to meet.
-SmallVector<Value> forEachTileIn(OpBuilder &b, Location loc,
-                                 OpFoldResult begin, OpFoldResult end,
-                                 int64_t tile, ValueRange state,
-                                 ChunkBody body) {
-  std::optional<int64_t> lo = getConstantIntValue(begin),
-                         hi = getConstantIntValue(end);
-  if (lo && hi && *hi <= *lo)
-    return SmallVector<Value>(state);
-  if (lo && hi && *hi - *lo == tile)
-    return body(b, loc, begin, tile, state);
-  auto loop = scf::ForOp::create(
-      b, loc, getValueOrCreateConstantIndexOp(b, loc, begin),
-      getValueOrCreateConstantIndexOp(b, loc, end),
-      arith::ConstantIndexOp::create(b, loc, tile), state,
-      [&](OpBuilder &nb, Location nl, Value iv, ValueRange args) {
-        scf::YieldOp::create(nb, nl, body(nb, nl, iv, tile, args));
-      });
-  return SmallVector<Value>(loop.getResults());
-}
-
 /// Visits the key tiles a query tile of `size` positions at `offset` sees,
 /// threading `state` through them. Causal: the tiles left of the diagonal
 /// (an scf.for up to `offset`, none for the first query tile), then the
@@ -283,7 +260,7 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
     SmallVector<Value> values = body(b, loc, offset, size, diagonal, state);
     int64_t far = (w + tile - 2) / tile;
     int64_t near = w >= size ? std::min(far, (w - size) / tile) : 0;
-    values = forEachTileIn(
+    values = forEachFullChunkIn(
         b, loc, positionsBefore(b, loc, offset, far * tile),
         positionsBefore(b, loc, offset, near * tile), tile, values,
         [&](OpBuilder &nb, Location nl, OpFoldResult keyOffset, int64_t keys,
@@ -295,7 +272,7 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
               getValueOrCreateConstantIndexOp(nb, nl, keyOffset));
           return body(nb, nl, keyOffset, keys, edge, args);
         });
-    return forEachTileIn(b, loc, positionsBefore(b, loc, offset, near * tile),
+    return forEachFullChunkIn(b, loc, positionsBefore(b, loc, offset, near * tile),
                          offset, tile, values, unmasked);
   }
   OpFoldResult end =

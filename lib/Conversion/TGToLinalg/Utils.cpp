@@ -528,17 +528,17 @@ Value mlir::tg::lowering::insertDim(OpBuilder &b, Location loc, int64_t dim,
                                        strides);
 }
 
-SmallVector<Value>
-mlir::tg::lowering::forEachFullChunk(OpBuilder &b, Location loc,
-                                     OpFoldResult end, int64_t chunk,
-                                     ValueRange init, ChunkBody body) {
+SmallVector<Value> mlir::tg::lowering::forEachFullChunkIn(
+    OpBuilder &b, Location loc, OpFoldResult begin, OpFoldResult end,
+    int64_t chunk, ValueRange init, ChunkBody body) {
   SmallVector<Value> values(init);
-  std::optional<int64_t> staticEnd = getConstantIntValue(end);
-  if (staticEnd && *staticEnd == chunk)
-    return body(b, loc, b.getIndexAttr(0), chunk, values);
-  if (staticEnd && *staticEnd <= 0)
+  std::optional<int64_t> lo = getConstantIntValue(begin),
+                         hi = getConstantIntValue(end);
+  if (lo && hi && *hi - *lo == chunk)
+    return body(b, loc, begin, chunk, values);
+  if (lo && hi && *hi <= *lo)
     return values;
-  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+  Value lb = getValueOrCreateConstantIndexOp(b, loc, begin);
   Value ub = getValueOrCreateConstantIndexOp(b, loc, end);
   Value step = arith::ConstantIndexOp::create(b, loc, chunk);
   auto loop = scf::ForOp::create(
@@ -547,6 +547,13 @@ mlir::tg::lowering::forEachFullChunk(OpBuilder &b, Location loc,
         scf::YieldOp::create(nb, nl, body(nb, nl, iv, chunk, args));
       });
   return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value>
+mlir::tg::lowering::forEachFullChunk(OpBuilder &b, Location loc,
+                                     OpFoldResult end, int64_t chunk,
+                                     ValueRange init, ChunkBody body) {
+  return forEachFullChunkIn(b, loc, b.getIndexAttr(0), end, chunk, init, body);
 }
 
 SmallVector<Value> mlir::tg::lowering::forEachChunk(OpBuilder &b, Location loc,

@@ -151,9 +151,15 @@ using ChunkBody = function_ref<SmallVector<Value>(
 SmallVector<Value> forEachChunk(OpBuilder &b, Location loc, int64_t total,
                                 int64_t chunk, ValueRange init, ChunkBody body);
 
-/// The full chunks of [0, end) alone (`end` a multiple of `chunk`, static
-/// or not): an scf.for, straight-line code for a single static chunk,
-/// nothing for none.
+/// The full chunks of [begin, end) (a multiple of `chunk` apart, each
+/// bound static or not): an scf.for, straight-line code for a single
+/// static chunk, nothing when the bounds are known to meet.
+SmallVector<Value> forEachFullChunkIn(OpBuilder &b, Location loc,
+                                      OpFoldResult begin, OpFoldResult end,
+                                      int64_t chunk, ValueRange init,
+                                      ChunkBody body);
+
+/// The full chunks of [0, end) alone: forEachFullChunkIn from 0.
 SmallVector<Value> forEachFullChunk(OpBuilder &b, Location loc,
                                     OpFoldResult end, int64_t chunk,
                                     ValueRange init, ChunkBody body);

@@ -1,8 +1,8 @@
 //===- MLIRGen.cpp - model configuration → tg forward graph ---------------===//
 //
 // One builder per model family, each following the reference implementation
-// in transformers (LlamaForCausalLM, also for Mistral/Qwen2/Qwen3, and
-// GPT2LMHeadModel) op for op, so that
+// in transformers (LlamaForCausalLM, also for Mistral, Qwen2, Qwen3, Phi-3,
+// Gemma and OLMo-2, and GPT2LMHeadModel) op for op, so that
 // parameter names, shapes and numerics match a PyTorch run of the same model.
 //
 //===----------------------------------------------------------------------===//
@@ -173,7 +173,8 @@ private:
   }
 
   //===--------------------------------------------------------------------===//
-  // Llama, Mistral, Qwen2, Qwen3 (LlamaForCausalLM and its kin)
+  // Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, OLMo-2 (LlamaForCausalLM
+  // and its kin)
   //===--------------------------------------------------------------------===//
 
   void declareLlamaParams() {

@@ -16,6 +16,18 @@ namespace tgc::cpu {
 using namespace mlir;
 
 namespace {
+bool isBF16(Type t) { return getElementTypeOrSelf(t).isBF16(); }
+
+/// The type of `t`'s bits: i16 (or a vector of i16) for bf16, else `t`.
+Type bitsType(Type t) {
+  if (!isBF16(t))
+    return t;
+  Type i16 = IntegerType::get(t.getContext(), 16);
+  if (auto vector = llvm::dyn_cast<VectorType>(t))
+    return vector.clone(i16);
+  return i16;
+}
+
 /// select on bf16 values as a select on their i16 bits: LLVM promotes a
 /// bf16 select (and its NaN constant) through f32 with __truncsfbf2 calls
 /// on a CPU without AVX512-BF16.
@@ -24,11 +36,9 @@ struct SelectBF16AsBits : OpRewritePattern<arith::SelectOp> {
   LogicalResult matchAndRewrite(arith::SelectOp op,
                                 PatternRewriter &rewriter) const override {
     Type type = op.getType();
-    if (!getElementTypeOrSelf(type).isBF16())
+    if (!isBF16(type))
       return failure();
-    Type i16 = rewriter.getI16Type();
-    auto vector = llvm::dyn_cast<VectorType>(type);
-    Type bits = vector ? Type(vector.clone(i16)) : i16;
+    Type bits = bitsType(type);
     Location loc = op.getLoc();
     auto asBits = [&](Value v) {
       return arith::BitcastOp::create(rewriter, loc, bits, v).getResult();
@@ -49,16 +59,8 @@ struct IfBF16AsBits : OpRewritePattern<scf::IfOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(scf::IfOp op,
                                 PatternRewriter &rewriter) const override {
-    auto isBF16 = [](Type t) { return getElementTypeOrSelf(t).isBF16(); };
     if (!llvm::any_of(op.getResultTypes(), isBF16) || !op.elseBlock())
       return failure();
-    auto bitsType = [&](Type t) -> Type {
-      if (!isBF16(t))
-        return t;
-      if (auto vector = llvm::dyn_cast<VectorType>(t))
-        return vector.clone(rewriter.getI16Type());
-      return rewriter.getI16Type();
-    };
     SmallVector<Type> types;
     for (Type t : op.getResultTypes())
       types.push_back(bitsType(t));

@@ -144,6 +144,7 @@ void tgc::buildBufferizePipeline(
   pm.addPass(createCSEPass());
   // The copies of those slices into themselves (their views now one value).
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(mlir::tg::createTGCDistinctResultsPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

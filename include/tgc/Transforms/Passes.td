@@ -95,6 +95,18 @@ def TGCEmitCEntryPass : Pass<"tgc-emit-c-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TGCDistinctResultsPass : Pass<"tgc-distinct-results", "::mlir::ModuleOp"> {
+  let summary = "Gives each memref result of a function its own buffer";
+  let description = [{
+    After bufferization, before `buffer-results-to-out-params`: where a
+    `func.return` returns one buffer more than once (two parameters whose
+    gradients are the same value, as the output biases of a parallel-residual
+    layer), each repeat returns a fresh copy of it. Every out-parameter then
+    has a buffer of its own to be written to; the out-params pass cannot
+    hoist one allocation into two parameters.
+  }];
+}
+
 def TGCPlanBuffersPass : Pass<"tgc-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Plans the bufferized step's buffers into one static arena";
   let description = [{

@@ -329,9 +329,11 @@ std::vector<Tensor> normGrad(const Tensor &g, const Tensor &x, const Tensor &w,
   return {dx, dw, db};
 }
 
+/// RoPE over the first 2 · |frequencies| dimensions of each head; the rest
+/// pass through.
 Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse) {
   int64_t B = x.shape[0], S = x.shape[1], H = x.shape[2], D = x.shape[3];
-  int64_t half = D / 2;
+  int64_t half = static_cast<int64_t>(frequencies.size());
   Tensor y = x;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)

@@ -259,6 +259,17 @@ const GradCase kCases[] = {
      "tensor<2x7x3x6xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
      "  %y = tg.rope %x {frequencies = array<f64: 0.9, 0.031, 0.0007>} : "
      "tensor<2x7x3x6xf64>\n" LOSS("tensor<2x7x3x6xf64>", "[0, 1, 2, 3]")},
+    {"rope_partial",
+     "func.func @forward(%x: tensor<2x5x3x7xf64> {tg.param = \"x\"}, %r: "
+     "tensor<2x5x3x7xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.rope %x {theta = 50.0 : f64, rotary_dims = 4 : i64} : "
+     "tensor<2x5x3x7xf64>\n" LOSS("tensor<2x5x3x7xf64>", "[0, 1, 2, 3]")},
+    {"rope_partial_frequencies",
+     "func.func @forward(%x: tensor<1x6x2x8xf64> {tg.param = \"x\"}, %r: "
+     "tensor<1x6x2x8xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.rope %x {frequencies = array<f64: 0.7, 0.02>, rotary_dims = "
+     "4 : i64} : tensor<1x6x2x8xf64>\n" LOSS("tensor<1x6x2x8xf64>",
+                                             "[0, 1, 2, 3]")},
     {"rms_norm_per_head",
      "func.func @forward(%x: tensor<2x3x5x4xf64> {tg.param = \"x\"}, %w: "
      "tensor<4xf64> {tg.param = \"w\"}, %r: tensor<2x3x5x4xf64> {tg.input = "

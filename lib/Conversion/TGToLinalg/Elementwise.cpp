@@ -110,15 +110,17 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
   LogicalResult
   matchAndRewrite(RopeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // y[..., i] = x[i]·cos − x[i+D/2]·sin,  y[..., i+D/2] = x[i+D/2]·cos +
-    // x[i]·sin with angle s·f_i (f_i = theta^(−2i/D) unless the op lists its
-    // frequencies). cos and sin are constant tables of
-    // (position, column), computed here in f64 as the reference does, then
-    // rounded to the element type; every batch row and head reads them.
+    // y[..., i] = x[i]·cos − x[i+R/2]·sin,  y[..., i+R/2] = x[i+R/2]·cos +
+    // x[i]·sin with angle s·f_i (f_i = theta^(−2i/R) unless the op lists its
+    // frequencies) for the R rotated dimensions. cos and sin are constant
+    // tables of (position, column), computed here in f64 as the reference
+    // does, then rounded to the element type; every batch row and head reads
+    // them. Columns past R read cos 1 and sin 0: they pass through exactly.
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    int64_t S = type.getDimSize(1), D = type.getDimSize(3), half = D / 2;
     SmallVector<double> frequencies = op.getInverseFrequencies();
+    int64_t S = type.getDimSize(1), D = type.getDimSize(3);
+    int64_t half = static_cast<int64_t>(frequencies.size()), R = 2 * half;
     double sign = op.getInverse() ? -1.0 : 1.0;
     Type elt = type.getElementType();
     MLIRContext *ctx = getContext();
@@ -130,7 +132,9 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
       values.reserve(S * D);
       for (int64_t s = 0; s < S; ++s)
         for (int64_t i = 0; i < D; ++i) {
-          double angle = static_cast<double>(s) * frequencies[i % half] * sign;
+          double angle =
+              i < R ? static_cast<double>(s) * frequencies[i % half] * sign
+                    : 0.0;
           APFloat v(sine ? std::sin(angle) : std::cos(angle));
           bool lost;
           v.convert(semantics, APFloat::rmNearestTiesToEven, &lost);

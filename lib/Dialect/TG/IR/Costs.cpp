@@ -136,7 +136,11 @@ OpCost RMSNormOp::getCost() { return elementwise(getResult(), 4); }
 OpCost RMSNormGradOp::getCost() { return elementwise(getInputGrad(), 11); }
 OpCost LayerNormOp::getCost() { return elementwise(getResult(), 8); }
 OpCost LayerNormGradOp::getCost() { return elementwise(getInputGrad(), 14); }
-OpCost RopeOp::getCost() { return elementwise(getResult(), 3); }
+OpCost RopeOp::getCost() {
+  // Three FLOPs per rotated element; the pass-through dimensions are copies.
+  int64_t D = getType().getDimSize(3);
+  return {0, 3 * numel(getResult()) / D * getRotatedDims()};
+}
 OpCost EmbeddingGradOp::getCost() { return elementwise(getGrad(), 1); }
 OpCost CrossEntropyOp::getCost() { return elementwise(getLogits(), 4); }
 OpCost CrossEntropyGradOp::getCost() { return elementwise(getResult(), 6); }

@@ -378,7 +378,8 @@ LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   push(grads, needsGrad, 0, [&]() -> Value {
     return RopeOp::create(b, getLoc(), resultGrads[0], getThetaAttr(),
                           getFrequenciesAttr(),
-                          getInverse() ? UnitAttr() : b.getUnitAttr());
+                          getInverse() ? UnitAttr() : b.getUnitAttr(),
+                          getRotaryDimsAttr());
   });
   return success();
 }

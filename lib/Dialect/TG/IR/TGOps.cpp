@@ -419,15 +419,20 @@ LogicalResult RopeOp::verify() {
   if (type.getRank() != 4)
     return emitOpError("input must be [B, S, H, D], got rank ")
            << type.getRank();
-  if (type.getDimSize(3) % 2 != 0)
-    return emitOpError("head dimension must be even, got ")
-           << type.getDimSize(3);
+  int64_t D = type.getDimSize(3);
+  if (std::optional<int64_t> rotated = getRotaryDims()) {
+    if (*rotated < 2 || *rotated > D || *rotated % 2 != 0)
+      return emitOpError("rotary_dims must be even and in [2, ")
+             << D << "], got " << *rotated;
+  } else if (D % 2 != 0) {
+    return emitOpError("head dimension must be even, got ") << D;
+  }
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
   if (std::optional<ArrayRef<double>> freqs = getFrequencies()) {
-    if (static_cast<int64_t>(freqs->size()) * 2 != type.getDimSize(3))
+    if (static_cast<int64_t>(freqs->size()) * 2 != getRotatedDims())
       return emitOpError("frequencies must hold one value per pair (")
-             << type.getDimSize(3) / 2 << "), got " << freqs->size();
+             << getRotatedDims() / 2 << "), got " << freqs->size();
     for (double f : *freqs)
       if (!(f > 0.0) || !std::isfinite(f))
         return emitOpError("frequencies must be positive and finite, got ")
@@ -436,14 +441,18 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+int64_t RopeOp::getRotatedDims() {
+  return getRotaryDims().value_or(getType().getDimSize(3));
+}
+
 SmallVector<double> RopeOp::getInverseFrequencies() {
   if (std::optional<ArrayRef<double>> freqs = getFrequencies())
     return SmallVector<double>(*freqs);
-  int64_t D = getType().getDimSize(3);
+  int64_t R = getRotatedDims();
   double theta = getTheta().convertToDouble();
   SmallVector<double> result;
-  for (int64_t i = 0; i < D / 2; ++i)
-    result.push_back(std::pow(theta, -2.0 * i / D));
+  for (int64_t i = 0; i < R / 2; ++i)
+    result.push_back(std::pow(theta, -2.0 * i / R));
   return result;
 }
 

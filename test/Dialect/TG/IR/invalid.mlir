@@ -293,6 +293,30 @@ func.func @rope_failure_frequency_count(%x: tensor<2x8x4x6xf32>) {
 
 // -----
 
+func.func @rope_failure_rotary_odd(%x: tensor<2x8x4x16xf32>) {
+  // expected-error@+1 {{'tg.rope' op rotary_dims must be even and in [2, 16], got 5}}
+  %0 = tg.rope %x {rotary_dims = 5 : i64} : tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_rotary_wide(%x: tensor<2x8x4x16xf32>) {
+  // expected-error@+1 {{'tg.rope' op rotary_dims must be even and in [2, 16], got 18}}
+  %0 = tg.rope %x {rotary_dims = 18 : i64} : tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_failure_rotary_frequencies(%x: tensor<2x8x4x16xf32>) {
+  // expected-error@+1 {{'tg.rope' op frequencies must hold one value per pair (2), got 8}}
+  %0 = tg.rope %x {rotary_dims = 4 : i64, frequencies = array<f64: 1.0, 0.5, 0.25, 0.125, 1.0, 0.5, 0.25, 0.125>} : tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @rope_failure_frequency_sign(%x: tensor<2x8x4x4xf32>) {
   // expected-error@+1 {{'tg.rope' op frequencies must be positive and finite, got -5.000000e-01}}
   %0 = tg.rope %x {frequencies = array<f64: 1.0, -0.5>} : tensor<2x8x4x4xf32>

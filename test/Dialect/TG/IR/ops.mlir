@@ -65,6 +65,7 @@ func.func @math(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>,
 func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
                        %g: tensor<16xf32>, %beta: tensor<16xf32>,
                        %q: tensor<2x8x4x4xf32>, %kv: tensor<2x8x2x4xf32>,
+                       %odd: tensor<2x8x2x5xf32>,
                        %logits: tensor<2x8x32xf32>, %targets: tensor<2x8xi64>) -> tensor<f32> {
   // CHECK: tg.embedding %{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
   %e = tg.embedding %table, %ids : tensor<32x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
@@ -80,6 +81,9 @@ func.func @transformer(%table: tensor<32x16xf32>, %ids: tensor<2x8xi64>,
   %rk = tg.rope %kv : tensor<2x8x2x4xf32>
   // CHECK: tg.rope %{{.*}} {frequencies = array<f64: 1.000000e+00, 2.500000e-02>} : tensor<2x8x2x4xf32>
   %rf = tg.rope %kv {frequencies = array<f64: 1.0, 0.025>} : tensor<2x8x2x4xf32>
+  // An odd head dimension with an even rotated part.
+  // CHECK: tg.rope %{{.*}} {rotary_dims = 2 : i64} : tensor<2x8x2x5xf32>
+  %rp = tg.rope %odd {rotary_dims = 2 : i64} : tensor<2x8x2x5xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   %a, %a_lse = tg.attention %r, %rk, %kv {causal} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
   // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, window = 3 : i64} : tensor<2x8x4x4xf32>

@@ -449,8 +449,13 @@ def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
     rotation runs backwards (angle `-s · theta^(-2i/D)`): RoPE is orthogonal,
     so this is its gradient.
 
+    With `rotary_dims` R (even, at most D) only the first R dimensions of
+    each head rotate, as pairs (i, i + R/2) at angle `s · theta^(-2i/R)`; the
+    other D − R pass through unchanged (GPT-NeoX's `rotary_pct`, Phi's
+    `partial_rotary_factor`). R defaults to D.
+
     `frequencies`, when present, gives each pair's inverse frequency in place
-    of `theta^(-2i/D)` (`D/2` positive values): the scaled RoPE variants
+    of `theta^(-2i/R)` (`R/2` positive values): the scaled RoPE variants
     (Llama 3's frequency-dependent scaling, linear position interpolation)
     differ from the plain one only in this table, which the front end
     computes as `transformers` does and every backend tabulates alike.
@@ -459,18 +464,22 @@ def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
     ```mlir
     %q = tg.rope %q0 {theta = 1.000000e+04 : f64} : tensor<2x8x4x16xf32>
     %k = tg.rope %k0 {frequencies = array<f64: 1.0, 0.1>} : tensor<2x8x2x4xf32>
+    %p = tg.rope %p0 {rotary_dims = 4 : i64} : tensor<2x8x2x16xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
                        OptionalAttr<DenseF64ArrayAttr>:$frequencies,
-                       UnitAttr:$inverse);
+                       UnitAttr:$inverse,
+                       OptionalAttr<I64Attr>:$rotary_dims);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The inverse frequency of each of the D/2 pairs: `frequencies`, or
-    /// theta^(-2i/D).
+    /// The number of leading dimensions of each head that rotate (R).
+    int64_t getRotatedDims();
+    /// The inverse frequency of each of the R/2 pairs: `frequencies`, or
+    /// theta^(-2i/R).
     ::llvm::SmallVector<double> getInverseFrequencies();
   }];
 }

@@ -2,7 +2,7 @@
 //
 // One builder per model family, each following the reference implementation
 // in transformers (LlamaForCausalLM, also for Mistral, Qwen2, Qwen3, Phi-3,
-// Gemma and OLMo-2, and GPT2LMHeadModel) op for op, so that
+// Gemma and OLMo-2; GPT2LMHeadModel; GPTNeoXForCausalLM) op for op, so that
 // parameter names, shapes and numerics match a PyTorch run of the same model.
 //
 //===----------------------------------------------------------------------===//
@@ -52,6 +52,10 @@ public:
       declareGPT2Params();
       declareInputs({"input_ids", "targets"}, {B(), S()});
       break;
+    case ModelFamily::GPTNeoX:
+      declareGPTNeoXParams();
+      declareInputs({"input_ids", "targets"}, {B(), S()});
+      break;
     case ModelFamily::MLP:
       declareMLPParams();
       argTypes.push_back(tensor({B(), config.layerSizes.front()}));
@@ -82,6 +86,9 @@ public:
       break;
     case ModelFamily::GPT2:
       loss = buildGPT2();
+      break;
+    case ModelFamily::GPTNeoX:
+      loss = buildGPTNeoX();
       break;
     case ModelFamily::MLP:
       loss = buildMLP();
@@ -279,14 +286,17 @@ private:
   }
 
   /// RoPE of `x` ([B, S, H, head_dim]); scaled variants list their
-  /// frequencies.
+  /// frequencies, partial ones the dimensions they rotate.
   Value rope(Value x, const std::string &p) {
     DenseF64ArrayAttr frequencies;
     if (config.ropeScaling.kind != RopeScalingKind::None)
       frequencies = b.getDenseF64ArrayAttr(ropeInverseFrequencies(config));
+    IntegerAttr rotated;
+    if (config.rotatedDims() != config.headDim)
+      rotated = b.getI64IntegerAttr(config.rotatedDims());
     return RopeOp::create(b, loc(p + "rotary_emb"), x,
                           b.getF64FloatAttr(config.ropeTheta), frequencies,
-                          UnitAttr());
+                          UnitAttr(), rotated);
   }
 
   Value llamaMLP(Value x, const std::string &p) {
@@ -427,6 +437,89 @@ private:
     h = layerNorm(h, "transformer.ln_f");
     Value logits = LinearOp::create(b, loc("lm_head"), h,
                                     param("transformer.wte.weight"), Value());
+    return crossEntropy(logits, targets, /*ignore=*/-100);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // GPT-NeoX (GPTNeoXForCausalLM: Pythia)
+  //===--------------------------------------------------------------------===//
+
+  void declareGPTNeoXParams() {
+    int64_t d = config.hiddenSize, ff = config.intermediateSize;
+    declareParam("gpt_neox.embed_in.weight", {config.vocabSize, d});
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "gpt_neox.layers." + std::to_string(i) + ".";
+      auto proj = [&](const std::string &name, int64_t out, int64_t in,
+                      bool bias) {
+        declareParam(p + name + ".weight", {out, in});
+        if (bias)
+          declareParam(p + name + ".bias", {out});
+      };
+      for (const char *norm : {"input_layernorm", "post_attention_layernorm"}) {
+        declareParam(p + norm + ".weight", {d});
+        declareParam(p + norm + ".bias", {d});
+      }
+      proj("attention.query_key_value", 3 * d, d, config.qkvBias);
+      proj("attention.dense", d, d, config.outputBias);
+      proj("mlp.dense_h_to_4h", ff, d, true);
+      proj("mlp.dense_4h_to_h", d, ff, true);
+    }
+    declareParam("gpt_neox.final_layer_norm.weight", {d});
+    declareParam("gpt_neox.final_layer_norm.bias", {d});
+    if (!config.tieWordEmbeddings)
+      declareParam("embed_out.weight", {config.vocabSize, d});
+  }
+
+  Value neoxAttention(Value x, const std::string &p) {
+    int64_t h = config.numHeads, dh = config.headDim;
+    // query_key_value's rows are head-major: per head, its q, k and v rows.
+    Value qkv = linear(x, p + "query_key_value", config.qkvBias);
+    Location l = loc(p.substr(0, p.size() - 1));
+    qkv = reshape(qkv, {B(), S(), h, 3 * dh}, loc(p + "query_key_value"));
+    Value q = SliceOp::create(b, l, qkv, /*axis=*/3, 0, dh);
+    Value k = SliceOp::create(b, l, qkv, /*axis=*/3, dh, dh);
+    Value v = SliceOp::create(b, l, qkv, /*axis=*/3, 2 * dh, dh);
+    q = rope(q, p);
+    k = rope(k, p);
+    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
+                                  /*scale=*/FloatAttr(), /*window=*/IntegerAttr())
+                  .getResult();
+    a = reshape(a, {B(), S(), h * dh}, l);
+    return linear(a, p + "dense", config.outputBias);
+  }
+
+  Value neoxMLP(Value x, const std::string &p) {
+    Value f = linear(x, p + "dense_h_to_4h", true);
+    f = activation(f, loc(p + "act"));
+    return linear(f, p + "dense_4h_to_h", true);
+  }
+
+  Value buildGPTNeoX() {
+    Value ids = inputs[0], targets = inputs[1];
+    Value h = EmbeddingOp::create(b, loc("gpt_neox.embed_in"),
+                                  param("gpt_neox.embed_in.weight"), ids);
+    for (int64_t i = 0; i < config.numLayers; ++i) {
+      std::string p = "gpt_neox.layers." + std::to_string(i) + ".";
+      inLayer(i, [&] {
+        Value a = neoxAttention(layerNorm(h, p + "input_layernorm"),
+                                p + "attention.");
+        if (config.parallelResidual) {
+          // GPTNeoXLayer: mlp(ln2(x)) + attn(ln1(x)) + x.
+          Value m = neoxMLP(layerNorm(h, p + "post_attention_layernorm"),
+                            p + "mlp.");
+          h = add(add(m, a, loc(p + "residual")), h, loc(p + "residual"));
+          return;
+        }
+        h = add(a, h, loc(p + "residual"));
+        Value m =
+            neoxMLP(layerNorm(h, p + "post_attention_layernorm"), p + "mlp.");
+        h = add(m, h, loc(p + "residual"));
+      });
+    }
+    h = layerNorm(h, "gpt_neox.final_layer_norm");
+    Value head = config.tieWordEmbeddings ? param("gpt_neox.embed_in.weight")
+                                          : param("embed_out.weight");
+    Value logits = LinearOp::create(b, loc("embed_out"), h, head, Value());
     return crossEntropy(logits, targets, /*ignore=*/-100);
   }
 

@@ -198,14 +198,15 @@ std::optional<Activation> parseActivation(ConfigReader &reader,
   auto act = llvm::StringSwitch<std::optional<Activation>>(name)
                  .Case("relu", Activation::ReLU)
                  .Cases({"gelu", "gelu_python"}, Activation::GeluErf)
-                 .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_tanh"},
+                 .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_tanh",
+                         "gelu_fast"},
                         Activation::GeluTanh)
                  .Cases({"silu", "swish"}, Activation::SiLU)
                  .Default(std::nullopt);
   if (!act)
     reader.error(key, "unsupported activation \"" + name +
                           "\" (expected relu, gelu, gelu_new, "
-                          "gelu_pytorch_tanh or silu)");
+                          "gelu_pytorch_tanh, gelu_fast or silu)");
   return act;
 }
 
@@ -227,28 +228,32 @@ std::optional<std::string> ropeType(const Value &v) {
 }
 
 /// Reads one object of RoPE settings: "rope_scaling", or "rope_parameters"
-/// (newer configs, which keep rope_theta there too). The variant is named by
+/// (newer configs, which keep rope_theta and partial_rotary_factor there
+/// too; the top-level `thetaKey` must agree). The variant is named by
 /// "rope_type" or the legacy "type"; each variant takes its own keys, as
 /// transformers' rope init functions read them. Variants tgc does not build,
-/// and keys no variant here reads, are refused by name.
-void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
+/// and keys no variant here reads, are refused by name. Returns the
+/// partial_rotary_factor of rope_parameters, if any.
+std::optional<double> readRopeSettings(ConfigReader &r, llvm::StringRef key,
+                                       llvm::StringRef thetaKey,
+                                       ModelConfig &c) {
   const Value *settings = r.value(key, false);
   if (!settings)
-    return;
+    return std::nullopt;
   const Object *obj = settings->getAsObject();
   if (!obj) {
     r.error(key, "expected an object, got " + describe(*settings));
-    return;
+    return std::nullopt;
   }
   std::optional<std::string> type = ropeType(*settings);
   if (!type) {
     r.error(key, "rope_type must be a string");
-    return;
+    return std::nullopt;
   }
   RopeScaling scaling;
-  llvm::SmallVector<llvm::StringRef, 6> keys = {"rope_type", "type"};
+  llvm::SmallVector<llvm::StringRef, 8> keys = {"rope_type", "type"};
   if (key == "rope_parameters")
-    keys.push_back("rope_theta");
+    keys.append({"rope_theta", "partial_rotary_factor"});
   if (*type == "linear") {
     scaling.kind = RopeScalingKind::Linear;
     keys.push_back("factor");
@@ -260,7 +265,7 @@ void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
     r.error(key, "RoPE scaling type \"" + *type +
                      "\" is not supported (supported: default, linear, "
                      "llama3)");
-    return;
+    return std::nullopt;
   }
   ConfigReader sub(r.getPath(), *obj, (key + ".").str());
   for (const auto &[name, value] : *obj)
@@ -286,12 +291,14 @@ void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
                               llvm::format("%g", scaling.lowFreqFactor),
                               llvm::format("%g", scaling.highFreqFactor)));
   }
-  std::optional<double> theta;
-  if (key == "rope_parameters")
+  std::optional<double> theta, partial;
+  if (key == "rope_parameters") {
     theta = sub.number("rope_theta", false);
+    partial = sub.number("partial_rotary_factor", false);
+  }
   r.adoptError(sub);
   if (r.failed())
-    return;
+    return std::nullopt;
   if (scaling.kind != RopeScalingKind::None) {
     if (c.ropeScaling.kind != RopeScalingKind::None)
       r.error(key, "rope_scaling and rope_parameters both scale RoPE; keep "
@@ -299,13 +306,55 @@ void readRopeSettings(ConfigReader &r, llvm::StringRef key, ModelConfig &c) {
     c.ropeScaling = scaling;
   }
   if (!theta)
-    return;
-  if (r.has("rope_theta") && *theta != c.ropeTheta)
+    return partial;
+  if (r.has(thetaKey) && *theta != c.ropeTheta)
     r.error(key, llvm::formatv("rope_theta {0} contradicts the top-level "
-                               "rope_theta {1}",
-                               llvm::format("%g", *theta),
+                               "{1} {2}",
+                               llvm::format("%g", *theta), thetaKey,
                                llvm::format("%g", c.ropeTheta)));
   c.ropeTheta = *theta;
+  return partial;
+}
+
+/// The rotated share of each head from a top-level key (`key`: rotary_pct,
+/// partial_rotary_factor; `fallback` where absent) and rope_parameters'
+/// partial_rotary_factor (`nested`), which must agree. Sets c.rotaryDims to
+/// int(head_dim · factor), as transformers computes it; `supported` false
+/// refuses every factor but 1.
+void readPartialRotary(ConfigReader &r, llvm::StringRef key, double fallback,
+                       std::optional<double> nested, bool supported,
+                       ModelConfig &c) {
+  std::optional<double> top = r.number(key, false);
+  if (r.failed())
+    return;
+  if (top && nested && *top != *nested) {
+    r.error("rope_parameters",
+            llvm::formatv("partial_rotary_factor {0} contradicts the "
+                          "top-level {1} {2}",
+                          llvm::format("%g", *nested), key,
+                          llvm::format("%g", *top)));
+    return;
+  }
+  llvm::StringRef named = top ? key : "rope_parameters";
+  double factor = top ? *top : nested.value_or(fallback);
+  if (factor == 1.0)
+    return;
+  if (!supported) {
+    r.error(named, llvm::formatv("a partial rotary factor of {0} is not "
+                                 "supported by model_type \"{1}\" (RoPE "
+                                 "over the whole head only: 1.0)",
+                                 llvm::format("%g", factor), c.modelType));
+    return;
+  }
+  auto rotated = static_cast<int64_t>(static_cast<double>(c.headDim) * factor);
+  if (factor > 1.0 || rotated < 2 || rotated % 2 != 0)
+    r.error(named, llvm::formatv("a partial rotary factor of {0} rotates {1} "
+                                 "of the {2} dimensions of each head; RoPE "
+                                 "needs an even number from 2 to {2}",
+                                 llvm::format("%g", factor), rotated,
+                                 c.headDim));
+  else
+    c.rotaryDims = rotated;
 }
 
 /// The layers Qwen2/Qwen3 window, as Hugging Face's configs decide them:
@@ -368,14 +417,6 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
     // Phi3Attention and Phi3MLP: fused projections, never a bias (the
     // attention_bias its configs carry is not read).
     c.fusedProjections = true;
-    // Partial rotary embeddings (part of each head rotated) are not built.
-    if (std::optional<double> part =
-            r.number("partial_rotary_factor", false);
-        part && *part != 1.0)
-      r.error("partial_rotary_factor",
-              llvm::formatv("{0} is not supported (RoPE over the whole head "
-                            "only: 1.0)",
-                            llvm::format("%g", *part)));
   } else {
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
@@ -431,8 +472,52 @@ void readLlama(ConfigReader &r, ModelConfig &c) {
     if (!c.windowedLayers.empty())
       c.slidingWindow = r.integer("sliding_window", true);
   }
-  readRopeSettings(r, "rope_scaling", c);
-  readRopeSettings(r, "rope_parameters", c);
+  readRopeSettings(r, "rope_scaling", "rope_theta", c);
+  std::optional<double> partial =
+      readRopeSettings(r, "rope_parameters", "rope_theta", c);
+  // Phi3's attention rotates the first head_dim · partial_rotary_factor
+  // dimensions; the others apply RoPE to the whole head.
+  readPartialRotary(r, "partial_rotary_factor", 1.0, partial,
+                    /*supported=*/type == "phi3", c);
+}
+
+/// GPTNeoXForCausalLM (Pythia): LayerNorms with bias, one query_key_value
+/// projection interleaved per head, RoPE over the first rotary_pct of each
+/// head, exact GELU, parallel residuals by default, an untied embed_out.
+void readGPTNeoX(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::GPTNeoX;
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
+  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
+  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
+  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
+  c.normEps = r.number("layer_norm_eps", false).value_or(1e-5);
+  c.ropeTheta = r.number("rotary_emb_base", false).value_or(10000.0);
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(false);
+  c.parallelResidual = r.boolean("use_parallel_residual").value_or(true);
+  // attention_bias covers query_key_value and dense; the MLP always has one.
+  c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(true);
+  c.mlpBias = true;
+  c.activation = Activation::GeluErf;
+  if (auto act = r.string("hidden_act", false))
+    c.activation =
+        parseActivation(r, "hidden_act", *act).value_or(c.activation);
+  if (r.failed())
+    return;
+  if (c.hiddenSize % c.numHeads != 0) {
+    r.error("num_attention_heads",
+            llvm::formatv("{0} heads do not divide hidden_size {1}",
+                          c.numHeads, c.hiddenSize));
+    return;
+  }
+  c.numKVHeads = c.numHeads;
+  c.headDim = c.hiddenSize / c.numHeads;
+  readRopeSettings(r, "rope_scaling", "rotary_emb_base", c);
+  std::optional<double> partial =
+      readRopeSettings(r, "rope_parameters", "rotary_emb_base", c);
+  if (!r.failed())
+    readPartialRotary(r, "rotary_pct", 0.25, partial, /*supported=*/true, c);
 }
 
 void readGPT2(ConfigReader &r, ModelConfig &c) {
@@ -726,13 +811,15 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
+    else if (*type == "gpt_neox")
+      readGPTNeoX(reader, config);
     else if (*type == "mlp")
       readMLP(reader, config);
     else
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
-                                     "qwen3, phi3, gemma, olmo2, gpt2 or "
-                                     "mlp)");
+                                     "qwen3, phi3, gemma, olmo2, gpt2, "
+                                     "gpt_neox or mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {
@@ -761,7 +848,7 @@ llvm::Expected<ModelConfig> tgc::loadModelConfig(llvm::StringRef path) {
 
 std::vector<double> tgc::ropeInverseFrequencies(const ModelConfig &c) {
   const RopeScaling &scaling = c.ropeScaling;
-  int64_t dim = c.headDim;
+  int64_t dim = c.rotatedDims();
   std::vector<double> frequencies;
   for (int64_t i = 0; i < dim / 2; ++i) {
     double f = 1.0 / std::pow(c.ropeTheta, 2.0 * i / dim);

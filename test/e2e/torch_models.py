@@ -1,6 +1,6 @@
 """PyTorch reference implementations with Hugging Face parameter names and
 semantics (LlamaForCausalLM with Mistral's, Qwen2's and Qwen3's differences,
-GPT2LMHeadModel), plus the tgc MLP. Written out
+Phi-3, Gemma, OLMo-2, GPT2LMHeadModel, GPTNeoXForCausalLM), plus the tgc MLP. Written out
 here because transformers is not packaged for this machine; each follows the
 transformers code path op for op (pre-norm, rotate_half RoPE, GQA by
 repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new)."""
@@ -158,6 +158,14 @@ def rope_cos_sin(seq, dim, theta, dtype, scaling=None):
     freqs = torch.outer(t, inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(t, cos, sin):
+    """rotate_half RoPE over the first cos.shape[-1] dimensions of each head
+    (all of them, or a partial rotary share); the rest pass through."""
+    rot = cos.shape[-1]
+    r, rest = t[..., :rot], t[..., rot:]
+    return torch.cat((r * cos + rotate_half(r) * sin, rest), dim=-1)
 
 
 def causal_attention(q, k, v, scale=None, window=None):
@@ -333,7 +341,9 @@ def phi3_loss(c, P, ids, targets):
     B, S = ids.shape
     x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
     theta, scaling = rope_settings(c)
-    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+    part = c.get("partial_rotary_factor", (c.get("rope_parameters") or {}).get(
+        "partial_rotary_factor", 1.0))
+    cos, sin = rope_cos_sin(S, int(hd * part), theta, x.dtype, scaling)
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
@@ -341,8 +351,7 @@ def phi3_loss(c, P, ids, targets):
         q = qkv[..., :h * hd].view(B, S, h, hd).transpose(1, 2)
         k = qkv[..., h * hd:(h + kvh) * hd].view(B, S, kvh, hd).transpose(1, 2)
         v = qkv[..., (h + kvh) * hd:].view(B, S, kvh, hd).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         a = causal_attention(q, k, v, window=window).transpose(1, 2).reshape(B, S, h * hd)
         x = x + F.linear(a, P[p + "self_attn.o_proj.weight"])
         n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
@@ -458,8 +467,81 @@ def olmo2_loss(c, P, ids, targets):
     return lm_loss(c, P, rms_norm(x, P["model.norm.weight"], eps), targets)
 
 
+def neox_shapes(c):
+    """GPTNeoXForCausalLM's state dict: LayerNorms with bias, query_key_value
+    and dense (biased with attention_bias), the MLP's dense_h_to_4h and
+    dense_4h_to_h, embed_out unless tied."""
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    bias = c.get("attention_bias", True)
+    out = [("gpt_neox.embed_in.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"gpt_neox.layers.{i}."
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            out += [(p + norm + ".weight", (d,)), (p + norm + ".bias", (d,))]
+        for name, shape, b in (("attention.query_key_value", (3 * d, d), bias),
+                               ("attention.dense", (d, d), bias),
+                               ("mlp.dense_h_to_4h", (ff, d), True),
+                               ("mlp.dense_4h_to_h", (d, ff), True)):
+            out.append((p + name + ".weight", shape))
+            if b:
+                out.append((p + name + ".bias", (shape[0],)))
+    out += [("gpt_neox.final_layer_norm.weight", (d,)), ("gpt_neox.final_layer_norm.bias", (d,))]
+    if not c.get("tie_word_embeddings", False):
+        out.append(("embed_out.weight", (v, d)))
+    return out
+
+
+def neox_loss(c, P, ids, targets):
+    """transformers' modeling_gpt_neox: query_key_value viewed as [heads,
+    3 * head_dim] (q, k, v per head), RoPE over the first rotary_pct of each
+    head (rotate_half within those), exact GELU, and with
+    use_parallel_residual x + attn(ln1(x)) + mlp(ln2(x))."""
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    hd = d // h
+    eps = c.get("layer_norm_eps", 1e-5)
+    params = c.get("rope_parameters") or {}
+    rot = int(hd * c.get("rotary_pct", params.get("partial_rotary_factor", 0.25)))
+    theta = c.get("rotary_emb_base", params.get("rope_theta", 10000.0))
+    scaling = c.get("rope_scaling") or params
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    scaling = None if kind == "default" else dict(scaling, kind=kind)
+    act = {"gelu": F.gelu, "gelu_new": gelu_new}[c.get("hidden_act", "gelu")]
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["gpt_neox.embed_in.weight"])
+    cos, sin = rope_cos_sin(S, rot, theta, x.dtype, scaling)
+    for i in range(c["num_hidden_layers"]):
+        p = f"gpt_neox.layers.{i}."
+
+        def lin(t, name):
+            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+
+        def ln(t, name):
+            return F.layer_norm(t, (d,), P[p + name + ".weight"], P[p + name + ".bias"], eps)
+        qkv = lin(ln(x, "input_layernorm"), "attention.query_key_value").view(B, S, h, 3 * hd)
+        q, k, v = (qkv[..., j * hd:(j + 1) * hd].transpose(1, 2) for j in range(3))
+        a = causal_attention(apply_rope(q, cos, sin), apply_rope(k, cos, sin), v).transpose(1, 2).reshape(B, S, d)
+        a = lin(a, "attention.dense")
+
+        def mlp(t):
+            return lin(act(lin(t, "mlp.dense_h_to_4h")), "mlp.dense_4h_to_h")
+        if c.get("use_parallel_residual", True):
+            x = mlp(ln(x, "post_attention_layernorm")) + a + x
+        else:
+            x = a + x
+            x = mlp(ln(x, "post_attention_layernorm")) + x
+    x = F.layer_norm(x, (d,), P["gpt_neox.final_layer_norm.weight"],
+                     P["gpt_neox.final_layer_norm.bias"], eps)
+    head = P["gpt_neox.embed_in.weight"] if c.get("tie_word_embeddings", False) \
+        else P["embed_out.weight"]
+    logits = F.linear(x, head)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def family(c):
     t = c["model_type"]
+    if t == "gpt_neox":
+        return neox_shapes, neox_loss
     if t == "olmo2":
         return olmo2_shapes, olmo2_loss
     if t == "gemma":

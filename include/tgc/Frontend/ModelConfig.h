@@ -1,7 +1,7 @@
 //===- ModelConfig.h - model description files ------------------*- C++ -*-===//
 //
 // A model description file (JSON) read into a typed configuration: a Hugging
-// Face config.json for llama/mistral/qwen2/qwen3 or gpt2, or a tgc MLP
+// Face config.json (the llama-like families, gpt2, gpt_neox), or a tgc MLP
 // description, plus an optional "training" object. See docs/model-format.md.
 //
 //===----------------------------------------------------------------------===//
@@ -20,7 +20,7 @@
 
 namespace tgc {
 
-enum class ModelFamily { Llama, GPT2, MLP };
+enum class ModelFamily { Llama, GPT2, GPTNeoX, MLP };
 
 /// Activation functions, spelled as in HF configs / torch.
 enum class Activation { ReLU, GeluErf, GeluTanh, SiLU };
@@ -127,7 +127,8 @@ struct TrainingConfig {
 
 struct ModelConfig {
   std::string path;      // the file it came from, for messages
-  /// As written: "llama", "mistral", "qwen2", "qwen3", "gpt2", "mlp".
+  /// As written: "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma",
+  /// "olmo2", "gpt2", "gpt_neox", "mlp".
   std::string modelType;
   /// Llama covers the decoders built like LlamaForCausalLM (llama, mistral,
   /// qwen2, qwen3); their differences are the fields below.
@@ -145,6 +146,10 @@ struct ModelConfig {
   double normEps = 1e-6;
   double ropeTheta = 10000.0;
   RopeScaling ropeScaling;
+  /// The leading dimensions of each head RoPE rotates (GPT-NeoX's
+  /// rotary_pct, Phi's partial_rotary_factor); 0: the whole head.
+  int64_t rotaryDims = 0;
+  int64_t rotatedDims() const { return rotaryDims ? rotaryDims : headDim; }
   bool tieWordEmbeddings = false;
   bool qkvBias = false;    // biases on q/k/v_proj (llama's attention_bias, qwen2)
   bool outputBias = false; // bias on o_proj (llama's attention_bias)
@@ -157,6 +162,8 @@ struct ModelConfig {
   /// (post_attention_layernorm, post_feedforward_layernorm) and has no
   /// input norms.
   bool postNorms = false;
+  /// GPT-NeoX's use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x)).
+  bool parallelResidual = false;
   /// Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj
   /// (the graph slices them, the state dict keeps them fused).
   bool fusedProjections = false;
@@ -186,7 +193,7 @@ struct ModelConfig {
   }
 };
 
-/// The inverse frequency of each of the head_dim / 2 RoPE pairs, as
+/// The inverse frequency of each of the rotated RoPE pairs, as
 /// transformers' rope init function for `config`'s variant computes it (in
 /// f64).
 std::vector<double> ropeInverseFrequencies(const ModelConfig &config);

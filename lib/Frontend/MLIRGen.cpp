@@ -273,30 +273,45 @@ private:
       q = rmsNorm(q, p + "q_norm");
       k = rmsNorm(k, p + "k_norm");
     }
-    q = rope(q, p);
-    k = rope(k, p);
-    IntegerAttr window;
-    if (std::optional<int64_t> w = config.attentionWindow(layer))
-      window = b.getI64IntegerAttr(*w);
-    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
-                                  /*scale=*/FloatAttr(), window)
-                  .getResult();
+    q = rope(q, p, layer);
+    k = rope(k, p, layer);
+    Value a = causalAttention(q, k, v, layer, l);
     a = reshape(a, {B(), S(), hq * dh}, l);
     return linear(a, p + "o_proj", config.outputBias);
   }
 
-  /// RoPE of `x` ([B, S, H, head_dim]); scaled variants list their
-  /// frequencies, partial ones the dimensions they rotate.
-  Value rope(Value x, const std::string &p) {
+  /// RoPE of `x` ([B, S, H, head_dim]) in layer `layer`; scaled variants
+  /// list their frequencies, partial ones the dimensions they rotate.
+  /// Gemma 3's sliding layers use their own base and no scaling.
+  Value rope(Value x, const std::string &p, int64_t layer) {
+    bool local = config.localRopeTheta && config.slidingLayer(layer);
+    double theta = local ? *config.localRopeTheta : config.ropeTheta;
     DenseF64ArrayAttr frequencies;
-    if (config.ropeScaling.kind != RopeScalingKind::None)
+    if (!local && config.ropeScaling.kind != RopeScalingKind::None)
       frequencies = b.getDenseF64ArrayAttr(ropeInverseFrequencies(config));
     IntegerAttr rotated;
     if (config.rotatedDims() != config.headDim)
       rotated = b.getI64IntegerAttr(config.rotatedDims());
     return RopeOp::create(b, loc(p + "rotary_emb"), x,
-                          b.getF64FloatAttr(config.ropeTheta), frequencies,
-                          UnitAttr(), rotated);
+                          b.getF64FloatAttr(theta), frequencies, UnitAttr(),
+                          rotated);
+  }
+
+  /// Causal attention of layer `layer`: its window (where it hides a key),
+  /// the family's score scale and soft cap.
+  Value causalAttention(Value q, Value k, Value v, int64_t layer,
+                        Location l) {
+    IntegerAttr window;
+    if (std::optional<int64_t> w = config.attentionWindow(layer))
+      window = b.getI64IntegerAttr(*w);
+    FloatAttr scale, softcap;
+    if (config.attentionScale)
+      scale = b.getF64FloatAttr(*config.attentionScale);
+    if (config.attentionSoftcap)
+      softcap = b.getF64FloatAttr(*config.attentionSoftcap);
+    return AttentionOp::create(b, l, q, k, v, /*causal=*/true, scale, window,
+                               softcap)
+        .getResult();
   }
 
   Value llamaMLP(Value x, const std::string &p) {
@@ -403,9 +418,7 @@ private:
       return reshape(s, {B(), S(), h, dh}, l);
     };
     Value q = part(0), k = part(1), v = part(2);
-    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
-                                  /*scale=*/FloatAttr(), /*window=*/IntegerAttr())
-                  .getResult();
+    Value a = causalAttention(q, k, v, /*layer=*/0, l);
     a = reshape(a, {B(), S(), d}, l);
     return conv1d(a, p + "c_proj");
   }
@@ -479,11 +492,9 @@ private:
     Value q = SliceOp::create(b, l, qkv, /*axis=*/3, 0, dh);
     Value k = SliceOp::create(b, l, qkv, /*axis=*/3, dh, dh);
     Value v = SliceOp::create(b, l, qkv, /*axis=*/3, 2 * dh, dh);
-    q = rope(q, p);
-    k = rope(k, p);
-    Value a = AttentionOp::create(b, l, q, k, v, /*causal=*/true,
-                                  /*scale=*/FloatAttr(), /*window=*/IntegerAttr())
-                  .getResult();
+    q = rope(q, p, /*layer=*/0);
+    k = rope(k, p, /*layer=*/0);
+    Value a = causalAttention(q, k, v, /*layer=*/0, l);
     a = reshape(a, {B(), S(), h * dh}, l);
     return linear(a, p + "dense", config.outputBias);
   }

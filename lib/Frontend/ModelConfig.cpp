@@ -742,12 +742,16 @@ llvm::Error tgc::validateModelConfig(const ModelConfig &c) {
   return llvm::Error::success();
 }
 
+bool ModelConfig::slidingLayer(int64_t layer) const {
+  if (!slidingWindow)
+    return false;
+  return windowedLayers.empty() ||
+         (layer < static_cast<int64_t>(windowedLayers.size()) &&
+          windowedLayers[layer]);
+}
+
 std::optional<int64_t> ModelConfig::attentionWindow(int64_t layer) const {
-  if (!slidingWindow || *slidingWindow >= seqLen())
-    return std::nullopt;
-  if (!windowedLayers.empty() &&
-      (layer >= static_cast<int64_t>(windowedLayers.size()) ||
-       !windowedLayers[layer]))
+  if (!slidingLayer(layer) || *slidingWindow >= seqLen())
     return std::nullopt;
   return slidingWindow;
 }

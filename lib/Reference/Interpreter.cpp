@@ -360,11 +360,37 @@ struct AttentionMask {
   }
 };
 
-/// Scaled, masked scores of query position i, head h, batch b against every
+/// How a query-key product becomes a score: scaled, then soft-capped
+/// (c · tanh(s / c)) where a cap is given.
+struct ScoreMap {
+  double scale;
+  std::optional<double> softcap;
+  double operator()(double dot) const {
+    double s = dot * scale;
+    return softcap ? *softcap * std::tanh(s / *softcap) : s;
+  }
+  /// d(score)/d(scaled product) at the score s.
+  double slope(double s) const {
+    if (!softcap)
+      return 1.0;
+    double t = s / *softcap;
+    return 1.0 - t * t;
+  }
+};
+
+template <typename OpTy>
+ScoreMap scoreMapOf(OpTy op) {
+  std::optional<double> cap;
+  if (std::optional<APFloat> c = op.getSoftcap())
+    cap = c->convertToDouble();
+  return {op.getScaleOrDefault(), cap};
+}
+
+/// Scored, masked products of query position i, head h, batch b with every
 /// key (−inf where the mask hides a key).
 std::vector<double> attentionScores(const Tensor &q, const Tensor &k, int64_t b,
                                     int64_t i, int64_t h, AttentionMask mask,
-                                    double scale) {
+                                    ScoreMap score) {
   int64_t S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], kh = h / (Hq / Hkv);
   std::vector<double> s(Skv, -std::numeric_limits<double>::infinity());
@@ -375,7 +401,7 @@ std::vector<double> attentionScores(const Tensor &q, const Tensor &k, int64_t b,
     for (int64_t d = 0; d < D; ++d)
       dot += q[((b * S + i) * Hq + h) * D + d] *
              k[((b * Skv + j) * Hkv + kh) * D + d];
-    s[j] = dot * scale;
+    s[j] = score(dot);
   }
   return s;
 }
@@ -393,14 +419,14 @@ double logSumExp(const std::vector<double> &s) {
 /// Attention's output and per-row logsumexp ([B, S, Hq]).
 std::pair<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
                                     const Tensor &v, AttentionMask mask,
-                                    double scale, const Shape &outShape) {
+                                    ScoreMap score, const Shape &outShape) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
   Tensor out(outShape), lse({B, S, Hq});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> s = attentionScores(q, k, b, i, h, mask, scale);
+        std::vector<double> s = attentionScores(q, k, b, i, h, mask, score);
         double rowLse = logSumExp(s);
         lse[(b * S + i) * Hq + h] = rowLse;
         int64_t kh = h / (Hq / Hkv);
@@ -418,18 +444,19 @@ std::pair<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
 std::vector<Tensor> attentionGrad(const Tensor &dO, const Tensor &q,
                                   const Tensor &k, const Tensor &v,
                                   const Tensor &o, const Tensor &lse,
-                                  AttentionMask mask, double scale) {
+                                  AttentionMask mask, ScoreMap score) {
   int64_t B = q.shape[0], S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], Dv = v.shape[3];
   Tensor dq(q.shape), dk(k.shape), dv(v.shape);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < Hq; ++h) {
-        std::vector<double> p = attentionScores(q, k, b, i, h, mask, scale);
+        std::vector<double> s = attentionScores(q, k, b, i, h, mask, score);
         int64_t kh = h / (Hq / Hkv);
         int64_t qi = ((b * S + i) * Hq + h);
-        for (double &x : p)
-          x = std::exp(x - lse[qi]);
+        std::vector<double> p(s.size());
+        for (size_t j = 0; j < s.size(); ++j)
+          p[j] = std::exp(s[j] - lse[qi]);
         double delta = 0;
         for (int64_t d = 0; d < Dv; ++d)
           delta += dO[qi * Dv + d] * o[qi * Dv + d];
@@ -440,7 +467,9 @@ std::vector<Tensor> attentionGrad(const Tensor &dO, const Tensor &q,
             dp += dO[qi * Dv + d] * v[kj * Dv + d];
             dv[kj * Dv + d] += p[j] * dO[qi * Dv + d];
           }
-          double ds = p[j] * (dp - delta) * scale;
+          if (p[j] == 0.0)
+            continue;
+          double ds = p[j] * (dp - delta) * score.scale * score.slope(s[j]);
           for (int64_t d = 0; d < D; ++d) {
             dq[qi * D + d] += ds * k[kj * D + d];
             dk[kj * D + d] += ds * q[qi * D + d];
@@ -689,8 +718,8 @@ private:
         .Case([&](AttentionOp o) {
           auto [out, lse] = attention(
               in(o.getQuery()), in(o.getKey()), in(o.getValue()),
-              AttentionMask{o.getCausal(), o.getWindow()},
-              o.getScaleOrDefault(), shapeOf(o.getResult()));
+              AttentionMask{o.getCausal(), o.getWindow()}, scoreMapOf(o),
+              shapeOf(o.getResult()));
           set(o.getResult(), std::move(out));
           set(o.getLogsumexp(), std::move(lse));
         })
@@ -767,7 +796,7 @@ private:
                                  in(o.getKey()), in(o.getValue()),
                                  in(o.getOutput()), in(o.getLogsumexp()),
                                  AttentionMask{o.getCausal(), o.getWindow()},
-                                 o.getScaleOrDefault());
+                                 scoreMapOf(o));
           set(o.getQueryGrad(), g[0]);
           set(o.getKeyGrad(), g[1]);
           set(o.getValueGrad(), g[2]);

@@ -307,6 +307,26 @@ const GradCase kCases[] = {
      "tensor<2x7x3x2xf64>, tensor<2x7x1x2xf64>, tensor<2x7x1x2xf64> -> "
      "tensor<2x7x3x2xf64>, tensor<2x7x3xf64>\n" LOSS("tensor<2x7x3x2xf64>",
                                                      "[0, 1, 2, 3]")},
+    {"attention_softcap_window_gqa",
+     "func.func @forward(%q: tensor<2x7x3x2xf64> {tg.param = \"q\"}, %k: "
+     "tensor<2x7x1x2xf64> {tg.param = \"k\"}, %v: tensor<2x7x1x2xf64> "
+     "{tg.param = \"v\"}, %r: tensor<2x7x3x2xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y, %lse = tg.attention %q, %k, %v {causal, window = 4 : i64, "
+     "softcap = 0.6 : f64} : "
+     "tensor<2x7x3x2xf64>, tensor<2x7x1x2xf64>, tensor<2x7x1x2xf64> -> "
+     "tensor<2x7x3x2xf64>, tensor<2x7x3xf64>\n" LOSS("tensor<2x7x3x2xf64>",
+                                                     "[0, 1, 2, 3]")},
+    {"attention_softcap_full",
+     "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: "
+     "tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> "
+     "{tg.param = \"v\"}, %r: tensor<1x3x2x4xf64> {tg.input = \"r\"}) -> "
+     "tensor<f64> {\n"
+     "  %y, %lse = tg.attention %q, %k, %v {scale = 1.7 : f64, softcap = 1.1 "
+     ": f64} : "
+     "tensor<1x3x2x4xf64>, tensor<1x5x1x4xf64>, tensor<1x5x1x4xf64> -> "
+     "tensor<1x3x2x4xf64>, tensor<1x3x2xf64>\n" LOSS("tensor<1x3x2x4xf64>",
+                                                     "[0, 1, 2, 3]")},
     {"attention_full_scaled",
      "func.func @forward(%q: tensor<1x3x2x4xf64> {tg.param = \"q\"}, %k: "
      "tensor<1x5x1x4xf64> {tg.param = \"k\"}, %v: tensor<1x5x1x4xf64> "

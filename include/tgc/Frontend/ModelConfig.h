@@ -170,6 +170,19 @@ struct ModelConfig {
   /// Gemma: the embeddings times sqrt(hidden_size), and RMSNorms that scale
   /// by (1 + weight).
   bool gemmaScaling = false;
+  /// Gemma 2 and 3 normalise each block's input and output
+  /// (input_layernorm, post_attention_layernorm; pre_feedforward_layernorm,
+  /// post_feedforward_layernorm).
+  bool sandwichNorms = false;
+  /// The attention's score scale in place of 1/sqrt(head_dim) (Gemma's
+  /// query_pre_attn_scalar^-1/2).
+  std::optional<double> attentionScale;
+  /// Soft caps c · tanh(x / c): of the attention scores
+  /// (attn_logit_softcapping) and of the logits (final_logit_softcapping).
+  std::optional<double> attentionSoftcap, logitSoftcap;
+  /// Gemma 3: the RoPE base of the sliding layers (rope_local_base_freq),
+  /// which use no RoPE scaling.
+  std::optional<double> localRopeTheta;
   Activation activation = Activation::SiLU;
   /// Mistral's (and Phi-3's) sliding_window: query i attends to keys
   /// i - W < j <= i.
@@ -180,6 +193,8 @@ struct ModelConfig {
   /// The window of layer `layer`'s attention where it hides a key at the
   /// sequence length: none where W >= seq_len.
   std::optional<int64_t> attentionWindow(int64_t layer) const;
+  /// Whether layer `layer` is a sliding-window layer (whatever seq_len).
+  bool slidingLayer(int64_t layer) const;
 
   // MLP.
   std::vector<int64_t> layerSizes;

@@ -196,6 +196,21 @@ struct Mask {
   std::optional<int64_t> window;
 };
 
+/// How a query-key product becomes a score: times `scale`, then with a
+/// `softcap` c mapped to c · tanh(s / c).
+struct Scoring {
+  double scale;
+  std::optional<double> softcap;
+};
+
+template <typename OpTy>
+Scoring scoringOf(OpTy op) {
+  std::optional<double> cap;
+  if (std::optional<APFloat> c = op.getSoftcap())
+    cap = c->convertToDouble();
+  return {op.getScaleOrDefault(), cap};
+}
+
 /// The window of tg.attention or tg.attention_grad, if any.
 template <typename OpTy>
 std::optional<int64_t> windowOf(OpTy op) {
@@ -289,20 +304,26 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
   return values;
 }
 
-/// scale · Q·Kᵀ for a query tile's rows `qTile` ([N, R, D]) and a key
-/// tile's `kTTile` ([N, D, keys]), −inf where `mask` hides a key: local
-/// row r is query position r / G of the tile, local key c key position c
-/// of the key tile.
+/// The scores (scale · Q·Kᵀ, soft-capped where `score` says) for a query
+/// tile's rows `qTile` ([N, R, D]) and a key tile's `kTTile` ([N, D, keys]),
+/// −inf where `mask` hides a key: local row r is query position r / G of
+/// the tile, local key c key position c of the key tile.
 Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
-             Value kTTile, double scale, const TileMask &mask) {
+             Value kTTile, const Scoring &score, const TileMask &mask) {
   Value raw = batchMatmul(b, loc, qTile, kTTile);
   RankedTensorType type = tensorType(raw);
   MLIRContext *ctx = b.getContext();
   return generic(
       b, loc, {}, {}, raw, AffineMap::getMultiDimIdentityMap(3, ctx),
       iterators(3), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value s = mulF(nb, nl, a[0],
-                       constantFloat(nb, nl, type.getElementType(), scale));
+        Type elt = type.getElementType();
+        Value s = mulF(nb, nl, a[0], constantFloat(nb, nl, elt, score.scale));
+        if (score.softcap) {
+          Value cap = constantFloat(nb, nl, elt, *score.softcap);
+          s = mulF(nb, nl, cap,
+                   math::TanhOp::create(
+                       nb, nl, arith::DivFOp::create(nb, nl, s, cap)));
+        }
         if (!mask.hidesAny())
           return s;
         Value r = linalg::IndexOp::create(nb, nl, 1),
@@ -346,7 +367,7 @@ struct KeyTiles {
 /// rescaled accumulator). Returns the final state: m and l ([N, R]) and
 /// the unnormalised output acc ([N, R, Dv]).
 SmallVector<Value> attendQueryTile(OpBuilder &b, Location nl, const Layout &l,
-                                   const Mask &mask, double scale, int64_t tile,
+                                   const Mask &mask, const Scoring &score, int64_t tile,
                                    OpFoldResult offset, int64_t size, Value qc,
                                    const KeyTiles &keyTiles) {
   int64_t n = tensorType(qc).getDimSize(0), rows = size * l.G;
@@ -360,7 +381,7 @@ SmallVector<Value> attendQueryTile(OpBuilder &b, Location nl, const Layout &l,
       [&](OpBuilder &tb, Location tl, OpFoldResult keyOffset, int64_t keys,
           const TileMask &tileMask, ValueRange st) -> SmallVector<Value> {
         Value s = scores(tb, tl, l, qc, keyTiles.keysT(tb, tl, keyOffset, keys),
-                         scale, tileMask);
+                         score, tileMask);
         Value tileMax =
             reduceAxis(tb, tl, s, 2, kNegInf,
                        [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
@@ -506,7 +527,7 @@ Value byGroup(OpBuilder &b, Location loc, const Layout &l, Value x, int64_t e) {
 /// Full query tiles in one forall, the remainder in a second.
 std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                                        const Layout &l, const Mask &mask,
-                                       double scale, int64_t tile, Value query,
+                                       const Scoring &score, int64_t tile, Value query,
                                        Value key, Value value) {
   // Only expands and collapses here (matrixAsBatch).
   Value q5 = byGroup(b, loc, l, query, l.D);
@@ -551,7 +572,7 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
                         {1, keys, 1, l.Dv}, {0, 2});
       return matrixAsBatch(tb, tl, contiguousCopy(tb, tl, v));
     };
-    SmallVector<Value> state = attendQueryTile(b, loc, l, mask, scale, tile,
+    SmallVector<Value> state = attendQueryTile(b, loc, l, mask, score, tile,
                                                position, size, qc, keyTiles);
     // The state by position and head of the group: [size, G(, Dv)].
     auto statRows = [&](Value v) {
@@ -602,10 +623,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     Mask mask{op.getCausal(), windowOf(op)};
-    double scale = op.getScaleOrDefault();
+    Scoring score = scoringOf(op);
     if (taskBytes > 0) {
       auto [out, lse] = attentionTasks(
-          rewriter, loc, l, mask, scale, l.taskTilePositions(taskBytes),
+          rewriter, loc, l, mask, score, l.taskTilePositions(taskBytes),
           adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
       rewriter.replaceOp(op, {out, lse});
       return success();
@@ -634,7 +655,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
           OpFoldResult rowOffset = scaled(b, nl, offset, l.G);
           int64_t rows = size * l.G;
           SmallVector<Value> state =
-              attendQueryTile(b, nl, l, mask, scale, tile, offset, size,
+              attendQueryTile(b, nl, l, mask, score, tile, offset, size,
                               sliceDim(b, nl, 1, q, rowOffset, rows), keyTiles);
           auto [outRows, lseRows] = finishRows(
               b, nl, state, sliceDim(b, nl, 1, args[0], rowOffset, rows),
@@ -671,7 +692,7 @@ struct GradTileOperands {
 /// and dK's and dV's rows of each key tile into `dk` and `dv`. Returns the
 /// new dQ rows, dK and dV.
 SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
-                                 const Mask &mask, double scale, int64_t tile,
+                                 const Mask &mask, const Scoring &score, int64_t tile,
                                  OpFoldResult offset, int64_t size,
                                  const GradTileOperands &t, Value dqRows,
                                  Value dk, Value dv, bool transposedOperands) {
@@ -684,10 +705,17 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
           const TileMask &tileMask, ValueRange st) -> SmallVector<Value> {
         Value s =
             scores(tb, tl, l, t.q, sliceDim(tb, tl, 2, t.kT, keyOffset, keys),
-                   scale, tileMask);
-        // P = exp(s − logsumexp), in place of the scores.
+                   score, tileMask);
+        // P = exp(s − logsumexp), in place of the scores unless dS reads
+        // the capped scores too.
+        Value pDest =
+            score.softcap
+                ? tensor::EmptyOp::create(tb, tl, tensorType(s).getShape(),
+                                          l.elt)
+                      .getResult()
+                : s;
         Value p = updateRows(
-            tb, tl, s, t.lse,
+            tb, tl, pDest, t.lse,
             [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
               return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[1], a[0]));
             });
@@ -695,18 +723,37 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
         Value dvRows = transposedLhsProduct(
             tb, tl, p, t.dO, sliceDim(tb, tl, 1, st[2], keyOffset, keys),
             transposedOperands);
-        // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP.
+        // dS = scale · P ∘ (dO·Vᵀ − delta), in place of dP; with a soft cap
+        // c also times max(1 − (s / c)², 0), the cap's slope at the capped
+        // score s (0 where the mask made s −inf, as P is).
         Value dp = batchMatmul(tb, tl, t.dO,
                                sliceDim(tb, tl, 2, t.vT, keyOffset, keys));
         MLIRContext *ctx = tb.getContext();
+        SmallVector<Value> dsInputs{p, t.delta};
+        SmallVector<AffineMap> dsMaps{AffineMap::getMultiDimIdentityMap(3, ctx),
+                                      dimsMap(ctx, 3, {0, 1})};
+        if (score.softcap) {
+          dsInputs.push_back(s);
+          dsMaps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
+        }
         Value ds = generic(
-            tb, tl, {p, t.delta},
-            {AffineMap::getMultiDimIdentityMap(3, ctx),
-             dimsMap(ctx, 3, {0, 1})},
-            dp, AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
+            tb, tl, dsInputs, dsMaps, dp,
+            AffineMap::getMultiDimIdentityMap(3, ctx), iterators(3),
             [&](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-              Value d = mulF(nb, nl2, a[0], subF(nb, nl2, a[2], a[1]));
-              return mulF(nb, nl2, d, constantFloat(nb, nl2, l.elt, scale));
+              Value dpIn = a.back();
+              Value d = mulF(nb, nl2, a[0], subF(nb, nl2, dpIn, a[1]));
+              d = mulF(nb, nl2, d,
+                       constantFloat(nb, nl2, l.elt, score.scale));
+              if (!score.softcap)
+                return d;
+              Value cap = constantFloat(nb, nl2, l.elt, *score.softcap);
+              Value t = arith::DivFOp::create(nb, nl2, a[2], cap);
+              Value slope = arith::MaximumFOp::create(
+                  nb, nl2,
+                  subF(nb, nl2, constantFloat(nb, nl2, l.elt, 1.0),
+                       mulF(nb, nl2, t, t)),
+                  constantFloat(nb, nl2, l.elt, 0.0));
+              return mulF(nb, nl2, d, slope);
             });
         // dQ rows += dS·K, dK rows += dSᵀ·Q.
         Value dq = batchMatmulInto(
@@ -724,7 +771,7 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
 /// time: they accumulate over the key tiles the tile sees), dK and dV
 /// (accumulated across query tiles).
 SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
-                                  const Mask &mask, double scale, int64_t tile,
+                                  const Mask &mask, const Scoring &score, int64_t tile,
                                   const GradTileOperands &whole,
                                   ValueRange init, bool transposedOperands) {
   return forEachChunk(
@@ -739,7 +786,7 @@ SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
         t.lse = sliceDim(cb, cl, 1, whole.lse, rowOffset, rows);
         t.delta = sliceDim(cb, cl, 1, whole.delta, rowOffset, rows);
         SmallVector<Value> state =
-            gradQueryTile(cb, cl, l, mask, scale, tile, offset, size, t,
+            gradQueryTile(cb, cl, l, mask, score, tile, offset, size, t,
                           sliceDim(cb, cl, 1, args[0], rowOffset, rows),
                           args[1], args[2], transposedOperands);
         return {insertDim(cb, cl, 1, state[0], args[0], rowOffset), state[1],
@@ -755,7 +802,7 @@ SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
 /// slices of the gradients in the sequence's layout at the end.
 SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
                                       const Layout &l, const Mask &mask,
-                                      double scale, int64_t tile, Value query,
+                                      const Scoring &score, int64_t tile, Value query,
                                       Value key, Value value, Value grad,
                                       Value logsumexp, Value delta,
                                       bool transposedOperands) {
@@ -818,7 +865,7 @@ SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
         tensor::EmptyOp::create(b, loc, {1, rows, l.D}, l.elt),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.D}, l.elt), 0.0),
         filled(b, loc, RankedTensorType::get({1, l.Skv, l.Dv}, l.elt), 0.0)};
-    SmallVector<Value> grads = gradQueryTiles(b, loc, l, mask, scale, tile,
+    SmallVector<Value> grads = gradQueryTiles(b, loc, l, mask, score, tile,
                                               whole, init, transposedOperands);
     // Each accumulator into its slice of the sequence's layout.
     Value dq = regroup(b, loc, grads[0], {{0, 1}, {2}}, {{0, 1}, {2}},
@@ -869,7 +916,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Location loc = op.getLoc();
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     Mask mask{op.getCausal(), windowOf(op)};
-    double scale = op.getScaleOrDefault();
+    Scoring score = scoringOf(op);
     // delta = rowsum(dO ∘ O) per query row, [B, Hkv, S, G], read from both
     // in the sequence's layout [B, S, Hkv, G, Dv] through the loop's maps:
     // the output needs no heads-layout copy (the forward then writes it in
@@ -896,7 +943,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     if (taskBytes > 0) {
       rewriter.replaceOp(
           op, attentionGradTasks(
-                  rewriter, loc, l, mask, scale,
+                  rewriter, loc, l, mask, score,
                   l.taskTilePositions(taskBytes), adaptor.getQuery(),
                   adaptor.getKey(), adaptor.getValue(), adaptor.getGrad(),
                   adaptor.getLogsumexp(), deltaBySequence, transposedOperands));
@@ -921,7 +968,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
     SmallVector<Value> grads = gradQueryTiles(
-        rewriter, loc, l, mask, scale, tile, whole, init, transposedOperands);
+        rewriter, loc, l, mask, score, tile, whole, init, transposedOperands);
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});

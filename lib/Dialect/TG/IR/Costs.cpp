@@ -101,8 +101,9 @@ OpCost AttentionOp::getCost() {
   int64_t pairs = attentionPairs(getQuery(), getKey(), getWindow());
   int64_t d = getQuery().getType().getDimSize(3),
           dv = getValue().getType().getDimSize(3);
-  // Q·Kᵀ and P·V, plus scaling and the softmax of every score.
-  return products(pairs * (d + dv), 6 * pairs);
+  // Q·Kᵀ and P·V, plus scaling and the softmax of every score (and its
+  // soft cap: a division, a tanh, a product).
+  return products(pairs * (d + dv), (getSoftcap() ? 9 : 6) * pairs);
 }
 
 OpCost AttentionGradOp::getCost() {
@@ -110,8 +111,9 @@ OpCost AttentionGradOp::getCost() {
   int64_t d = getQuery().getType().getDimSize(3),
           dv = getValue().getType().getDimSize(3);
   // Recomputed scores Q·Kᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K,
-  // dK = dSᵀ·Q; softmax recomputation and its gradient per score.
-  return products(pairs * (3 * d + 2 * dv), 10 * pairs);
+  // dK = dSᵀ·Q; softmax recomputation and its gradient per score (with a
+  // soft cap, its recomputation and derivative too).
+  return products(pairs * (3 * d + 2 * dv), (getSoftcap() ? 16 : 10) * pairs);
 }
 
 //===----------------------------------------------------------------------===//

@@ -395,7 +395,7 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   auto grad = AttentionGradOp::create(
       b, getLoc(), resultGrads[0], getQuery(), getKey(), getValue(),
       getResult(), getLogsumexp(), getCausal(), getScaleAttr(),
-      getWindowAttr());
+      getWindowAttr(), getSoftcapAttr());
   grads.push_back(needsGrad[0] ? grad.getQueryGrad() : Value());
   grads.push_back(needsGrad[1] ? grad.getKeyGrad() : Value());
   grads.push_back(needsGrad[2] ? grad.getValueGrad() : Value());

@@ -472,16 +472,25 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 /// A window narrows the causal mask: there is none to narrow without it.
-static LogicalResult verifyWindow(Operation *op, bool causal,
-                                  std::optional<uint64_t> window) {
+/// A soft cap is a positive, finite bound.
+static LogicalResult verifyMaskAndCap(Operation *op, bool causal,
+                                      std::optional<uint64_t> window,
+                                      std::optional<APFloat> softcap) {
   if (window && !causal)
     return op->emitOpError("window needs causal (a window of the last ")
            << *window << " keys narrows the causal mask)";
+  if (softcap) {
+    double cap = softcap->convertToDouble();
+    if (!(cap > 0.0) || !std::isfinite(cap))
+      return op->emitOpError("softcap must be positive and finite, got ")
+             << cap;
+  }
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  return verifyWindow(getOperation(), getCausal(), getWindow());
+  return verifyMaskAndCap(getOperation(), getCausal(), getWindow(),
+                          getSoftcap());
 }
 
 double AttentionOp::getScaleOrDefault() {
@@ -590,7 +599,8 @@ LogicalResult LayerNormGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (failed(verifyWindow(getOperation(), getCausal(), getWindow())))
+  if (failed(verifyMaskAndCap(getOperation(), getCausal(), getWindow(),
+                              getSoftcap())))
     return failure();
   VerifierDiagnostics diag{getOperation()};
   if (failed(inferAttention(getQuery().getType(), getKey().getType(),

@@ -325,6 +325,14 @@ func.func @rope_failure_frequency_sign(%x: tensor<2x8x4x4xf32>) {
 
 // -----
 
+func.func @attention_failure_softcap(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>) {
+  // expected-error@+1 {{'tg.attention' op softcap must be positive and finite, got 0.000000e+00}}
+  %o, %lse = tg.attention %q, %k, %k {causal, softcap = 0.0 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op query must be [B, S, H, D], got rank 3}}

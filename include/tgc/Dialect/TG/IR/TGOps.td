@@ -495,7 +495,9 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
     `causal`, position `i` sees keys `0..i` (then `S == Skv`); a `window`
     `W` (only with `causal`) narrows that to the last `W` keys,
     `i - W < j <= i` (Mistral's sliding window). `scale` defaults to
-    `1/sqrt(D)`.
+    `1/sqrt(D)`. With `softcap` c each score is soft-capped before the mask
+    and the softmax, `s ↦ c · tanh(s / c)` (Gemma 2's
+    `attn_logit_softcapping`); the scores below are then the capped ones.
 
     The second result, `logsumexp` (`[B, S, Hq]`), is each query row's
     `log Σ_j exp(scale · q·k_j + mask_j)`: the one statistic the gradient
@@ -512,7 +514,8 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
@@ -769,7 +772,9 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
     `dV = Pᵀ dO`, `dP = dO Vᵀ`, `dS = P ∘ (dP − rowsum(dO ∘ O))`,
     `dQ = scale · dS K`, `dK = scale · dSᵀ Q`. With grouped-query attention
     the gradients of a shared key/value head are summed over its query group.
-    `causal`, `window` and `scale` are those of the forward op. The value head size
+    `causal`, `window`, `scale` and `softcap` are those of the forward op;
+    with `softcap` c, `dS` is further multiplied by `1 − (s / c)²` (the
+    derivative of the cap at the capped score s). The value head size
     equals the query/key head size.
 
     Example:
@@ -781,7 +786,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [
                        TG_FloatTensor:$key, TG_FloatTensor:$value,
                        TG_FloatTensor:$output, TG_FloatTensor:$logsumexp,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{

@@ -172,11 +172,14 @@ private:
                             bias ? param(prefix + ".bias") : Value());
   }
 
+  /// The mean loss of `logits`, soft-capped where the family caps them.
   Value crossEntropy(Value logits, Value targets,
                      std::optional<int64_t> ignore) {
-    return CrossEntropyOp::create(b, loc("loss"), logits, targets,
-                                  ignore ? b.getI64IntegerAttr(*ignore)
-                                         : IntegerAttr());
+    return CrossEntropyOp::create(
+        b, loc("loss"), logits, targets,
+        ignore ? b.getI64IntegerAttr(*ignore) : IntegerAttr(),
+        config.logitSoftcap ? b.getF64FloatAttr(*config.logitSoftcap)
+                            : FloatAttr());
   }
 
   //===--------------------------------------------------------------------===//

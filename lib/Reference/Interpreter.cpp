@@ -378,12 +378,17 @@ struct ScoreMap {
   }
 };
 
+/// The `softcap` attribute of an op, if any.
+template <typename OpTy>
+std::optional<double> softcapOf(OpTy op) {
+  if (std::optional<APFloat> c = op.getSoftcap())
+    return c->convertToDouble();
+  return std::nullopt;
+}
+
 template <typename OpTy>
 ScoreMap scoreMapOf(OpTy op) {
-  std::optional<double> cap;
-  if (std::optional<APFloat> c = op.getSoftcap())
-    cap = c->convertToDouble();
-  return {op.getScaleOrDefault(), cap};
+  return {op.getScaleOrDefault(), softcapOf(op)};
 }
 
 /// Scored, masked products of query position i, head h, batch b with every
@@ -480,8 +485,15 @@ std::vector<Tensor> attentionGrad(const Tensor &dO, const Tensor &q,
 }
 
 /// Mean cross-entropy, or (with `grad`) its gradient scaled by `*grad`.
-Tensor crossEntropy(const Tensor &logits, const Tensor &targets,
-                    std::optional<int64_t> ignore, const double *grad) {
+/// With a `softcap` c the logits are capped (c · tanh(x / c)) first and the
+/// gradient is the capped logits' times the cap's slope.
+Tensor crossEntropy(const Tensor &rawLogits, const Tensor &targets,
+                    std::optional<int64_t> ignore, const double *grad,
+                    std::optional<double> softcap) {
+  ScoreMap cap{1.0, softcap};
+  Tensor logits = rawLogits;
+  for (double &x : logits.data)
+    x = cap(x);
   int64_t V = logits.shape.back(), rows = logits.numElements() / V;
   int64_t count = 0;
   for (int64_t r = 0; r < rows; ++r)
@@ -504,8 +516,9 @@ Tensor crossEntropy(const Tensor &logits, const Tensor &targets,
       continue;
     }
     for (int64_t j = 0; j < V; ++j)
-      result[r * V + j] =
-          *grad * (std::exp(row[j] - mx) / sum - (j == t ? 1.0 : 0.0)) / count;
+      result[r * V + j] = *grad *
+                          (std::exp(row[j] - mx) / sum - (j == t ? 1.0 : 0.0)) /
+                          count * cap.slope(row[j]);
   }
   if (!grad)
     result[0] = total / count;
@@ -523,8 +536,10 @@ Tensor fusedLogits(const Tensor &x, const Tensor &w, const Tensor *bias) {
 std::vector<Tensor> linearCrossEntropyGrad(double g, const Tensor &x,
                                            const Tensor &w, const Tensor *bias,
                                            const Tensor &targets,
-                                           std::optional<int64_t> ignore) {
-  Tensor dlogits = crossEntropy(fusedLogits(x, w, bias), targets, ignore, &g);
+                                           std::optional<int64_t> ignore,
+                                           std::optional<double> softcap) {
+  Tensor dlogits =
+      crossEntropy(fusedLogits(x, w, bias), targets, ignore, &g, softcap);
   int64_t V = w.shape[0], D = w.shape[1], rows = x.numElements() / D;
   Tensor dx(x.shape), dw(w.shape), db({V});
   for (int64_t r = 0; r < rows; ++r)
@@ -725,17 +740,18 @@ private:
         })
         .Case([&](CrossEntropyOp o) {
           set(o, crossEntropy(in(o.getLogits()), in(o.getTargets()),
-                              o.getIgnoreIndex(), nullptr));
+                              o.getIgnoreIndex(), nullptr, softcapOf(o)));
         })
         .Case([&](LinearCrossEntropyOp o) {
           const Tensor *bias = o.getBias() ? &in(o.getBias()) : nullptr;
           Tensor logits =
               fusedLogits(in(o.getInput()), in(o.getWeight()), bias);
-          set(o.getResult(), crossEntropy(logits, in(o.getTargets()),
-                                          o.getIgnoreIndex(), nullptr));
+          set(o.getResult(),
+              crossEntropy(logits, in(o.getTargets()), o.getIgnoreIndex(),
+                           nullptr, softcapOf(o)));
           std::vector<Tensor> g = linearCrossEntropyGrad(
               1.0, in(o.getInput()), in(o.getWeight()), bias,
-              in(o.getTargets()), o.getIgnoreIndex());
+              in(o.getTargets()), o.getIgnoreIndex(), softcapOf(o));
           set(o.getInputGrad(), std::move(g[0]));
           set(o.getWeightGrad(), std::move(g[1]));
           if (bias)
@@ -804,7 +820,7 @@ private:
         .Case([&](CrossEntropyGradOp o) {
           double g = in(o.getGrad())[0];
           set(o, crossEntropy(in(o.getLogits()), in(o.getTargets()),
-                              o.getIgnoreIndex(), &g));
+                              o.getIgnoreIndex(), &g, softcapOf(o)));
         })
         // Optimizer.
         .Case([&](SumSquaresOp o) {

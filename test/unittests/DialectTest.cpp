@@ -91,7 +91,8 @@ TEST_F(TGDialectTest, EmbeddingAndCrossEntropy) {
   Value logits = arg({2, 8, 256});
   builder.setInsertionPointToEnd(block.get());
   auto loss = CrossEntropyOp::create(builder, builder.getUnknownLoc(), logits,
-                                     ids, /*ignore_index=*/nullptr);
+                                     ids, /*ignore_index=*/nullptr,
+                                     /*softcap=*/nullptr);
   EXPECT_EQ(loss.getType().getRank(), 0);
 }
 

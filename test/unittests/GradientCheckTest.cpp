@@ -343,6 +343,23 @@ const GradCase kCases[] = {
      "tensor<2x4x5xf64>, tensor<2x4xi64> -> tensor<f64>\n"
      "  return %l : tensor<f64>\n}\n",
      5},
+    {"cross_entropy_softcap",
+     "func.func @forward(%x: tensor<2x4x5xf64> {tg.param = \"x\"}, %t: "
+     "tensor<2x4xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"
+     "  %l = tg.cross_entropy %x, %t {ignore_index = 0 : i64, softcap = 0.8 "
+     ": f64} : tensor<2x4x5xf64>, tensor<2x4xi64> -> tensor<f64>\n"
+     "  return %l : tensor<f64>\n}\n",
+     5},
+    {"linear_cross_entropy_softcap",
+     "func.func @forward(%x: tensor<2x3x4xf64> {tg.param = \"x\"}, %w: "
+     "tensor<5x4xf64> {tg.param = \"w\"}, %b: tensor<5xf64> {tg.param = "
+     "\"b\"}, %t: tensor<2x3xi64> {tg.input = \"t\"}) -> tensor<f64> {\n"
+     "  %l, %dx, %dw, %db = tg.linear_cross_entropy %x, %w, %t bias(%b : "
+     "tensor<5xf64>) {chunk_rows = 4 : i64, softcap = 0.9 : f64} : "
+     "tensor<2x3x4xf64>, tensor<5x4xf64>, tensor<2x3xi64> -> tensor<f64>, "
+     "tensor<2x3x4xf64>, tensor<5x4xf64>, tensor<5xf64>\n"
+     "  return %l : tensor<f64>\n}\n",
+     5},
     {"linear_cross_entropy_bias",
      "func.func @forward(%x: tensor<2x3x4xf64> {tg.param = \"x\"}, %w: "
      "tensor<5x4xf64> {tg.param = \"w\"}, %b: tensor<5xf64> {tg.param = "

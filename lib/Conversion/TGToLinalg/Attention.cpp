@@ -205,10 +205,7 @@ struct Scoring {
 
 template <typename OpTy>
 Scoring scoringOf(OpTy op) {
-  std::optional<double> cap;
-  if (std::optional<APFloat> c = op.getSoftcap())
-    cap = c->convertToDouble();
-  return {op.getScaleOrDefault(), cap};
+  return {op.getScaleOrDefault(), softcapOf(op)};
 }
 
 /// The window of tg.attention or tg.attention_grad, if any.
@@ -318,12 +315,8 @@ Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
       iterators(3), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Type elt = type.getElementType();
         Value s = mulF(nb, nl, a[0], constantFloat(nb, nl, elt, score.scale));
-        if (score.softcap) {
-          Value cap = constantFloat(nb, nl, elt, *score.softcap);
-          s = mulF(nb, nl, cap,
-                   math::TanhOp::create(
-                       nb, nl, arith::DivFOp::create(nb, nl, s, cap)));
-        }
+        if (score.softcap)
+          s = softcapped(nb, nl, s, *score.softcap);
         if (!mask.hidesAny())
           return s;
         Value r = linalg::IndexOp::create(nb, nl, 1),
@@ -746,14 +739,8 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
                        constantFloat(nb, nl2, l.elt, score.scale));
               if (!score.softcap)
                 return d;
-              Value cap = constantFloat(nb, nl2, l.elt, *score.softcap);
-              Value t = arith::DivFOp::create(nb, nl2, a[2], cap);
-              Value slope = arith::MaximumFOp::create(
-                  nb, nl2,
-                  subF(nb, nl2, constantFloat(nb, nl2, l.elt, 1.0),
-                       mulF(nb, nl2, t, t)),
-                  constantFloat(nb, nl2, l.elt, 0.0));
-              return mulF(nb, nl2, d, slope);
+              return mulF(nb, nl2, d,
+                          softcapSlope(nb, nl2, a[2], *score.softcap));
             });
         // dQ rows += dS·K, dK rows += dSᵀ·Q.
         Value dq = batchMatmulInto(

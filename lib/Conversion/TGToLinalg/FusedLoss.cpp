@@ -42,6 +42,7 @@ struct FusedOperands {
   Value bias;    // [V] or null
   int64_t rows, dim, vocab, chunk;
   std::optional<int64_t> ignore;
+  std::optional<double> softcap;
   Type elt;
 };
 
@@ -66,7 +67,8 @@ FusedOperands flatten(OpBuilder &b, Location loc, Value input, Value weight,
   return f;
 }
 
-/// The [V, size] logits of one chunk of rows `x` ([size, D]).
+/// The [V, size] logits of one chunk of rows `x` ([size, D]), soft-capped
+/// in place where the op caps them.
 Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                   int64_t size) {
   auto type = RankedTensorType::get({f.vocab, size}, f.elt);
@@ -76,13 +78,21 @@ Value chunkLogits(OpBuilder &b, Location loc, const FusedOperands &f, Value x,
                        tensor::EmptyOp::create(b, loc, type.getShape(), f.elt),
                        dimsMap(ctx, 2, {0, 1}), iterators(2), first)
              : filled(b, loc, type, 0.0);
-  return matmul2D(b, loc, f.weight, transpose2D(b, loc, x), init);
+  Value logits = matmul2D(b, loc, f.weight, transpose2D(b, loc, x), init);
+  if (!f.softcap)
+    return logits;
+  AffineMap full = dimsMap(ctx, 2, {0, 1});
+  return generic(b, loc, {}, {}, logits, full, iterators(2),
+                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return softcapped(nb, nl, a[0], *f.softcap);
+                 });
 }
 
 /// One chunk's loss sum (0-d) and logits gradient [V, rows], with a single
 /// [V, rows] buffer: the exponentials and then the gradient are written over
 /// the logits (parallel loops, which vectorise along the rows; the per-row
-/// max and sum are the only reductions).
+/// max and sum are the only reductions). Soft-capped logits are kept for
+/// the cap's slope: the exponentials then get a buffer of their own.
 struct ChunkLoss {
   Value sum, dlogits;
 };
@@ -108,8 +118,13 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
         return tensor::ExtractOp::create(
             nb, l, logits, ValueRange{clampIndex(nb, l, a[0], f.vocab), r});
       });
+  Value expsInit =
+      f.softcap ? tensor::EmptyOp::create(b, loc, tensorType(logits).getShape(),
+                                          f.elt)
+                      .getResult()
+                : logits;
   Value exps =
-      generic(b, loc, max, row2, logits, full, iterators(2),
+      generic(b, loc, max, row2, expsInit, full, iterators(2),
               [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                 return math::ExpOp::create(nb, l, subF(nb, l, a[1], a[0]));
               });
@@ -130,12 +145,21 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
       });
   // (softmax − onehot) / count, zero on ignored rows, over the exponentials.
   AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
+  SmallVector<Value> inputs{targets, sumExp, count};
+  SmallVector<AffineMap> maps{row2, row2, scalar};
+  if (f.softcap) {
+    inputs.push_back(logits);
+    maps.push_back(full);
+  }
   Value dlogits = generic(
-      b, loc, {targets, sumExp, count}, {row2, row2, scalar}, exps, full,
-      iterators(2), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return lossGradElement(nb, l, divF(nb, l, a[3], a[1]), a[0], f.vocab,
-                               /*grad=*/Value(), a[2], f.ignore,
-                               /*classDim=*/0);
+      b, loc, inputs, maps, exps, full, iterators(2),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value d = lossGradElement(nb, l, divF(nb, l, a.back(), a[1]), a[0],
+                                  f.vocab, /*grad=*/Value(), a[2], f.ignore,
+                                  /*classDim=*/0);
+        return f.softcap
+                   ? mulF(nb, l, d, softcapSlope(nb, l, a[3], *f.softcap))
+                   : d;
       });
   return {sum, dlogits};
 }
@@ -151,6 +175,7 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
         flatten(rewriter, loc, adaptor.getInput(), adaptor.getWeight(),
                 adaptor.getBias(), adaptor.getTargets(), op.getIgnoreIndex(),
                 op.getChunkRows());
+    f.softcap = softcapOf(op);
     RankedTensorType lossType = op.getResult().getType();
     Value count = targetCount(rewriter, loc, f.targets, f.ignore, f.elt);
     auto inputType = RankedTensorType::get({f.rows, f.dim}, f.elt);

@@ -468,8 +468,9 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     std::optional<int64_t> ignore = op.getIgnoreIndex();
-    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
-                          adaptor.getTargets(), ignore);
+    Value logits =
+        softcappedTensor(rewriter, loc, adaptor.getLogits(), softcapOf(op));
+    LossRows r = lossRows(rewriter, loc, logits, adaptor.getTargets(), ignore);
     Value count = targetCount(rewriter, loc, r.targets, ignore,
                               op.getType().getElementType());
     Value total = lossSum(rewriter, loc, r, ignore);
@@ -489,11 +490,13 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     std::optional<int64_t> ignore = op.getIgnoreIndex();
-    LossRows r = lossRows(rewriter, loc, adaptor.getLogits(),
-                          adaptor.getTargets(), ignore);
+    std::optional<double> softcap = softcapOf(op);
+    Value logits = softcappedTensor(rewriter, loc, adaptor.getLogits(), softcap);
+    LossRows r = lossRows(rewriter, loc, logits, adaptor.getTargets(), ignore);
     Value count = targetCount(rewriter, loc, r.targets, ignore,
                               op.getType().getElementType());
-    Value d = logitsGrad(rewriter, loc, r, adaptor.getGrad(), count, ignore);
+    Value d = logitsGrad(rewriter, loc, r, adaptor.getGrad(), count, ignore,
+                         softcap);
     rewriter.replaceOp(op, reshape(rewriter, loc, d, op.getType()));
     return success();
   }

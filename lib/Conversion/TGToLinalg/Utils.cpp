@@ -419,9 +419,42 @@ Value mlir::tg::lowering::lossSum(OpBuilder &b, Location loc, const LossRows &r,
       });
 }
 
+Value mlir::tg::lowering::softcapped(OpBuilder &b, Location l, Value x,
+                                     double cap) {
+  Value c = constantFloat(b, l, x.getType(), cap);
+  return mulF(b, l, c,
+              math::TanhOp::create(b, l, arith::DivFOp::create(b, l, x, c)));
+}
+
+Value mlir::tg::lowering::softcapSlope(OpBuilder &b, Location l, Value capped,
+                                       double cap) {
+  Type elt = capped.getType();
+  Value t = arith::DivFOp::create(b, l, capped, constantFloat(b, l, elt, cap));
+  return arith::MaximumFOp::create(
+      b, l, subF(b, l, constantFloat(b, l, elt, 1.0), mulF(b, l, t, t)),
+      constantFloat(b, l, elt, 0.0));
+}
+
+Value mlir::tg::lowering::softcappedTensor(OpBuilder &b, Location loc, Value x,
+                                           std::optional<double> cap) {
+  if (!cap)
+    return x;
+  RankedTensorType type = tensorType(x);
+  MLIRContext *ctx = b.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(type.getRank(), ctx);
+  return generic(
+      b, loc, x, id,
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()),
+      id, iterators(type.getRank()),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return softcapped(nb, nl, a[0], *cap);
+      });
+}
+
 Value mlir::tg::lowering::logitsGrad(OpBuilder &b, Location loc,
                                      const LossRows &r, Value grad, Value count,
-                                     std::optional<int64_t> ignore) {
+                                     std::optional<int64_t> ignore,
+                                     std::optional<double> softcap) {
   RankedTensorType flat = tensorType(r.logits);
   MLIRContext *ctx = b.getContext();
   Value init =
@@ -436,8 +469,12 @@ Value mlir::tg::lowering::logitsGrad(OpBuilder &b, Location loc,
                        divF(nb, l,
                             math::ExpOp::create(nb, l, subF(nb, l, a[0], a[2])),
                             a[3]);
-                   return lossGradElement(nb, l, p, a[1], flat.getDimSize(1),
-                                          a[4], a[5], ignore);
+                   Value d = lossGradElement(nb, l, p, a[1],
+                                             flat.getDimSize(1), a[4], a[5],
+                                             ignore);
+                   return softcap ? mulF(nb, l, d,
+                                         softcapSlope(nb, l, a[0], *softcap))
+                                  : d;
                  });
 }
 

@@ -204,9 +204,30 @@ Value lossGradElement(OpBuilder &b, Location l, Value p, Value target,
                       std::optional<int64_t> ignore, unsigned classDim = 1);
 
 /// [R, V] gradient of the mean loss: grad · (softmax − onehot) / count,
-/// zero on ignored rows (`grad` and `count` 0-d).
+/// zero on ignored rows (`grad` and `count` 0-d); with a `softcap` (the
+/// rows' logits being capped ones) also times the cap's slope.
 Value logitsGrad(OpBuilder &b, Location loc, const LossRows &r, Value grad,
-                 Value count, std::optional<int64_t> ignore);
+                 Value count, std::optional<int64_t> ignore,
+                 std::optional<double> softcap = std::nullopt);
+
+/// The `softcap` attribute of a tg op (attention, cross-entropy), if any.
+template <typename OpTy>
+std::optional<double> softcapOf(OpTy op) {
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    return cap->convertToDouble();
+  return std::nullopt;
+}
+
+/// A soft cap of scalar `x`: cap · tanh(x / cap) (attention scores, logits).
+Value softcapped(OpBuilder &b, Location l, Value x, double cap);
+
+/// The soft cap's slope at the capped value z: max(1 − (z / cap)², 0), 0
+/// also where a mask made z −inf.
+Value softcapSlope(OpBuilder &b, Location l, Value capped, double cap);
+
+/// `x` with each element soft-capped (a new tensor), or `x` without a cap.
+Value softcappedTensor(OpBuilder &b, Location loc, Value x,
+                       std::optional<double> cap);
 
 } // namespace mlir::tg::lowering
 

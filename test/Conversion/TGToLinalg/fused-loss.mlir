@@ -42,3 +42,26 @@ func.func @one_chunk(%h: tensor<2x3x5xf32>, %w: tensor<7x5xf32>, %t: tensor<2x3x
   %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 64 : i64} : tensor<2x3x5xf32>, tensor<7x5xf32>, tensor<2x3xi64> -> tensor<f32>, tensor<2x3x5xf32>, tensor<7x5xf32>
   return %l : tensor<f32>
 }
+
+// With a soft cap c = 30 (Gemma 2's final_logit_softcapping) each chunk's
+// logits are capped in place after the product; the exponentials get a
+// tile of their own, so that the logits gradient can multiply by the cap's
+// slope max(1 − (z / c)², 0) at the capped logit z.
+// CHECK-LABEL: func.func @loss_softcap
+// CHECK-DAG: %[[CAP:.*]] = arith.constant 3.000000e+01 : f32
+// CHECK: %[[L:.*]] = linalg.matmul {{.*}} -> tensor<7x6xf32>
+// CHECK: %[[Z:.*]] = linalg.generic {{.*}} outs(%[[L]] : tensor<7x6xf32>)
+// CHECK: arith.divf %{{.*}}, %[[CAP]]
+// CHECK-NEXT: math.tanh
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[CAP]]
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<7x6xf32>
+// CHECK: %[[E:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<7x6xf32>)
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z]] : tensor<6xi32>, tensor<6xf32>, tensor<f32>, tensor<7x6xf32>) outs(%[[E]] : tensor<7x6xf32>)
+// CHECK: arith.divf %{{.*}}, %[[CAP]]
+// CHECK: arith.maximumf
+// CHECK: arith.mulf
+func.func @loss_softcap(%x: tensor<6x5xf32>, %w: tensor<7x5xf32>, %t: tensor<6xi32>) -> (tensor<f32>, tensor<6x5xf32>) {
+  %l, %dx, %dw = tg.linear_cross_entropy %x, %w, %t {chunk_rows = 6 : i64, softcap = 3.0e+01 : f64} : tensor<6x5xf32>, tensor<7x5xf32>, tensor<6xi32> -> tensor<f32>, tensor<6x5xf32>, tensor<7x5xf32>
+  return %l, %dx : tensor<f32>, tensor<6x5xf32>
+}

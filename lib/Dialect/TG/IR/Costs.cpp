@@ -144,8 +144,14 @@ OpCost RopeOp::getCost() {
   return {0, 3 * numel(getResult()) / D * getRotatedDims()};
 }
 OpCost EmbeddingGradOp::getCost() { return elementwise(getGrad(), 1); }
-OpCost CrossEntropyOp::getCost() { return elementwise(getLogits(), 4); }
-OpCost CrossEntropyGradOp::getCost() { return elementwise(getResult(), 6); }
+// A soft cap adds a division, a tanh and a product per logit, and its
+// slope three more in the gradient.
+OpCost CrossEntropyOp::getCost() {
+  return elementwise(getLogits(), getSoftcap() ? 7 : 4);
+}
+OpCost CrossEntropyGradOp::getCost() {
+  return elementwise(getResult(), getSoftcap() ? 12 : 6);
+}
 
 //===----------------------------------------------------------------------===//
 // Optimizer

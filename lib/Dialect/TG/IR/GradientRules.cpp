@@ -436,7 +436,8 @@ LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b,
                                             SmallVectorImpl<Value> &grads) {
   push(grads, needsGrad, 0, [&]() -> Value {
     return CrossEntropyGradOp::create(b, getLoc(), resultGrads[0], getLogits(),
-                                      getTargets(), getIgnoreIndexAttr());
+                                      getTargets(), getIgnoreIndexAttr(),
+                                      getSoftcapAttr());
   });
   grads.push_back(Value()); // integer targets
   return success();

@@ -471,14 +471,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// A window narrows the causal mask: there is none to narrow without it.
 /// A soft cap is a positive, finite bound.
-static LogicalResult verifyMaskAndCap(Operation *op, bool causal,
-                                      std::optional<uint64_t> window,
-                                      std::optional<APFloat> softcap) {
-  if (window && !causal)
-    return op->emitOpError("window needs causal (a window of the last ")
-           << *window << " keys narrows the causal mask)";
+static LogicalResult verifySoftcap(Operation *op,
+                                   std::optional<APFloat> softcap) {
   if (softcap) {
     double cap = softcap->convertToDouble();
     if (!(cap > 0.0) || !std::isfinite(cap))
@@ -486,6 +481,24 @@ static LogicalResult verifyMaskAndCap(Operation *op, bool causal,
              << cap;
   }
   return success();
+}
+
+/// A window narrows the causal mask: there is none to narrow without it.
+static LogicalResult verifyMaskAndCap(Operation *op, bool causal,
+                                      std::optional<uint64_t> window,
+                                      std::optional<APFloat> softcap) {
+  if (window && !causal)
+    return op->emitOpError("window needs causal (a window of the last ")
+           << *window << " keys narrows the causal mask)";
+  return verifySoftcap(op, softcap);
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifySoftcap(getOperation(), getSoftcap());
+}
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  return verifySoftcap(getOperation(), getSoftcap());
 }
 
 LogicalResult AttentionOp::verify() {
@@ -627,6 +640,8 @@ LogicalResult CrossEntropyGradOp::verify() {
   if (getGrad().getType().getElementType() !=
       getLogits().getType().getElementType())
     return emitOpError("grad and logits must have the same element type");
+  if (failed(verifySoftcap(getOperation(), getSoftcap())))
+    return failure();
   return inferCrossEntropy(getLogits().getType(), getTargets().getType(),
                            ErrorEmitter(diag));
 }

@@ -50,7 +50,7 @@ struct FuseLinearCrossEntropy : OpRewritePattern<CrossEntropyOp> {
     auto fused = LinearCrossEntropyOp::create(
         rewriter, loc, linear.getInput(), linear.getWeight(), linear.getBias(),
         op.getTargets(), op.getIgnoreIndexAttr(),
-        rewriter.getI64IntegerAttr(chunk));
+        rewriter.getI64IntegerAttr(chunk), op.getSoftcapAttr());
     // What the front end recorded about the pair (its layer) stays.
     for (NamedAttribute attr : op->getDiscardableAttrs())
       fused->setAttr(attr.getName(), attr.getValue());

@@ -333,6 +333,14 @@ func.func @attention_failure_softcap(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4
 
 // -----
 
+func.func @cross_entropy_failure_softcap(%l: tensor<4x7xf32>, %t: tensor<4xi32>) {
+  // expected-error@+1 {{'tg.cross_entropy' op softcap must be positive and finite, got -3.000000e+00}}
+  %0 = tg.cross_entropy %l, %t {softcap = -3.0 : f64} : tensor<4x7xf32>, tensor<4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @attention_failure_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x8x4x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{'tg.attention' op query must be [B, S, H, D], got rank 3}}

@@ -68,3 +68,12 @@ func.func @classifier(%h: tensor<4x9xf32>, %w: tensor<3x9xf32>, %t: tensor<4xi32
   %loss = tg.cross_entropy %logits, %t : tensor<4x3xf32>, tensor<4xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// A soft-capped loss (Gemma 2) fuses with its cap.
+// CHECK-LABEL: func.func @softcapped
+// CHECK: tg.linear_cross_entropy {{.*}}softcap = 3.000000e+01 : f64
+func.func @softcapped(%h: tensor<4x5xf32>, %w: tensor<7x5xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  %logits = tg.linear %h, %w : tensor<4x5xf32>, tensor<7x5xf32> -> tensor<4x7xf32>
+  %loss = tg.cross_entropy %logits, %t {softcap = 30.0 : f64} : tensor<4x7xf32>, tensor<4xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

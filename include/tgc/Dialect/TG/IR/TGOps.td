@@ -534,7 +534,9 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
     `logits` is `[N..., V]`, `targets` is `[N...]` (i32/i64 class ids). The
     result is a 0-d tensor: the mean over all positions whose target is not
     `ignore_index` of `logsumexp(logits) - logits[target]`, as
-    `torch.nn.functional.cross_entropy(reduction="mean")`.
+    `torch.nn.functional.cross_entropy(reduction="mean")`. With `softcap` c
+    the logits are first capped, `x ↦ c · tanh(x / c)` (Gemma 2's
+    `final_logit_softcapping`).
 
     Example:
     ```mlir
@@ -542,12 +544,14 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {
     ```
   }];
   let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_ScalarFloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->`
     type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
@@ -567,7 +571,9 @@ def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
     cross-entropy), and nothing is recomputed: the gradient rule scales
     these results by the loss's upstream gradient, which a train step's seed
     of 1 folds away. `result` is the same 0-d mean loss as
-    `tg.cross_entropy`. `tg-fuse` creates it from the unfused pair.
+    `tg.cross_entropy`. With `softcap` c the logits are capped as there, and
+    `dlogits` is further multiplied by the cap's slope `1 − (z / c)²` at the
+    capped logit z. `tg-fuse` creates it from the unfused pair.
 
     Example:
     ```mlir
@@ -582,7 +588,8 @@ def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        Optional<TG_FloatTensor>:$bias, TG_IndexTensor:$targets,
                        OptionalAttr<I64Attr>:$ignore_index,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_rows);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_rows,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_ScalarFloatTensor:$result, TG_FloatTensor:$input_grad,
                       TG_FloatTensor:$weight_grad,
                       Optional<TG_FloatTensor>:$bias_grad);
@@ -592,6 +599,7 @@ def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
     type($result) `,` type($input_grad) `,` type($weight_grad)
     (`,` type($bias_grad)^)?
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -808,7 +816,9 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
     `result = grad · (softmax(logits) − onehot(targets)) / count`, where
     `count` is the number of positions whose target is not `ignore_index`;
     ignored positions get zero. The probabilities are recomputed from the
-    logits. `grad` is the 0-d gradient of the loss.
+    logits. `grad` is the 0-d gradient of the loss. With `softcap` c (that
+    of the forward op) the probabilities are those of the capped logits z
+    and the result is further multiplied by `1 − (z / c)²`.
 
     Example:
     ```mlir
@@ -817,7 +827,8 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [
   }];
   let arguments = (ins TG_ScalarFloatTensor:$grad, TG_FloatTensor:$logits,
                        TG_IndexTensor:$targets,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $logits `,` $targets attr-dict `:` type($grad) `,` type($logits)

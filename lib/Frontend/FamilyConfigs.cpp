@@ -1,0 +1,247 @@
+//===- FamilyConfigs.cpp - each model family's config.json keys -----------===//
+//
+// One reader per family of Hugging Face configs (the llama-like decoders,
+// GPT-2, GPT-NeoX) and the tgc MLP: which keys change the math, their
+// defaults as transformers' config classes set them, and the refusals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConfigReader.h"
+
+#include "llvm/Support/Format.h"
+
+using namespace tgc;
+using namespace tgc::config;
+
+/// The layers Qwen2/Qwen3 window, as Hugging Face's configs decide them:
+/// none without use_sliding_window; else those layer_types marks
+/// "sliding_attention", or by default those from max_window_layers on.
+/// Empty when no layer is windowed.
+static std::vector<bool> readQwenWindowedLayers(ConfigReader &r,
+                                         const ModelConfig &c) {
+  bool use = r.boolean("use_sliding_window").value_or(false);
+  std::vector<bool> windowed;
+  if (const Value *types = r.value("layer_types", false)) {
+    const llvm::json::Array *list = types->getAsArray();
+    if (!list || static_cast<int64_t>(list->size()) != c.numLayers) {
+      r.error("layer_types",
+              llvm::formatv("expected an array of {0} entries (one per "
+                            "layer), got {1}",
+                            c.numLayers, describe(*types)));
+      return {};
+    }
+    for (const Value &entry : *list) {
+      std::optional<llvm::StringRef> name = entry.getAsString();
+      if (!name || (*name != "full_attention" && *name != "sliding_attention")) {
+        r.error("layer_types", "entries must be \"full_attention\" or "
+                               "\"sliding_attention\", got " +
+                                   describe(entry));
+        return {};
+      }
+      windowed.push_back(*name == "sliding_attention");
+    }
+  } else {
+    int64_t first = r.integer("max_window_layers", false, 0).value_or(28);
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      windowed.push_back(i >= first);
+  }
+  if (!use || llvm::none_of(windowed, [](bool w) { return w; }))
+    return {};
+  return windowed;
+}
+
+void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::Llama;
+  llvm::StringRef type = c.modelType;
+  bool qwen = type == "qwen2" || type == "qwen3";
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
+  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
+  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
+  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  c.numKVHeads = r.integer("num_key_value_heads", false).value_or(c.numHeads);
+  c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
+  c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
+  c.ropeTheta = r.number("rope_theta", false).value_or(10000.0);
+  // GemmaConfig ties the head to the embedding unless told otherwise.
+  c.tieWordEmbeddings =
+      r.boolean("tie_word_embeddings").value_or(type == "gemma");
+  if (type == "qwen2") {
+    // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
+    c.qkvBias = true;
+  } else if (type == "phi3") {
+    // Phi3Attention and Phi3MLP: fused projections, never a bias (the
+    // attention_bias its configs carry is not read).
+    c.fusedProjections = true;
+  } else {
+    c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
+  }
+  if (!qwen && type != "phi3" && type != "gemma")
+    c.mlpBias = r.boolean("mlp_bias").value_or(false);
+  c.qkNorm = type == "qwen3"   ? QKNorm::PerHead
+             : type == "olmo2" ? QKNorm::Projection
+                               : QKNorm::None;
+  c.postNorms = type == "olmo2";
+  c.gemmaScaling = type == "gemma";
+  if (type == "gemma") {
+    // GemmaMLP reads hidden_activation (gelu_pytorch_tanh when absent or
+    // null) and ignores hidden_act, which Gemma's configs set to "gelu".
+    c.activation = Activation::GeluTanh;
+    if (auto act = r.string("hidden_activation", false))
+      c.activation = parseActivation(r, "hidden_activation", *act)
+                         .value_or(c.activation);
+  } else if (auto act = r.string("hidden_act", false)) {
+    c.activation =
+        parseActivation(r, "hidden_act", *act).value_or(c.activation);
+  }
+  if (r.failed())
+    return;
+  // Qwen3Config's head_dim defaults to 128 and GemmaConfig's to 256,
+  // whatever the width.
+  std::optional<int64_t> headDim = r.integer("head_dim", false);
+  if (!headDim && type == "qwen3")
+    headDim = 128;
+  if (!headDim && type == "gemma")
+    headDim = 256;
+  if (c.hiddenSize % c.numHeads != 0 && !headDim)
+    r.error("num_attention_heads",
+            llvm::formatv("{0} heads do not divide hidden_size {1}", c.numHeads,
+                          c.hiddenSize));
+  c.headDim = headDim.value_or(c.numHeads ? c.hiddenSize / c.numHeads : 0);
+  if (c.headDim % 2 != 0)
+    r.error(
+        "head_dim",
+        llvm::formatv("RoPE needs an even head dimension, got {0}", c.headDim));
+  if (c.numHeads % c.numKVHeads != 0)
+    r.error("num_key_value_heads",
+            llvm::formatv("{0} key/value heads do not divide {1} attention "
+                          "heads",
+                          c.numKVHeads, c.numHeads));
+  // The window: query i sees keys i - W < j <= i. Mistral and Phi-3 window
+  // every layer; Qwen only those readQwenWindowedLayers names (its released
+  // configs carry a window they do not use). LlamaModel has no window: the
+  // key does not change its math.
+  if (type == "mistral" || type == "phi3") {
+    c.slidingWindow = r.integer("sliding_window", false);
+  } else if (qwen) {
+    c.windowedLayers = readQwenWindowedLayers(r, c);
+    if (!c.windowedLayers.empty())
+      c.slidingWindow = r.integer("sliding_window", true);
+  }
+  readRopeSettings(r, "rope_scaling", "rope_theta", c);
+  std::optional<double> partial =
+      readRopeSettings(r, "rope_parameters", "rope_theta", c);
+  // Phi3's attention rotates the first head_dim · partial_rotary_factor
+  // dimensions; the others apply RoPE to the whole head.
+  readPartialRotary(r, "partial_rotary_factor", 1.0, partial,
+                    /*supported=*/type == "phi3", c);
+}
+
+/// GPTNeoXForCausalLM (Pythia): LayerNorms with bias, one query_key_value
+/// projection interleaved per head, RoPE over the first rotary_pct of each
+/// head, exact GELU, parallel residuals by default, an untied embed_out.
+void tgc::config::readGPTNeoX(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::GPTNeoX;
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
+  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
+  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
+  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
+  c.normEps = r.number("layer_norm_eps", false).value_or(1e-5);
+  c.ropeTheta = r.number("rotary_emb_base", false).value_or(10000.0);
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(false);
+  c.parallelResidual = r.boolean("use_parallel_residual").value_or(true);
+  // attention_bias covers query_key_value and dense; the MLP always has one.
+  c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(true);
+  c.mlpBias = true;
+  c.activation = Activation::GeluErf;
+  if (auto act = r.string("hidden_act", false))
+    c.activation =
+        parseActivation(r, "hidden_act", *act).value_or(c.activation);
+  if (r.failed())
+    return;
+  if (c.hiddenSize % c.numHeads != 0) {
+    r.error("num_attention_heads",
+            llvm::formatv("{0} heads do not divide hidden_size {1}",
+                          c.numHeads, c.hiddenSize));
+    return;
+  }
+  c.numKVHeads = c.numHeads;
+  c.headDim = c.hiddenSize / c.numHeads;
+  readRopeSettings(r, "rope_scaling", "rotary_emb_base", c);
+  std::optional<double> partial =
+      readRopeSettings(r, "rope_parameters", "rotary_emb_base", c);
+  if (!r.failed())
+    readPartialRotary(r, "rotary_pct", 0.25, partial, /*supported=*/true, c);
+}
+
+void tgc::config::readGPT2(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::GPT2;
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("n_embd", true).value_or(0);
+  c.numLayers = r.integer("n_layer", true).value_or(0);
+  c.numHeads = r.integer("n_head", true).value_or(0);
+  c.maxPositions = r.integer("n_positions", true).value_or(0);
+  c.intermediateSize = r.integer("n_inner", false).value_or(4 * c.hiddenSize);
+  c.normEps = r.number("layer_norm_epsilon", false).value_or(1e-5);
+  c.activation = Activation::GeluTanh;
+  if (auto act = r.string("activation_function", false))
+    c.activation =
+        parseActivation(r, "activation_function", *act).value_or(c.activation);
+  // GPT2LMHeadModel always ties lm_head to wte.
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(true);
+  if (!c.tieWordEmbeddings)
+    r.error("tie_word_embeddings", "GPT-2 ties lm_head to wte; false is not "
+                                   "supported");
+  if (r.failed())
+    return;
+  if (c.hiddenSize % c.numHeads != 0)
+    r.error("n_head", llvm::formatv("{0} heads do not divide n_embd {1}",
+                                    c.numHeads, c.hiddenSize));
+  c.numKVHeads = c.numHeads;
+  c.headDim = c.hiddenSize / c.numHeads;
+  c.qkvBias = c.outputBias = c.mlpBias = true;
+}
+
+void tgc::config::readMLP(ConfigReader &r, ModelConfig &c) {
+  c.family = ModelFamily::MLP;
+  const Value *layers = r.value("layers", true);
+  if (!layers)
+    return;
+  const llvm::json::Array *sizes = layers->getAsArray();
+  if (!sizes) {
+    r.error("layers",
+            "expected an array of layer sizes, got " + describe(*layers));
+    return;
+  }
+  if (sizes->size() < 2) {
+    r.error("layers", llvm::formatv("needs at least an input and an output "
+                                    "size, got {0} entries",
+                                    sizes->size()));
+    return;
+  }
+  for (size_t i = 0; i < sizes->size(); ++i) {
+    std::optional<int64_t> n = (*sizes)[i].getAsInteger();
+    if (!n || *n < 1) {
+      r.error("layers", llvm::formatv("entry {0} must be a positive integer, "
+                                      "got {1}",
+                                      i, describe((*sizes)[i])));
+      return;
+    }
+    if (*n > ConfigReader::kMaxSize) {
+      r.error("layers",
+              llvm::formatv("entry {0} is too large: {1} (at most {2})", i, *n,
+                            ConfigReader::kMaxSize));
+      return;
+    }
+    c.layerSizes.push_back(*n);
+  }
+  c.activation = Activation::ReLU;
+  if (auto act = r.string("activation", false))
+    c.activation =
+        parseActivation(r, "activation", *act).value_or(c.activation);
+  c.bias = r.boolean("bias").value_or(true);
+  c.vocabSize = c.layerSizes.back(); // classes
+}
+

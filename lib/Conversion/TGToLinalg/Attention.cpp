@@ -700,18 +700,21 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
             scores(tb, tl, l, t.q, sliceDim(tb, tl, 2, t.kT, keyOffset, keys),
                    score, tileMask);
         // P = exp(s − logsumexp), in place of the scores unless dS reads
-        // the capped scores too.
-        Value pDest =
+        // the capped scores too (then into a tile of its own, reading s).
+        auto exp = [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
+          return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[1], a[0]));
+        };
+        MLIRContext *ctx = tb.getContext();
+        Value p =
             score.softcap
-                ? tensor::EmptyOp::create(tb, tl, tensorType(s).getShape(),
-                                          l.elt)
-                      .getResult()
-                : s;
-        Value p = updateRows(
-            tb, tl, pDest, t.lse,
-            [](OpBuilder &nb, Location nl2, ValueRange a) -> Value {
-              return math::ExpOp::create(nb, nl2, subF(nb, nl2, a[1], a[0]));
-            });
+                ? generic(tb, tl, {t.lse, s},
+                          {dimsMap(ctx, 3, {0, 1}),
+                           AffineMap::getMultiDimIdentityMap(3, ctx)},
+                          tensor::EmptyOp::create(
+                              tb, tl, tensorType(s).getShape(), l.elt),
+                          AffineMap::getMultiDimIdentityMap(3, ctx),
+                          iterators(3), exp)
+                : updateRows(tb, tl, s, t.lse, exp);
         // dV rows += Pᵀ·dO.
         Value dvRows = transposedLhsProduct(
             tb, tl, p, t.dO, sliceDim(tb, tl, 1, st[2], keyOffset, keys),
@@ -721,7 +724,6 @@ SmallVector<Value> gradQueryTile(OpBuilder &b, Location nl, const Layout &l,
         // score s (0 where the mask made s −inf, as P is).
         Value dp = batchMatmul(tb, tl, t.dO,
                                sliceDim(tb, tl, 2, t.vT, keyOffset, keys));
-        MLIRContext *ctx = tb.getContext();
         SmallVector<Value> dsInputs{p, t.delta};
         SmallVector<AffineMap> dsMaps{AffineMap::getMultiDimIdentityMap(3, ctx),
                                       dimsMap(ctx, 3, {0, 1})};

@@ -118,16 +118,18 @@ ChunkLoss chunkLoss(OpBuilder &b, Location loc, const FusedOperands &f,
         return tensor::ExtractOp::create(
             nb, l, logits, ValueRange{clampIndex(nb, l, a[0], f.vocab), r});
       });
-  Value expsInit =
-      f.softcap ? tensor::EmptyOp::create(b, loc, tensorType(logits).getShape(),
-                                          f.elt)
-                      .getResult()
-                : logits;
+  // exp(logit − max): over the logits, or reading them into a tile of its
+  // own where they are kept.
+  auto exp = [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    return math::ExpOp::create(nb, l, subF(nb, l, a[1], a[0]));
+  };
   Value exps =
-      generic(b, loc, max, row2, expsInit, full, iterators(2),
-              [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                return math::ExpOp::create(nb, l, subF(nb, l, a[1], a[0]));
-              });
+      f.softcap
+          ? generic(b, loc, {max, logits}, {row2, full},
+                    tensor::EmptyOp::create(
+                        b, loc, tensorType(logits).getShape(), f.elt),
+                    full, iterators(2), exp)
+          : generic(b, loc, max, row2, logits, full, iterators(2), exp);
   Value sumExp = generic(b, loc, exps, full, filled(b, loc, rowType, 0.0), row2,
                          iterators(2, {0}), sumOf(first));
   // Σ_rows [not ignored] (log Σexp + max − logit[target]).

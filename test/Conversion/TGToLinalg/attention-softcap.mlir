@@ -21,9 +21,14 @@
 // CHECK-NEXT: %[[T:.*]] = math.tanh %[[X]]
 // CHECK-NEXT: %[[CAPPED:.*]] = arith.mulf %[[T]], %[[CAP]]
 // CHECK: arith.select %{{.*}}, %[[NEGINF]], %[[CAPPED]]
-// The backward: dS reads P, delta and the capped scores.
+// The backward: P = exp(s − logsumexp) into a fresh tile, reading the
+// capped scores s; dS reads P, delta and s.
 // CHECK: math.tanh
-// CHECK: math.exp
+// CHECK: %[[PT:.*]] = tensor.empty() : tensor<1x16x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x16xf32>, tensor<1x16x8xf32>) outs(%[[PT]] : tensor<1x16x8xf32>)
+// CHECK-NEXT: ^bb0(%[[LSE:.*]]: f32, %[[SC:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SHIFT:.*]] = arith.subf %[[SC]], %[[LSE]]
+// CHECK-NEXT: math.exp %[[SHIFT]]
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x16x8xf32>, tensor<1x16xf32>, tensor<1x16x8xf32>)
 // CHECK-NEXT: ^bb0(%[[PI:.*]]: f32, %[[DELTA:.*]]: f32, %[[SI:.*]]: f32, %[[DP:.*]]: f32):
 // CHECK-NEXT: %[[D0:.*]] = arith.subf %[[DP]], %[[DELTA]]

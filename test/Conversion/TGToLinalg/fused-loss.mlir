@@ -55,8 +55,10 @@ func.func @one_chunk(%h: tensor<2x3x5xf32>, %w: tensor<7x5xf32>, %t: tensor<2x3x
 // CHECK-NEXT: math.tanh
 // CHECK-NEXT: arith.mulf %{{.*}}, %[[CAP]]
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<7x6xf32>
-// CHECK: %[[E:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<7x6xf32>)
-// CHECK: math.exp
+// CHECK: %[[E:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[Z]] : tensor<6xf32>, tensor<7x6xf32>) outs(%[[EMPTY]] : tensor<7x6xf32>)
+// CHECK-NEXT: ^bb0(%[[MAX:.*]]: f32, %[[ZI:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SHIFTED:.*]] = arith.subf %[[ZI]], %[[MAX]]
+// CHECK-NEXT: math.exp %[[SHIFTED]]
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z]] : tensor<6xi32>, tensor<6xf32>, tensor<f32>, tensor<7x6xf32>) outs(%[[E]] : tensor<7x6xf32>)
 // CHECK: arith.divf %{{.*}}, %[[CAP]]
 // CHECK: arith.maximumf

@@ -32,7 +32,7 @@ def main():
     c = tm.load_config(args.model)
     t = c.get("training", {})
     shapes, loss_fn = tm.family(c)
-    P = tm.init_params(shapes(c), 0, torch.float32)
+    P = tm.init_params(shapes(c), 0, torch.float32, tm.zero_centred_norms(c))
     batch = t.get("batch_size", 8)
     g = torch.Generator().manual_seed(1)
     if c["model_type"] == "mlp":

@@ -56,7 +56,8 @@ void chooseInit(BufferDesc &b, const ModelConfig *config) {
   bool norm = name.ends_with("norm.weight") || name.contains(".ln_") ||
               name.starts_with("transformer.ln_f");
   if (norm && name.ends_with(".weight")) {
-    b.init = TGC_INIT_ONES;
+    // Gemma's RMSNorms scale by (1 + weight): their identity is 0.
+    b.init = config && config->gemmaScaling ? TGC_INIT_ZEROS : TGC_INIT_ONES;
   } else if (name.ends_with(".bias")) {
     b.init = TGC_INIT_ZEROS;
   } else {

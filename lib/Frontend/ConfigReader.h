@@ -35,6 +35,9 @@ public:
                std::string prefix = "")
       : path(path), object(object), prefix(std::move(prefix)) {}
 
+  /// Whether `key` is written at all, null included.
+  bool present(llvm::StringRef key) const { return object.get(key); }
+
   bool has(llvm::StringRef key) const {
     const Value *v = object.get(key);
     return v && v->kind() != Value::Null;
@@ -118,6 +121,8 @@ public:
   }
 
   llvm::StringRef getPath() const { return path; }
+  /// The path of this object's keys ("training.", "rope_parameters.").
+  llvm::StringRef getPrefix() const { return prefix; }
   bool failed() const { return firstError.has_value(); }
   const std::optional<std::string> &getError() const { return firstError; }
   void adoptError(const ConfigReader &other) {

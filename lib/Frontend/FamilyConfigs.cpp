@@ -17,29 +17,40 @@ using namespace tgc::config;
 /// none without use_sliding_window; else those layer_types marks
 /// "sliding_attention", or by default those from max_window_layers on.
 /// Empty when no layer is windowed.
+/// The layers "layer_types" marks "sliding_attention" (one entry per
+/// layer); nullopt where the key is absent or wrong (then with an error).
+static std::optional<std::vector<bool>> readLayerTypes(ConfigReader &r,
+                                                       const ModelConfig &c) {
+  const Value *types = r.value("layer_types", false);
+  if (!types)
+    return std::nullopt;
+  const llvm::json::Array *list = types->getAsArray();
+  if (!list || static_cast<int64_t>(list->size()) != c.numLayers) {
+    r.error("layer_types", llvm::formatv("expected an array of {0} entries "
+                                         "(one per layer), got {1}",
+                                         c.numLayers, describe(*types)));
+    return std::nullopt;
+  }
+  std::vector<bool> windowed;
+  for (const Value &entry : *list) {
+    std::optional<llvm::StringRef> name = entry.getAsString();
+    if (!name || (*name != "full_attention" && *name != "sliding_attention")) {
+      r.error("layer_types", "entries must be \"full_attention\" or "
+                             "\"sliding_attention\", got " +
+                                 describe(entry));
+      return std::nullopt;
+    }
+    windowed.push_back(*name == "sliding_attention");
+  }
+  return windowed;
+}
+
 static std::vector<bool> readQwenWindowedLayers(ConfigReader &r,
-                                         const ModelConfig &c) {
+                                                const ModelConfig &c) {
   bool use = r.boolean("use_sliding_window").value_or(false);
   std::vector<bool> windowed;
-  if (const Value *types = r.value("layer_types", false)) {
-    const llvm::json::Array *list = types->getAsArray();
-    if (!list || static_cast<int64_t>(list->size()) != c.numLayers) {
-      r.error("layer_types",
-              llvm::formatv("expected an array of {0} entries (one per "
-                            "layer), got {1}",
-                            c.numLayers, describe(*types)));
-      return {};
-    }
-    for (const Value &entry : *list) {
-      std::optional<llvm::StringRef> name = entry.getAsString();
-      if (!name || (*name != "full_attention" && *name != "sliding_attention")) {
-        r.error("layer_types", "entries must be \"full_attention\" or "
-                               "\"sliding_attention\", got " +
-                                   describe(entry));
-        return {};
-      }
-      windowed.push_back(*name == "sliding_attention");
-    }
+  if (r.has("layer_types")) {
+    windowed = readLayerTypes(r, c).value_or(std::vector<bool>());
   } else {
     int64_t first = r.integer("max_window_layers", false, 0).value_or(28);
     for (int64_t i = 0; i < c.numLayers; ++i)
@@ -50,10 +61,105 @@ static std::vector<bool> readQwenWindowedLayers(ConfigReader &r,
   return windowed;
 }
 
+/// The sliding layers of Gemma 2 and 3: as layer_types says, or else every
+/// layer but each `pattern`-th (Gemma 2: every other layer, from the first;
+/// Gemma 3: sliding_window_pattern, 6 by default).
+static std::vector<bool> readGemmaWindowedLayers(ConfigReader &r,
+                                                 const ModelConfig &c) {
+  if (r.has("layer_types"))
+    return readLayerTypes(r, c).value_or(std::vector<bool>());
+  int64_t pattern =
+      c.modelType == "gemma2"
+          ? 2
+          : r.integer("sliding_window_pattern", false).value_or(6);
+  std::vector<bool> windowed;
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    windowed.push_back((i + 1) % pattern != 0);
+  return windowed;
+}
+
+/// A soft cap: the key's number, none where it is null, `fallback` where
+/// it is absent (Gemma2Config caps by default).
+static std::optional<double> readSoftcap(ConfigReader &r, llvm::StringRef key,
+                                         std::optional<double> fallback) {
+  if (!r.present(key))
+    return fallback;
+  return r.number(key, false);
+}
+
+/// Gemma 2 and 3 beyond Gemma: sandwich norms, the score scale of
+/// query_pre_attn_scalar, soft caps, sliding layers; Gemma 3's q/k norms and
+/// the local RoPE base of its sliding layers.
+static void readGemma2Or3(ConfigReader &r, ModelConfig &c) {
+  bool gemma2 = c.modelType == "gemma2";
+  c.sandwichNorms = true;
+  double scalar = r.number("query_pre_attn_scalar", false).value_or(256.0);
+  c.attentionScale = 1.0 / std::sqrt(scalar);
+  c.attentionSoftcap = readSoftcap(
+      r, "attn_logit_softcapping",
+      gemma2 ? std::optional<double>(50.0) : std::nullopt);
+  c.logitSoftcap = readSoftcap(
+      r, "final_logit_softcapping",
+      gemma2 ? std::optional<double>(30.0) : std::nullopt);
+  c.slidingWindow = r.integer("sliding_window", false).value_or(4096);
+  c.windowedLayers = readGemmaWindowedLayers(r, c);
+  if (gemma2)
+    return;
+  c.qkNorm = QKNorm::PerHead;
+  c.localRopeTheta = r.number("rope_local_base_freq", false).value_or(10000.0);
+  if (r.boolean("use_bidirectional_attention").value_or(false))
+    r.error("use_bidirectional_attention",
+            "true is not supported (causal attention only)");
+}
+
+/// Gemma 3's newest configs give rope_parameters per layer type:
+/// "full_attention" as any rope_parameters, "sliding_attention" the local
+/// base (default RoPE only). Returns false where rope_parameters is not of
+/// that form.
+static bool readRopeByLayerType(ConfigReader &r, ModelConfig &c) {
+  const Value *params = r.value("rope_parameters", false);
+  const Object *obj = params ? params->getAsObject() : nullptr;
+  if (!obj || !(obj->get("full_attention") || obj->get("sliding_attention")))
+    return false;
+  ConfigReader sub(r.getPath(), *obj, "rope_parameters.");
+  for (const auto &[name, value] : *obj)
+    if (name != "full_attention" && name != "sliding_attention")
+      sub.error(name.str(), "expected only full_attention and "
+                            "sliding_attention entries");
+  readRopeSettings(sub, "full_attention", "rope_theta", c);
+  if (const Value *local = sub.value("sliding_attention", false)) {
+    const Object *lobj = local->getAsObject();
+    if (!lobj) {
+      sub.error("sliding_attention",
+                "expected an object, got " + describe(*local));
+    } else {
+      ConfigReader localReader(r.getPath(), *lobj,
+                               "rope_parameters.sliding_attention.");
+      if (std::optional<std::string> type =
+              localReader.string("rope_type", false);
+          type && *type != "default")
+        localReader.error("rope_type",
+                          "\"" + *type +
+                              "\" is not supported for sliding layers "
+                              "(default only)");
+      for (const auto &[name, value] : *lobj)
+        if (name != "rope_theta" && name != "rope_type")
+          localReader.error(name.str(), "is not read for sliding layers "
+                                        "(default RoPE only)");
+      if (auto theta = localReader.number("rope_theta", false))
+        c.localRopeTheta = *theta;
+      sub.adoptError(localReader);
+    }
+  }
+  r.adoptError(sub);
+  return true;
+}
+
 void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   c.family = ModelFamily::Llama;
   llvm::StringRef type = c.modelType;
   bool qwen = type == "qwen2" || type == "qwen3";
+  bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3_text";
   c.vocabSize = r.integer("vocab_size", true).value_or(0);
   c.hiddenSize = r.integer("hidden_size", true).value_or(0);
   c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
@@ -62,10 +168,10 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   c.numKVHeads = r.integer("num_key_value_heads", false).value_or(c.numHeads);
   c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
   c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
-  c.ropeTheta = r.number("rope_theta", false).value_or(10000.0);
-  // GemmaConfig ties the head to the embedding unless told otherwise.
-  c.tieWordEmbeddings =
-      r.boolean("tie_word_embeddings").value_or(type == "gemma");
+  c.ropeTheta = r.number("rope_theta", false)
+                    .value_or(type == "gemma3_text" ? 1e6 : 10000.0);
+  // The Gemma configs tie the head to the embedding unless told otherwise.
+  c.tieWordEmbeddings = r.boolean("tie_word_embeddings").value_or(gemma);
   if (type == "qwen2") {
     // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
     c.qkvBias = true;
@@ -76,14 +182,14 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   } else {
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
-  if (!qwen && type != "phi3" && type != "gemma")
+  if (!qwen && type != "phi3" && !gemma)
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
   c.qkNorm = type == "qwen3"   ? QKNorm::PerHead
              : type == "olmo2" ? QKNorm::Projection
                                : QKNorm::None;
   c.postNorms = type == "olmo2";
-  c.gemmaScaling = type == "gemma";
-  if (type == "gemma") {
+  c.gemmaScaling = gemma;
+  if (gemma) {
     // GemmaMLP reads hidden_activation (gelu_pytorch_tanh when absent or
     // null) and ignores hidden_act, which Gemma's configs set to "gelu".
     c.activation = Activation::GeluTanh;
@@ -96,12 +202,12 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   }
   if (r.failed())
     return;
-  // Qwen3Config's head_dim defaults to 128 and GemmaConfig's to 256,
+  // Qwen3Config's head_dim defaults to 128 and the Gemma configs' to 256,
   // whatever the width.
   std::optional<int64_t> headDim = r.integer("head_dim", false);
   if (!headDim && type == "qwen3")
     headDim = 128;
-  if (!headDim && type == "gemma")
+  if (!headDim && gemma)
     headDim = 256;
   if (c.hiddenSize % c.numHeads != 0 && !headDim)
     r.error("num_attention_heads",
@@ -127,10 +233,13 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
     c.windowedLayers = readQwenWindowedLayers(r, c);
     if (!c.windowedLayers.empty())
       c.slidingWindow = r.integer("sliding_window", true);
+  } else if (type == "gemma2" || type == "gemma3_text") {
+    readGemma2Or3(r, c);
   }
   readRopeSettings(r, "rope_scaling", "rope_theta", c);
-  std::optional<double> partial =
-      readRopeSettings(r, "rope_parameters", "rope_theta", c);
+  std::optional<double> partial;
+  if (type != "gemma3_text" || !readRopeByLayerType(r, c))
+    partial = readRopeSettings(r, "rope_parameters", "rope_theta", c);
   // Phi3's attention rotates the first head_dim · partial_rotary_factor
   // dimensions; the others apply RoPE to the whole head.
   readPartialRotary(r, "partial_rotary_factor", 1.0, partial,

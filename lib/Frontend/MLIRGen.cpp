@@ -2,7 +2,7 @@
 //
 // One builder per model family, each following the reference implementation
 // in transformers (LlamaForCausalLM, also for Mistral, Qwen2, Qwen3, Phi-3,
-// Gemma and OLMo-2; GPT2LMHeadModel; GPTNeoXForCausalLM) op for op, so that
+// Gemma 1-3 and OLMo-2; GPT2LMHeadModel; GPTNeoXForCausalLM) op for op, so that
 // parameter names, shapes and numerics match a PyTorch run of the same model.
 //
 //===----------------------------------------------------------------------===//
@@ -225,7 +225,9 @@ private:
       if (!config.postNorms)
         declareParam(p + "input_layernorm.weight", {d});
       declareParam(p + "post_attention_layernorm.weight", {d});
-      if (config.postNorms)
+      if (config.sandwichNorms)
+        declareParam(p + "pre_feedforward_layernorm.weight", {d});
+      if (config.postNorms || config.sandwichNorms)
         declareParam(p + "post_feedforward_layernorm.weight", {d});
     }
     declareParam("model.norm.weight", {d});
@@ -349,6 +351,19 @@ private:
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "model.layers." + std::to_string(i) + ".";
       inLayer(i, [&] {
+        if (config.sandwichNorms) {
+          // Gemma2DecoderLayer, Gemma3DecoderLayer: each block's input and
+          // output normalised, the output then added to the residual.
+          Value n = rmsNorm(h, p + "input_layernorm");
+          Value a = llamaAttention(n, p + "self_attn.", i);
+          h = add(h, rmsNorm(a, p + "post_attention_layernorm"),
+                  loc(p + "residual"));
+          n = rmsNorm(h, p + "pre_feedforward_layernorm");
+          Value m = llamaMLP(n, p + "mlp.");
+          h = add(h, rmsNorm(m, p + "post_feedforward_layernorm"),
+                  loc(p + "residual"));
+          return;
+        }
         if (config.postNorms) {
           // Olmo2DecoderLayer: each block's output is normalised, then
           // added to the residual stream.

@@ -270,6 +270,7 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
     config.modelType = *type;
     if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
         *type == "qwen3" || *type == "phi3" || *type == "gemma" ||
+        *type == "gemma2" || *type == "gemma3_text" ||
         *type == "olmo2")
       readLlama(reader, config);
     else if (*type == "gpt2")
@@ -278,11 +279,18 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
       readGPTNeoX(reader, config);
     else if (*type == "mlp")
       readMLP(reader, config);
+    else if (*type == "gemma3")
+      reader.error("model_type",
+                   "\"gemma3\" is Gemma 3's multimodal model "
+                   "(Gemma3ForConditionalGeneration); tgc builds its "
+                   "language model from the config's text_config "
+                   "(model_type \"gemma3_text\")");
     else
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
-                                     "qwen3, phi3, gemma, olmo2, gpt2, "
-                                     "gpt_neox or mlp)");
+                                     "qwen3, phi3, gemma, gemma2, "
+                                     "gemma3_text, olmo2, gpt2, gpt_neox or "
+                                     "mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {

@@ -57,7 +57,9 @@ std::optional<double> tgc::config::readRopeSettings(ConfigReader &r, llvm::Strin
   }
   RopeScaling scaling;
   llvm::SmallVector<llvm::StringRef, 8> keys = {"rope_type", "type"};
-  if (key == "rope_parameters")
+  // Every form but rope_scaling is rope_parameters' (Gemma 3's per layer
+  // type included).
+  if (key != "rope_scaling")
     keys.append({"rope_theta", "partial_rotary_factor"});
   if (*type == "linear") {
     scaling.kind = RopeScalingKind::Linear;
@@ -72,7 +74,7 @@ std::optional<double> tgc::config::readRopeSettings(ConfigReader &r, llvm::Strin
                      "llama3)");
     return std::nullopt;
   }
-  ConfigReader sub(r.getPath(), *obj, (key + ".").str());
+  ConfigReader sub(r.getPath(), *obj, (r.getPrefix() + key + ".").str());
   for (const auto &[name, value] : *obj)
     if (!llvm::is_contained(keys, name.str()))
       sub.error(name.str(), "is not read by rope_type \"" + *type +
@@ -97,7 +99,7 @@ std::optional<double> tgc::config::readRopeSettings(ConfigReader &r, llvm::Strin
                               llvm::format("%g", scaling.highFreqFactor)));
   }
   std::optional<double> theta, partial;
-  if (key == "rope_parameters") {
+  if (key != "rope_scaling") {
     theta = sub.number("rope_theta", false);
     partial = sub.number("partial_rotary_factor", false);
   }

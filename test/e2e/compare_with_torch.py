@@ -98,7 +98,7 @@ def main():
     c = tm.load_config(args.model)
     t = c.get("training", {})
     shapes, loss_fn = tm.family(c)
-    P = tm.init_params(shapes(c), args.seed, dtype)
+    P = tm.init_params(shapes(c), args.seed, dtype, tm.zero_centred_norms(c))
     batch = make_batch(c, args.batch_size, args.seq_len, args.seed)
     inputs = [batch[k].to(dtype) if batch[k].is_floating_point() else batch[k] for k in batch]
 

@@ -16,14 +16,17 @@ def load_config(path):
         return json.load(f)
 
 
-def init_params(names_shapes, seed, dtype):
-    """Random weights (normal 0.02, norms around 1) in state-dict order."""
+def init_params(names_shapes, seed, dtype, zero_centred_norms=False):
+    """Random weights (normal 0.02, norms around 1) in state-dict order.
+    Gemma's norms scale by (1 + weight) and store weights around 0
+    (`zero_centred_norms`)."""
     g = torch.Generator().manual_seed(seed)
     params = {}
     for name, shape in names_shapes:
         if name.endswith("norm.weight") or ".ln_" in name and name.endswith(".weight") \
                 or name.startswith("transformer.ln_f.weight"):
-            t = 1.0 + 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
+            t = (0.0 if zero_centred_norms else 1.0) + \
+                0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
         elif name.endswith(".bias"):
             t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
         else:
@@ -50,8 +53,8 @@ def attention_biases(c):
 
 
 def tied(c):
-    """Whether lm_head is the embedding: GemmaConfig ties by default."""
-    return c.get("tie_word_embeddings", c["model_type"] == "gemma")
+    """Whether lm_head is the embedding: the Gemma configs tie by default."""
+    return c.get("tie_word_embeddings", c["model_type"].startswith("gemma"))
 
 
 def attention_shapes(p, d, h, kvh, hd, bias):
@@ -168,15 +171,18 @@ def apply_rope(t, cos, sin):
     return torch.cat((r * cos + rotate_half(r) * sin, rest), dim=-1)
 
 
-def causal_attention(q, k, v, scale=None, window=None):
+def causal_attention(q, k, v, scale=None, window=None, softcap=None):
     """q [B,H,S,D], k/v [B,Hkv,S,D] (repeated to H heads), causal; with a
     window W query i sees keys i - W < j <= i (transformers'
-    sliding_window_causal mask)."""
+    sliding_window_causal mask); with a softcap c the scores are
+    c * tanh(s / c) before the mask (Gemma 2's eager attention)."""
     groups = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(groups, dim=1)
     v = v.repeat_interleave(groups, dim=1)
     scale = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if softcap is not None:
+        s = torch.tanh(s / softcap) * softcap
     seq = q.shape[2]
     i = torch.arange(seq).view(-1, 1)
     j = torch.arange(seq).view(1, -1)
@@ -415,6 +421,96 @@ def gemma_loss(c, P, ids, targets):
     return lm_loss(c, P, norm(x, P["model.norm.weight"]), targets)
 
 
+def gemma2_shapes(c):
+    """Gemma2ForCausalLM's and Gemma3ForCausalLM's state dicts: Gemma's, four
+    norms per layer, Gemma 3's q_norm/k_norm [head_dim]."""
+    d, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or 256
+    out = [("model.embed_tokens.weight", (v, d))]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out += attention_shapes(p, d, h, kvh, hd, c.get("attention_bias", False))
+        if c["model_type"] == "gemma3_text":
+            out += [(p + "self_attn.q_norm.weight", (hd,)), (p + "self_attn.k_norm.weight", (hd,))]
+        out += [(p + "mlp.gate_proj.weight", (ff, d)), (p + "mlp.up_proj.weight", (ff, d)),
+                (p + "mlp.down_proj.weight", (d, ff))]
+        out += [(p + n + ".weight", (d,)) for n in (
+            "input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+            "post_feedforward_layernorm")]
+    return out + final_shapes(c)
+
+
+def gemma_sliding_layers(c):
+    """Which layers attend within sliding_window: layer_types, or every
+    layer but each pattern-th (Gemma 2: 2, Gemma 3: sliding_window_pattern)."""
+    if c.get("layer_types"):
+        return [t == "sliding_attention" for t in c["layer_types"]]
+    pattern = 2 if c["model_type"] == "gemma2" else c.get("sliding_window_pattern", 6)
+    return [bool((i + 1) % pattern) for i in range(c["num_hidden_layers"])]
+
+
+def gemma2_loss(c, P, ids, targets):
+    """transformers' modeling_gemma2 and modeling_gemma3 (text): Gemma's
+    embedding scale and (1 + w) norms, norms before and after each block,
+    scores scaled by query_pre_attn_scalar^-1/2 and soft-capped
+    (attn_logit_softcapping), sliding and global layers, soft-capped logits
+    (final_logit_softcapping); Gemma 3 normalises q and k per head and uses
+    rope_local_base_freq (unscaled) on its sliding layers."""
+    g3 = c["model_type"] == "gemma3_text"
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = c.get("head_dim") or 256
+    eps = c.get("rms_norm_eps", 1e-6)
+    scale = c.get("query_pre_attn_scalar", 256) ** -0.5
+    attn_cap = c.get("attn_logit_softcapping", None if g3 else 50.0)
+    final_cap = c.get("final_logit_softcapping", None if g3 else 30.0)
+    window = c.get("sliding_window", 4096)
+    sliding = gemma_sliding_layers(c)
+    act = {"gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+           "gelu": F.gelu}[c.get("hidden_activation") or "gelu_pytorch_tanh"]
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = x * torch.tensor(d ** 0.5, dtype=x.dtype)
+    _, scaling = rope_settings(c)
+    theta = c.get("rope_theta", 1e6 if g3 else 10000.0)
+    rope_global = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+    rope_local = rope_cos_sin(S, hd, c.get("rope_local_base_freq", 10000.0), x.dtype) \
+        if g3 else rope_global
+
+    def norm(t, w):
+        return rms_norm(t, 1.0 + w, eps)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+
+        def lin(t, name):
+            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+        n = norm(x, P[p + "input_layernorm.weight"])
+        q = lin(n, "self_attn.q_proj").view(B, S, h, hd)
+        k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd)
+        v = lin(n, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
+        if g3:
+            q = norm(q, P[p + "self_attn.q_norm.weight"])
+            k = norm(k, P[p + "self_attn.k_norm.weight"])
+        cos, sin = rope_local if sliding[i] else rope_global
+        q = apply_rope(q.transpose(1, 2), cos, sin)
+        k = apply_rope(k.transpose(1, 2), cos, sin)
+        a = causal_attention(q, k, v, scale=scale, window=window if sliding[i] else None,
+                             softcap=attn_cap).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + norm(lin(a, "self_attn.o_proj"), P[p + "post_attention_layernorm.weight"])
+        n = norm(x, P[p + "pre_feedforward_layernorm.weight"])
+        m = lin(act(lin(n, "mlp.gate_proj")) * lin(n, "mlp.up_proj"), "mlp.down_proj")
+        x = x + norm(m, P[p + "post_feedforward_layernorm.weight"])
+    x = norm(x, P["model.norm.weight"])
+    head = P["model.embed_tokens.weight"] if tied(c) else P["lm_head.weight"]
+    logits = F.linear(x, head)
+    if final_cap is not None:
+        logits = torch.tanh(logits / final_cap) * final_cap
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
+                           ignore_index=-100)
+
+
 def olmo2_shapes(c):
     """Olmo2ForCausalLM's state dict: q_norm/k_norm over whole projections,
     post_attention_layernorm and post_feedforward_layernorm, no input norms."""
@@ -538,6 +634,11 @@ def neox_loss(c, P, ids, targets):
                            ignore_index=-100)
 
 
+def zero_centred_norms(c):
+    """Whether the family's RMSNorms scale by (1 + weight) (the Gemmas)."""
+    return c["model_type"].startswith("gemma")
+
+
 def family(c):
     t = c["model_type"]
     if t == "gpt_neox":
@@ -546,6 +647,8 @@ def family(c):
         return olmo2_shapes, olmo2_loss
     if t == "gemma":
         return gemma_shapes, gemma_loss
+    if t in ("gemma2", "gemma3_text"):
+        return gemma2_shapes, gemma2_loss
     if t in ("llama", "mistral", "qwen2", "qwen3"):
         return llama_shapes, llama_loss
     if t == "phi3":

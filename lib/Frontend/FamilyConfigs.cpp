@@ -95,12 +95,12 @@ static void readGemma2Or3(ConfigReader &r, ModelConfig &c) {
   c.sandwichNorms = true;
   double scalar = r.number("query_pre_attn_scalar", false).value_or(256.0);
   c.attentionScale = 1.0 / std::sqrt(scalar);
-  c.attentionSoftcap = readSoftcap(
-      r, "attn_logit_softcapping",
-      gemma2 ? std::optional<double>(50.0) : std::nullopt);
-  c.logitSoftcap = readSoftcap(
-      r, "final_logit_softcapping",
-      gemma2 ? std::optional<double>(30.0) : std::nullopt);
+  c.attentionSoftcap =
+      readSoftcap(r, "attn_logit_softcapping",
+                  gemma2 ? std::optional<double>(50.0) : std::nullopt);
+  c.logitSoftcap =
+      readSoftcap(r, "final_logit_softcapping",
+                  gemma2 ? std::optional<double>(30.0) : std::nullopt);
   c.slidingWindow = r.integer("sliding_window", false).value_or(4096);
   c.windowedLayers = readGemmaWindowedLayers(r, c);
   if (gemma2)
@@ -179,10 +179,12 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
     // Phi3Attention and Phi3MLP: fused projections, never a bias (the
     // attention_bias its configs carry is not read).
     c.fusedProjections = true;
-  } else {
+  } else if (type != "mistral") {
+    // MistralAttention has no biases and reads no attention_bias.
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
-  if (!qwen && type != "phi3" && !gemma)
+  // Only LlamaMLP reads mlp_bias; the other families' MLPs have none.
+  if (type == "llama")
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
   c.qkNorm = type == "qwen3"   ? QKNorm::PerHead
              : type == "olmo2" ? QKNorm::Projection
@@ -194,8 +196,8 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
     // null) and ignores hidden_act, which Gemma's configs set to "gelu".
     c.activation = Activation::GeluTanh;
     if (auto act = r.string("hidden_activation", false))
-      c.activation = parseActivation(r, "hidden_activation", *act)
-                         .value_or(c.activation);
+      c.activation =
+          parseActivation(r, "hidden_activation", *act).value_or(c.activation);
   } else if (auto act = r.string("hidden_act", false)) {
     c.activation =
         parseActivation(r, "hidden_act", *act).value_or(c.activation);
@@ -272,8 +274,8 @@ void tgc::config::readGPTNeoX(ConfigReader &r, ModelConfig &c) {
     return;
   if (c.hiddenSize % c.numHeads != 0) {
     r.error("num_attention_heads",
-            llvm::formatv("{0} heads do not divide hidden_size {1}",
-                          c.numHeads, c.hiddenSize));
+            llvm::formatv("{0} heads do not divide hidden_size {1}", c.numHeads,
+                          c.hiddenSize));
     return;
   }
   c.numKVHeads = c.numHeads;
@@ -353,4 +355,3 @@ void tgc::config::readMLP(ConfigReader &r, ModelConfig &c) {
   c.bias = r.boolean("bias").value_or(true);
   c.vocabSize = c.layerSizes.back(); // classes
 }
-

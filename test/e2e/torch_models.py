@@ -45,9 +45,12 @@ def head_dim(c):
 
 
 def attention_biases(c):
-    """(q/k/v bias, o_proj bias): Qwen2 biases q/k/v only (Qwen2Attention)."""
+    """(q/k/v bias, o_proj bias): Qwen2 biases q/k/v only (Qwen2Attention),
+    Mistral none (MistralAttention reads no attention_bias)."""
     if c["model_type"] == "qwen2":
         return True, False
+    if c["model_type"] == "mistral":
+        return False, False
     b = c.get("attention_bias", False)
     return b, b
 
@@ -91,7 +94,7 @@ def llama_shapes(c):
     kvh = c.get("num_key_value_heads") or h
     hd = head_dim(c)
     qkv_bias, o_bias = attention_biases(c)
-    mlp_bias = c.get("mlp_bias", False) and c["model_type"] not in ("qwen2", "qwen3")
+    mlp_bias = c.get("mlp_bias", False) and c["model_type"] == "llama"
     out = [("model.embed_tokens.weight", (v, d))]
 
     def proj(name, shape, bias):

@@ -1,4 +1,5 @@
-//===- ConfigReader.cpp - values and activations in messages ---------------===//
+//===- ConfigReader.cpp - values and activations in messages
+//---------------===//
 //
 // Part of the front end's config reading (ConfigReader.h).
 //
@@ -35,16 +36,16 @@ std::string tgc::config::describe(const Value &v) {
 }
 
 std::optional<Activation> tgc::config::parseActivation(ConfigReader &reader,
-                                          llvm::StringRef key,
-                                          llvm::StringRef name) {
-  auto act = llvm::StringSwitch<std::optional<Activation>>(name)
-                 .Case("relu", Activation::ReLU)
-                 .Cases({"gelu", "gelu_python"}, Activation::GeluErf)
-                 .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_tanh",
-                         "gelu_fast"},
-                        Activation::GeluTanh)
-                 .Cases({"silu", "swish"}, Activation::SiLU)
-                 .Default(std::nullopt);
+                                                       llvm::StringRef key,
+                                                       llvm::StringRef name) {
+  auto act =
+      llvm::StringSwitch<std::optional<Activation>>(name)
+          .Case("relu", Activation::ReLU)
+          .Cases({"gelu", "gelu_python"}, Activation::GeluErf)
+          .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_tanh", "gelu_fast"},
+                 Activation::GeluTanh)
+          .Cases({"silu", "swish"}, Activation::SiLU)
+          .Default(std::nullopt);
   if (!act)
     reader.error(key, "unsupported activation \"" + name +
                           "\" (expected relu, gelu, gelu_new, "

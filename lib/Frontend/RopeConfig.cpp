@@ -39,9 +39,10 @@ static std::optional<std::string> ropeType(const Value &v) {
 /// transformers' rope init functions read them. Variants tgc does not build,
 /// and keys no variant here reads, are refused by name. Returns the
 /// partial_rotary_factor of rope_parameters, if any.
-std::optional<double> tgc::config::readRopeSettings(ConfigReader &r, llvm::StringRef key,
-                                       llvm::StringRef thetaKey,
-                                       ModelConfig &c) {
+std::optional<double> tgc::config::readRopeSettings(ConfigReader &r,
+                                                    llvm::StringRef key,
+                                                    llvm::StringRef thetaKey,
+                                                    ModelConfig &c) {
   const Value *settings = r.value(key, false);
   if (!settings)
     return std::nullopt;
@@ -128,9 +129,10 @@ std::optional<double> tgc::config::readRopeSettings(ConfigReader &r, llvm::Strin
 /// partial_rotary_factor (`nested`), which must agree. Sets c.rotaryDims to
 /// int(head_dim · factor), as transformers computes it; `supported` false
 /// refuses every factor but 1.
-void tgc::config::readPartialRotary(ConfigReader &r, llvm::StringRef key, double fallback,
-                       std::optional<double> nested, bool supported,
-                       ModelConfig &c) {
+void tgc::config::readPartialRotary(ConfigReader &r, llvm::StringRef key,
+                                    double fallback,
+                                    std::optional<double> nested,
+                                    bool supported, ModelConfig &c) {
   std::optional<double> top = r.number(key, false);
   if (r.failed())
     return;
@@ -155,11 +157,11 @@ void tgc::config::readPartialRotary(ConfigReader &r, llvm::StringRef key, double
   }
   auto rotated = static_cast<int64_t>(static_cast<double>(c.headDim) * factor);
   if (factor > 1.0 || rotated < 2 || rotated % 2 != 0)
-    r.error(named, llvm::formatv("a partial rotary factor of {0} rotates {1} "
-                                 "of the {2} dimensions of each head; RoPE "
-                                 "needs an even number from 2 to {2}",
-                                 llvm::format("%g", factor), rotated,
-                                 c.headDim));
+    r.error(named,
+            llvm::formatv("a partial rotary factor of {0} rotates {1} "
+                          "of the {2} dimensions of each head; RoPE "
+                          "needs an even number from 2 to {2}",
+                          llvm::format("%g", factor), rotated, c.headDim));
   else
     c.rotaryDims = rotated;
 }

@@ -104,6 +104,13 @@ bool isScheduledProduct(linalg::LinalgOp op);
 /// or become AMX tiles or vdpbf16ps products, before the f32 schedule).
 bool isF32Product(linalg::LinalgOp op);
 
+/// f32 right-hand operands [K, N] whose rows lie a multiple of 2 KiB apart
+/// are copied into rows one cache line longer, which the product then
+/// reads: otherwise a register tile's K panel of B falls into one or two of
+/// the L1's 64 sets and is reloaded from L2 for every row tile (what
+/// OpenBLAS avoids by packing B).
+void padRhsRowStrides(ModuleOp module);
+
 /// The ops of type OpTy in `module` that carry the attribute `name`, in
 /// order (collected first: the callers rewrite them).
 template <typename OpTy>

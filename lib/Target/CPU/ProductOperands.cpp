@@ -544,4 +544,32 @@ void prepareProductOperands(ModuleOp module,
   widenNarrowOperands(module, keepsNarrow);
 }
 
+void padRhsRowStrides(ModuleOp module) {
+  SmallVector<linalg::MatmulOp> products;
+  module.walk([&](linalg::MatmulOp op) {
+    if (isScheduledProduct(op) && isF32Product(op) &&
+        op.getIndexingMapsArray() ==
+            linalg::MatmulOp::getDefaultIndexingMaps(op.getContext()))
+      products.push_back(op);
+  });
+  for (linalg::MatmulOp op : products) {
+    OpOperand &rhs = op->getOpOperand(1);
+    auto type = llvm::cast<MemRefType>(rhs.get().getType());
+    int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+    if (!type.getLayout().isIdentity() || (n * 4) % 2048 != 0)
+      continue;
+    // One 64-byte line more per row: row r starts r lines further on.
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto padded = MemRefType::get({k, n + 64 / 4}, type.getElementType());
+    Value buffer = memref::AllocOp::create(b, loc, padded);
+    Value view = memref::SubViewOp::create(
+        b, loc, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(k), b.getIndexAttr(n)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    linalg::CopyOp::create(b, loc, rhs.get(), view);
+    rhs.set(view);
+  }
+}
+
 } // namespace tgc::cpu::matmuls

@@ -146,6 +146,7 @@ struct TGCVectorizeMatmulsPass
     // fills too (a separate fill wrote the whole output to memory first).
     if (fillTiles)
       takeAccumulatorFills(module, amx, bf16Dot);
+    padRhsRowStrides(module);
     std::map<std::string, MatmulTiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))

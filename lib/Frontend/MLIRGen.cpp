@@ -118,6 +118,14 @@ private:
         b.getNamedAttr(TGDialect::kParamAttrName, b.getStringAttr(name))));
   }
 
+  /// A linear layer's `[out, in]` weight and, with `bias`, its `[out]` bias.
+  void declareProjection(const std::string &prefix, int64_t out, int64_t in,
+                         bool bias) {
+    declareParam(prefix + ".weight", {out, in});
+    if (bias)
+      declareParam(prefix + ".bias", {out});
+  }
+
   void declareInputs(ArrayRef<StringRef> names, ArrayRef<int64_t> shape) {
     for (StringRef name : names) {
       argTypes.push_back(RankedTensorType::get(shape, idType));
@@ -195,11 +203,7 @@ private:
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "model.layers." + std::to_string(i) + ".";
       auto proj = [&](const std::string &name, int64_t out, int64_t in,
-                      bool bias) {
-        declareParam(p + name + ".weight", {out, in});
-        if (bias)
-          declareParam(p + name + ".bias", {out});
-      };
+                      bool bias) { declareProjection(p + name, out, in, bias); };
       if (config.fusedProjections) {
         proj("self_attn.qkv_proj", qDim + 2 * kvDim, d, false);
       } else {
@@ -481,11 +485,7 @@ private:
     for (int64_t i = 0; i < config.numLayers; ++i) {
       std::string p = "gpt_neox.layers." + std::to_string(i) + ".";
       auto proj = [&](const std::string &name, int64_t out, int64_t in,
-                      bool bias) {
-        declareParam(p + name + ".weight", {out, in});
-        if (bias)
-          declareParam(p + name + ".bias", {out});
-      };
+                      bool bias) { declareProjection(p + name, out, in, bias); };
       for (const char *norm : {"input_layernorm", "post_attention_layernorm"}) {
         declareParam(p + norm + ".weight", {d});
         declareParam(p + norm + ".bias", {d});

@@ -205,6 +205,8 @@ void tgc::cpu::prepareProductOperandsForCount(ModuleOp module, bool amx,
   prepareProductOperands(module, {}, [&](Operation *product) {
     return isEmittedProduct(product, amx, bf16Dot);
   });
+  // The schedule's padded right-hand copies are kernels of the step too.
+  padRhsRowStrides(module);
 }
 
 bool tgc::cpu::readsHeadsInPlace(Operation *op) {

@@ -378,14 +378,6 @@ struct ScoreMap {
   }
 };
 
-/// The `softcap` attribute of an op, if any.
-template <typename OpTy>
-std::optional<double> softcapOf(OpTy op) {
-  if (std::optional<APFloat> c = op.getSoftcap())
-    return c->convertToDouble();
-  return std::nullopt;
-}
-
 template <typename OpTy>
 ScoreMap scoreMapOf(OpTy op) {
   return {op.getScaleOrDefault(), softcapOf(op)};

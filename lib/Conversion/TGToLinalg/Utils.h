@@ -210,14 +210,6 @@ Value logitsGrad(OpBuilder &b, Location loc, const LossRows &r, Value grad,
                  Value count, std::optional<int64_t> ignore,
                  std::optional<double> softcap = std::nullopt);
 
-/// The `softcap` attribute of a tg op (attention, cross-entropy), if any.
-template <typename OpTy>
-std::optional<double> softcapOf(OpTy op) {
-  if (std::optional<APFloat> cap = op.getSoftcap())
-    return cap->convertToDouble();
-  return std::nullopt;
-}
-
 /// A soft cap of scalar `x`: cap · tanh(x / cap) (attention scores, logits).
 Value softcapped(OpBuilder &b, Location l, Value x, double cap);
 

@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
+#include <optional>
+
 namespace mlir::tg {
 /// Verifies that every operand and result type of `op` has fewer than 2^63
 /// elements and bytes (see checkElementCount).
@@ -54,6 +56,15 @@ bool isLowPrecisionFloat(Type type);
 /// Whether a product of `operand` elements may return `result` elements:
 /// the same type, or f32 accumulation of bf16/f16 operands.
 bool isProductResultElement(Type operand, Type result);
+
+/// The `softcap` attribute of a tg op that has one (attention and its
+/// gradient, the cross-entropies), as a double; none where it is absent.
+template <typename OpTy>
+std::optional<double> softcapOf(OpTy op) {
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    return cap->convertToDouble();
+  return std::nullopt;
+}
 } // namespace mlir::tg
 
 #define GET_OP_CLASSES

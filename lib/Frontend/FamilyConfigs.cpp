@@ -17,6 +17,16 @@ using namespace tgc::config;
 /// none without use_sliding_window; else those layer_types marks
 /// "sliding_attention", or by default those from max_window_layers on.
 /// Empty when no layer is windowed.
+/// The sizes every Hugging Face decoder config names alike (LlamaConfig,
+/// GPTNeoXConfig and their kin).
+static void readDecoderSizes(ConfigReader &r, ModelConfig &c) {
+  c.vocabSize = r.integer("vocab_size", true).value_or(0);
+  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
+  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
+  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
+  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+}
+
 /// The layers "layer_types" marks "sliding_attention" (one entry per
 /// layer); nullopt where the key is absent or wrong (then with an error).
 static std::optional<std::vector<bool>> readLayerTypes(ConfigReader &r,
@@ -160,11 +170,7 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   llvm::StringRef type = c.modelType;
   bool qwen = type == "qwen2" || type == "qwen3";
   bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3_text";
-  c.vocabSize = r.integer("vocab_size", true).value_or(0);
-  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
-  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
-  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
-  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  readDecoderSizes(r, c);
   c.numKVHeads = r.integer("num_key_value_heads", false).value_or(c.numHeads);
   c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
   c.normEps = r.number("rms_norm_eps", false).value_or(1e-6);
@@ -253,11 +259,7 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
 /// head, exact GELU, parallel residuals by default, an untied embed_out.
 void tgc::config::readGPTNeoX(ConfigReader &r, ModelConfig &c) {
   c.family = ModelFamily::GPTNeoX;
-  c.vocabSize = r.integer("vocab_size", true).value_or(0);
-  c.hiddenSize = r.integer("hidden_size", true).value_or(0);
-  c.intermediateSize = r.integer("intermediate_size", true).value_or(0);
-  c.numLayers = r.integer("num_hidden_layers", true).value_or(0);
-  c.numHeads = r.integer("num_attention_heads", true).value_or(0);
+  readDecoderSizes(r, c);
   c.maxPositions = r.integer("max_position_embeddings", true).value_or(0);
   c.normEps = r.number("layer_norm_eps", false).value_or(1e-5);
   c.ropeTheta = r.number("rotary_emb_base", false).value_or(10000.0);

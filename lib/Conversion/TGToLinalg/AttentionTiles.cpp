@@ -26,8 +26,6 @@ Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
-/// out[n] = a[n] · b[n] for every batch entry n, accumulated into `init`: a
-/// named linalg.batch_matmul on row-contiguous operands.
 Value batchMatmulInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
                       Value init) {
   return linalg::BatchMatmulOp::create(b, loc, ValueRange{lhs, rhs},
@@ -42,12 +40,10 @@ Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return batchMatmulInto(b, loc, lhs, rhs, filled(b, loc, outType, 0.0));
 }
 
-/// Swaps the two matrix dimensions of [N, R, C].
 Value transposeMatrices(OpBuilder &b, Location loc, Value v) {
   return transpose(b, loc, v, {0, 2, 1});
 }
 
-/// `offset` · `factor` as an index.
 OpFoldResult scaled(OpBuilder &b, Location loc, OpFoldResult offset,
                     int64_t factor) {
   if (std::optional<int64_t> c = getConstantIntValue(offset))
@@ -57,10 +53,6 @@ OpFoldResult scaled(OpBuilder &b, Location loc, OpFoldResult offset,
       .getResult();
 }
 
-/// `dest` with the elements of each row updated in place by `body(row
-/// values..., element)`: a generic writing into `dest` itself, so that the
-/// update bufferizes without a copy. `rows` are [N, R] tensors read per row
-/// of the [N, R, C] (or [N, R]) `dest`.
 Value updateRows(OpBuilder &b, Location loc, Value dest, ValueRange rows,
                  BodyFn body) {
   int64_t rank = tensorType(dest).getRank();
@@ -71,21 +63,12 @@ Value updateRows(OpBuilder &b, Location loc, Value dest, ValueRange rows,
                  body);
 }
 
-/// `acc` + the row sums of [N, R, C] `x`, reduced into `acc` ([N, R]).
 Value addRowSums(OpBuilder &b, Location loc, Value x, Value acc) {
   MLIRContext *ctx = b.getContext();
   return generic(b, loc, x, AffineMap::getMultiDimIdentityMap(3, ctx), acc,
                  dimsMap(ctx, 3, {0, 1}), iterators(3, {2}), sumOf(first));
 }
 
-/// Visits the key tiles a query tile of `size` positions at `offset` sees,
-/// threading `state` through them. Causal: the tiles left of the diagonal
-/// (an scf.for up to `offset`, none for the first query tile), then the
-/// diagonal tile. With a window W: the diagonal tile, then the key tiles
-/// j = far..near+1 tiles back (the first of them holds the first query's
-/// oldest key; they cross some query's window edge, masked), then those
-/// j = near..1 back (inside every query's window). Otherwise every key
-/// tile: the full ones, then the remainder.
 SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
                                   const Mask &mask, int64_t tile,
                                   OpFoldResult offset, int64_t size,
@@ -132,10 +115,6 @@ SmallVector<Value> forEachKeyTile(OpBuilder &b, Location loc, const Layout &l,
   return values;
 }
 
-/// The scores (scale · Q·Kᵀ, soft-capped where `score` says) for a query
-/// tile's rows `qTile` ([N, R, D]) and a key tile's `kTTile` ([N, D, keys]),
-/// −inf where `mask` hides a key: local row r is query position r / G of
-/// the tile, local key c key position c of the key tile.
 Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
              Value kTTile, const Scoring &score, const TileMask &mask) {
   Value raw = batchMatmul(b, loc, qTile, kTTile);
@@ -179,8 +158,6 @@ Value scores(OpBuilder &b, Location loc, const Layout &l, Value qTile,
       });
 }
 
-/// A slice of `source` at `offsets` x `sizes` (unit strides), with the
-/// dimensions `dropped` (of size 1) left out of its type.
 Value sliceOf(OpBuilder &b, Location loc, Value source,
               ArrayRef<OpFoldResult> offsets, ArrayRef<int64_t> sizes,
               ArrayRef<int64_t> dropped) {
@@ -198,9 +175,6 @@ Value sliceOf(OpBuilder &b, Location loc, Value source,
       offsets, sizeAttrs, strides);
 }
 
-/// `v` regrouped: its dimensions collapsed by `collapse`, then expanded by
-/// `expand` into `type`. Reshapes through a matrix rather than through one
-/// flat dimension, which the targets' views keep as strided views.
 Value regroup(OpBuilder &b, Location loc, Value v,
               ArrayRef<ReassociationIndices> collapse,
               ArrayRef<ReassociationIndices> expand, RankedTensorType type) {
@@ -208,7 +182,6 @@ Value regroup(OpBuilder &b, Location loc, Value v,
   return tensor::ExpandShapeOp::create(b, loc, type, mid, expand);
 }
 
-/// A contiguous copy of `v` (a strided slice) in a new tensor of its shape.
 Value contiguousCopy(OpBuilder &b, Location loc, Value v) {
   RankedTensorType type = tensorType(v);
   Value init =
@@ -216,9 +189,6 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value v) {
   return linalg::CopyOp::create(b, loc, v, init).getResult(0);
 }
 
-/// A task's matrix [R, C] as a batch of one [1, R, C] (an expand: never a
-/// reshape through one flat dimension, which would need a copy of a strided
-/// slice and which the CPU schedule cannot take for a product operand).
 Value matrixAsBatch(OpBuilder &b, Location loc, Value v) {
   RankedTensorType t = tensorType(v);
   return tensor::ExpandShapeOp::create(
@@ -228,8 +198,6 @@ Value matrixAsBatch(OpBuilder &b, Location loc, Value v) {
       v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
-/// Query-shaped [B, S, Hq, E] with the heads split into groups:
-/// [B, S, Hkv, G, E].
 Value byGroup(OpBuilder &b, Location loc, const Layout &l, Value x, int64_t e) {
   return tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get({l.B, l.S, l.Hkv, l.G, e}, l.elt), x,

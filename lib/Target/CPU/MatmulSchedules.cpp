@@ -53,7 +53,6 @@ const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
                       "!transform.any_op {transform.readonly}) {\n";
 const char *kFooter = "  transform.yield\n}\n}\n";
 
-/// Phase 1: parallel output tiles (and batch entries).
 std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
@@ -72,11 +71,6 @@ std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs) {
   return s;
 }
 
-/// Phase 2, on 2-D matmuls inside the output tiles: K cache tile, MR x NR
-/// register tiles. The j loop is peeled and its remainder tiled by whole
-/// vectors (peeled again: only the last < lanes columns stay partial); the
-/// i loop is peeled and its remainder done a row at a time. The unit K loop
-/// comes last, so every variant has the accumulators' loop innermost.
 std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes) {
   std::string s = kHeader;
@@ -189,9 +183,6 @@ std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
   return s;
 }
 
-/// Phase 4, after vectorisation: canonical transfers and loop-invariant
-/// code out of the tile loops; then (hoistAccumulators) the accumulators
-/// out of the K loop.
 std::string cleanupSchedule() {
   std::string s = kHeader;
   s += R"mlir(
@@ -214,12 +205,6 @@ std::string cleanupSchedule() {
   return s;
 }
 
-/// The accumulators of each matmul's tile loops read once before its K loop
-/// and written once after it. Per loop nest (an output tile's scf.forall, or
-/// the outermost loop of a nest without one: a small matmul, a chunk loop's
-/// tiles), not per function: upstream's hoisting restarts its walk of the
-/// whole root after every hoist, which over a step's function was quadratic
-/// in its matmuls.
 void hoistAccumulators(ModuleOp module) {
   SmallVector<Operation *> nests;
   module.walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -236,14 +221,6 @@ void hoistAccumulators(ModuleOp module) {
     linalg::hoistRedundantVectorTransfers(nest);
 }
 
-/// What upstream's hoisting leaves: a register tile's accumulators read and
-/// written on every iteration of its K loop when their buffer also has
-/// views (the output tile that a fill or an epilogue writes inside the
-/// product's tiles), which upstream refuses. A read and a write of the same
-/// vector at the same loop-invariant place of a buffer made by this step
-/// (an alloc: no other buffer aliases it), which nothing else in the loop
-/// touches, become a value carried by the loop: read before it, written
-/// after it.
 void hoistTileAccumulators(ModuleOp module) {
   SmallVector<scf::ForOp> loops;
   module.walk([&](scf::ForOp loop) { loops.push_back(loop); }); // inner first
@@ -305,9 +282,6 @@ void hoistTileAccumulators(ModuleOp module) {
   }
 }
 
-/// Phase 5: the contractions as FMAs. Each greedy set apart: lower_masks or
-/// the vector lowerings in one set with canonicalisation ping-pong on
-/// constant masks and 1-row tiles (memory without bound).
 std::string loweringSchedule() {
   std::string s = kHeader;
   s += R"mlir(
@@ -330,10 +304,6 @@ std::string loweringSchedule() {
   return s;
 }
 
-/// Phase 3: vectorises every scheduled matmul tile. Static tiles vectorise
-/// as they are; a dynamic size (a partial vector of columns, or rows where
-/// nothing was peeled) is masked up to its bound: one vector of `lanes`,
-/// or MR rows.
 LogicalResult vectorizeTiles(ModuleOp module,
                              const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes) {

@@ -76,7 +76,7 @@ LogicalResult vectorizeTiles(ModuleOp module,
 /// any temporary), and the product runs as an f32 one. Widening inside the
 /// register tiles instead converts every element of A once per column tile
 /// and of B once per row tile, and the extra registers spill accumulators
-/// (the tiny llama step ran 1.56x slower than in f32 that way). The copy
+/// (slower than f32: docs/mixed-precision.md). The copy
 /// costs O(MK + KN) against the product's O(MNK). Later products of the
 /// same block that read the same narrow buffer (the Q, K and V projections
 /// of one input, the weight gradients that share it) reuse the copy while

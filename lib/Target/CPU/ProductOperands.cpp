@@ -457,16 +457,6 @@ void castInProducers(ModuleOp module,
   }
 }
 
-/// Products of bf16/f16 operands with an f32 accumulator: each narrow
-/// operand is widened into an f32 buffer once (planned in the arena like
-/// any temporary), and the product runs as an f32 one. Widening inside the
-/// register tiles instead converts every element of A once per column tile
-/// and of B once per row tile, and the extra registers spill accumulators
-/// (the tiny llama step ran 1.56x slower than in f32 that way). The copy
-/// costs O(MK + KN) against the product's O(MNK). Later products of the
-/// same block that read the same narrow buffer (the Q, K and V projections
-/// of one input, the weight gradients that share it) reuse the copy while
-/// nothing between them may write that buffer.
 void widenNarrowOperands(ModuleOp module,
                          llvm::function_ref<bool(Operation *)> keepsNarrow) {
   SmallVector<linalg::LinalgOp> products;
@@ -531,11 +521,6 @@ void widenNarrowOperands(ModuleOp module,
   }
 }
 
-/// The casts around the products that read narrow operands as f32
-/// (`keepsNarrow`: those that read them as they are, on AMX tiles or
-/// vdpbf16ps): rounded values stored as f32 where only such products read
-/// them, casts done by the loops that write their inputs, and the narrow
-/// operands left widened into f32 copies.
 void prepareProductOperands(ModuleOp module,
                             MutableArrayRef<linalg::GenericOp> epilogues,
                             llvm::function_ref<bool(Operation *)> keepsNarrow) {
@@ -564,7 +549,8 @@ void padRhsRowStrides(ModuleOp module) {
     auto padded = MemRefType::get({k, n + 64 / 4}, type.getElementType());
     Value buffer = memref::AllocOp::create(b, loc, padded);
     Value view = memref::SubViewOp::create(
-        b, loc, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        b, loc, buffer,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(k), b.getIndexAttr(n)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     linalg::CopyOp::create(b, loc, rhs.get(), view);

@@ -43,10 +43,6 @@ using namespace tgc::cpu;
 
 namespace tgc::cpu::matmuls {
 
-/// Moves each product's accumulator fill (findAccumulatorInit) onto the
-/// product as an attribute holding the fill's constant; after the output
-/// tiles exist, fillOutputTiles puts a fill of each tile right before the
-/// tile's product, where the tile's K loop then finds it in cache.
 void takeAccumulatorFills(ModuleOp module, bool amx, bool bf16Dot) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::FillOp>> moves;
   module.walk([&](linalg::LinalgOp op) {
@@ -94,8 +90,6 @@ void hoistBefore(Value v, Operation *product) {
   def->moveBefore(product);
 }
 
-/// Each product's epilogue (findEpilogue), its buffers made before the
-/// product; the product carries the epilogue's index (its tiles keep it).
 SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::GenericOp>> found;
   module.walk([&](linalg::LinalgOp op) {
@@ -196,10 +190,6 @@ void cloneDirectEpilogue(OpBuilder &b, linalg::GenericOp epilogue, Value acc,
   }
 }
 
-/// After the output tiles exist: each epilogue runs on the tile right after
-/// the tile's product (an f32 product's tile, or the tile view that a
-/// vdpbf16ps product leaves after its K loop), and the whole-buffer loop
-/// goes.
 void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
   llvm::DenseMap<Operation *, SmallVector<Value>> matrices;
   llvm::DenseSet<Operation *> fusedAway;
@@ -296,8 +286,6 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
 
 constexpr llvm::StringLiteral kOutputTransposeAttr = "tgc.output_transpose";
 
-/// Each batch product whose output goes to a new layout (findOutputTranspose)
-/// carries the transpose's index; the new layout's buffer moves before it.
 SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::TransposeOp>> found;
   module.walk([&](linalg::LinalgOp op) {
@@ -359,10 +347,6 @@ Value sequenceTile(OpBuilder &b, Location loc, Value sequence,
                                    rows, o, z, one);
 }
 
-/// After the output tiles exist (as 2-D matmuls on rank-reduced views of
-/// [1, mt, nt] tiles of the [B·H, S, N] output): each tile writes straight
-/// into the [B, S, H, N] buffer (sequenceTile), and the whole-buffer
-/// transpose goes, with the output buffer nothing reads any more.
 void writeOutputTilesTransposed(
     ModuleOp module, MutableArrayRef<linalg::TransposeOp> transposes) {
   OpBuilder b(module.getContext());
@@ -419,9 +403,6 @@ HeadsOperands takeHeadsOperands(ModuleOp module) {
   return found;
 }
 
-/// After the output tiles exist: each tile reads its rows of a head
-/// straight from the sequence's layout (sequenceTile); a transpose all of
-/// whose readers do goes.
 void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found) {
   OpBuilder b(module.getContext());
   for (linalg::LinalgOp tile :
@@ -466,9 +447,6 @@ bool isScheduledBatchLayout(linalg::LinalgOp op) {
          maps == transposedLhsBatchMaps(op.getContext());
 }
 
-/// A tiled `linalg.batch_matmul` over one batch entry becomes a 2-D
-/// `linalg.matmul` on rank-reduced views (with the transposed left operand's
-/// map where it has one), which phase 2 schedules.
 void rankReduceUnitBatches(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   for (linalg::BatchMatmulOp op :

@@ -53,9 +53,6 @@ using namespace tgc::cpu::matmuls;
 
 namespace tgc::cpu::matmuls {
 
-/// Products the schedule tiles: matmuls, and batch matmuls of the default
-/// or transposed-left-operand layout, on static buffers (others are left to
-/// the loops).
 bool isScheduledProduct(linalg::LinalgOp op) {
   bool batched = llvm::isa<linalg::BatchMatmulOp>(op);
   if (!batched && !llvm::isa<linalg::MatmulOp>(op))
@@ -70,8 +67,6 @@ bool isScheduledProduct(linalg::LinalgOp op) {
          });
 }
 
-/// Whether all of `op`'s operands are f32 (bf16/f16 operands are widened,
-/// or become AMX tiles or vdpbf16ps products, before the f32 schedule).
 bool isF32Product(linalg::LinalgOp op) {
   return llvm::all_of(op->getOperandTypes(),
                       [](Type t) { return getElementTypeOrSelf(t).isF32(); });

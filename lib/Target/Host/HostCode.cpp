@@ -251,6 +251,11 @@ llvm::Error tgc::host::linkHostExecutable(llvm::StringRef objectFile,
   llvm::SmallVector<llvm::StringRef> args{
       *program, "-O2", "-x", "c", info, "-x", "none", include, objectFile};
   args.append(libraries.begin(), libraries.end());
+  // What libtgc_runtime.a itself needs: its tokenizers' PCRE2 and utf8proc.
+  llvm::SmallVector<llvm::StringRef> systemLibraries;
+  llvm::StringRef(TGC_RUNTIME_SYSTEM_LIBRARIES)
+      .split(systemLibraries, ',', -1, false);
+  args.append(systemLibraries.begin(), systemLibraries.end());
   args.append({"-lm", "-o", output});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,

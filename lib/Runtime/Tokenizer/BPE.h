@@ -1,0 +1,77 @@
+//===- BPE.h - the BPE model of a tokenizer.json ----------------*- C++ -*-===//
+//
+// Byte-pair encoding as Hugging Face's `tokenizers` runs it: a word starts
+// as its characters (or their <0xNN> bytes under byte_fallback, or unk), and
+// the adjacent pair with the lowest merge rank merges first, leftmost on
+// ties, until no pair in the merge table remains.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_TOKENIZER_BPE_H
+#define TGC_RUNTIME_TOKENIZER_BPE_H
+
+#include "tgc/Runtime/Json.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tgc::rt::tok {
+
+class BPE {
+public:
+  /// Reads the "model" object; null + `error` (prefixed by `where`) when it
+  /// is malformed or uses a feature not built.
+  static std::unique_ptr<BPE> parse(const json::Value &model,
+                                    const std::string &where,
+                                    std::string &error);
+
+  /// Appends the ids of `word` to `out`.
+  void tokenize(std::string_view word, std::vector<uint32_t> &out) const;
+
+  /// Where `word` may be cut into parts that encode independently: before
+  /// each U+2581 (SentencePiece's space) that follows another character,
+  /// when no token holds U+2581 after another character (then no merge
+  /// crosses such a cut). Empty when the vocabulary does not allow it.
+  std::vector<size_t> independentCuts(std::string_view word) const;
+
+  std::optional<uint32_t> find(std::string_view token) const;
+  const std::unordered_map<std::string, uint32_t> &vocab() const {
+    return tokenIds;
+  }
+
+private:
+  struct Merge {
+    uint32_t rank, result;
+  };
+  static uint64_t pairKey(uint32_t left, uint32_t right) {
+    return (uint64_t(left) << 32) | right;
+  }
+  /// The initial symbols of `word`.
+  void symbolsOf(std::string_view word, std::vector<uint32_t> &ids,
+                 std::vector<uint32_t> &lengths) const;
+
+  /// The merge of a pair, if any (an open-addressing table: this lookup is
+  /// the inner loop of encoding).
+  const Merge *findMerge(uint32_t left, uint32_t right) const;
+  void buildMergeTable(const std::vector<std::pair<uint64_t, Merge>> &pairs);
+
+  std::unordered_map<std::string, uint32_t> tokenIds;
+  std::vector<uint64_t> mergeKeys; // kNoKey where empty
+  std::vector<Merge> mergeValues;
+  uint64_t mergeMask = 0;
+  /// Ids of the single-character tokens, by code point (-1: none).
+  std::vector<int32_t> charIds;
+  std::optional<uint32_t> unk;
+  /// <0xNN> ids when byte_fallback is on and all 256 exist.
+  std::vector<uint32_t> byteIds;
+  bool byteFallback = false, fuseUnk = false, ignoreMerges = false;
+  bool cutsAtMetaspace = false;
+};
+
+} // namespace tgc::rt::tok
+
+#endif // TGC_RUNTIME_TOKENIZER_BPE_H

@@ -1,0 +1,367 @@
+//===- Tokenizer.cpp - a tokenizer.json's pipeline, loaded and run --------===//
+
+#include "tgc/Runtime/Tokenizer.h"
+
+#include "AddedTokens.h"
+#include "BPE.h"
+#include "Components.h"
+#include "Unicode.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace tgc::rt;
+using namespace tgc::rt::tok;
+
+namespace tgc::rt::tok {
+
+class WordCache {
+public:
+  std::unordered_map<std::string, std::vector<uint32_t>> words;
+};
+
+class Pipeline {
+public:
+  std::string path;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> preTokenizer;
+  std::unique_ptr<BPE> model;
+  std::unique_ptr<Decoder> decoder;
+  SpecialTokenTemplate specials;
+  /// Added tokens matched in the raw text, and those matched after
+  /// normalization.
+  AddedTokenMatcher rawTokens, normalizedTokens;
+  std::vector<std::string> idToToken;
+  std::vector<bool> special;
+  std::optional<uint32_t> bos, eos;
+
+  void encodeSegment(std::string_view text, bool atStart,
+                     std::vector<uint32_t> &ids, WordCache *cache) const;
+  void encodeWord(const std::string &word, std::vector<uint32_t> &ids,
+                  WordCache *cache) const;
+};
+
+} // namespace tgc::rt::tok
+
+void tgc::rt::tok::destroyWordCache(WordCache *cache) { delete cache; }
+WordCachePtr tgc::rt::tok::newWordCache() { return WordCachePtr(new WordCache); }
+
+void Pipeline::encodeWord(const std::string &word, std::vector<uint32_t> &ids,
+                          WordCache *cache) const {
+  constexpr size_t kLongestCached = 256, kMostCached = 1 << 18;
+  if (word.size() > kLongestCached) {
+    // A SentencePiece segment is one long word: encode its parts.
+    std::vector<size_t> cuts = model->independentCuts(word);
+    if (cuts.empty()) {
+      model->tokenize(word, ids);
+      return;
+    }
+    cuts.push_back(word.size());
+    size_t begin = 0;
+    for (size_t end : cuts) {
+      encodeWord(word.substr(begin, end - begin), ids, cache);
+      begin = end;
+    }
+    return;
+  }
+  if (!cache) {
+    model->tokenize(word, ids);
+    return;
+  }
+  auto it = cache->words.find(word);
+  if (it == cache->words.end()) {
+    if (cache->words.size() >= kMostCached)
+      cache->words.clear();
+    std::vector<uint32_t> wordIds;
+    model->tokenize(word, wordIds);
+    it = cache->words.emplace(word, std::move(wordIds)).first;
+  }
+  ids.insert(ids.end(), it->second.begin(), it->second.end());
+}
+
+void Pipeline::encodeSegment(std::string_view raw, bool atStart,
+                             std::vector<uint32_t> &ids,
+                             WordCache *cache) const {
+  std::string text(raw);
+  if (normalizer)
+    normalizer->apply(text);
+  std::vector<Span> spans;
+  if (normalizedTokens.empty())
+    spans.push_back({0, text.size()});
+  else
+    spans = normalizedTokens.split(text);
+  for (const Span &span : spans) {
+    if (span.id >= 0) {
+      ids.push_back(static_cast<uint32_t>(span.id));
+      continue;
+    }
+    Piece piece{text.substr(span.begin, span.end - span.begin),
+                atStart && span.begin == 0};
+    if (!preTokenizer) {
+      encodeWord(piece.text, ids, cache);
+      continue;
+    }
+    preTokenizer->split(std::move(piece), [&](Piece &&word) {
+      encodeWord(word.text, ids, cache);
+    });
+  }
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Pipeline> pipeline)
+    : pipeline(std::move(pipeline)) {}
+Tokenizer::~Tokenizer() = default;
+Tokenizer::Tokenizer(Tokenizer &&) noexcept = default;
+
+std::vector<uint32_t> Tokenizer::encode(std::string_view text,
+                                        bool addSpecialTokens,
+                                        WordCache *cache) const {
+  const Pipeline &p = *pipeline;
+  WordCachePtr local;
+  if (!cache) {
+    local = newWordCache();
+    cache = local.get();
+  }
+  std::vector<uint32_t> ids;
+  ids.reserve(text.size() / 3 + 8);
+  if (addSpecialTokens)
+    ids.insert(ids.end(), p.specials.prefix.begin(), p.specials.prefix.end());
+  for (const Span &span : p.rawTokens.split(text)) {
+    if (span.id >= 0)
+      ids.push_back(static_cast<uint32_t>(span.id));
+    else
+      p.encodeSegment(text.substr(span.begin, span.end - span.begin),
+                      span.begin == 0, ids, cache);
+  }
+  if (addSpecialTokens)
+    ids.insert(ids.end(), p.specials.suffix.begin(), p.specials.suffix.end());
+  return ids;
+}
+
+bool Tokenizer::decode(const std::vector<uint32_t> &ids,
+                       bool skipSpecialTokens, std::string &text,
+                       std::string &error) const {
+  const Pipeline &p = *pipeline;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (uint32_t id : ids) {
+    if (id >= p.idToToken.size() ||
+        (p.idToToken[id].empty() && !p.special[id])) {
+      error = "token id " + std::to_string(id) + " is not in " + p.path +
+              " (its ids run from 0 to " +
+              std::to_string(p.idToToken.size() - 1) + ")";
+      return false;
+    }
+    if (skipSpecialTokens && p.special[id])
+      continue;
+    tokens.push_back(p.idToToken[id]);
+  }
+  if (p.decoder) {
+    p.decoder->decode(tokens);
+    text.clear();
+    for (const std::string &token : tokens)
+      text += token;
+    return true;
+  }
+  // Without a decoder Hugging Face joins the tokens with spaces.
+  text.clear();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    text += (i ? " " : "") + tokens[i];
+  return true;
+}
+
+uint32_t Tokenizer::vocabSize() const {
+  return static_cast<uint32_t>(pipeline->idToToken.size());
+}
+std::optional<uint32_t> Tokenizer::bosId() const { return pipeline->bos; }
+std::optional<uint32_t> Tokenizer::eosId() const { return pipeline->eos; }
+bool Tokenizer::isSpecial(uint32_t id) const {
+  return id < pipeline->special.size() && pipeline->special[id];
+}
+const std::string &Tokenizer::path() const { return pipeline->path; }
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool readWhole(const std::string &path, std::string &bytes,
+               std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  bytes = ss.str();
+  return true;
+}
+
+/// A special token named in tokenizer_config.json: a string, or an
+/// AddedToken object with "content".
+bool configToken(const json::Value &config, const char *key,
+                 const Pipeline &p, const std::string &where,
+                 std::optional<uint32_t> &id, std::string &error) {
+  const json::Value *value = member(config, key);
+  if (!value)
+    return true;
+  std::string content;
+  if (value->isString()) {
+    content = value->string;
+  } else if (value->isObject()) {
+    if (!readString(*value, "content", where + "." + key, content, error))
+      return false;
+  } else {
+    error = where + "." + key + ": expected a token string, found " +
+            value->describe();
+    return false;
+  }
+  for (uint32_t i = 0; i < p.idToToken.size(); ++i)
+    if (p.idToToken[i] == content) {
+      id = i;
+      return true;
+    }
+  error = where + "." + key + ": " + json::quote(content) +
+          " is not a token of the tokenizer";
+  return false;
+}
+
+} // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
+                                           std::string &error) {
+  std::string file = path, directory;
+  if (isDirectory(path)) {
+    directory = path;
+    file = path + "/tokenizer.json";
+  } else {
+    size_t slash = path.rfind('/');
+    directory = slash == std::string::npos ? "." : path.substr(0, slash);
+  }
+  std::string text;
+  if (!readWhole(file, text, error))
+    return nullptr;
+  json::Value root;
+  std::string parseError;
+  if (!json::parse(text, root, parseError)) {
+    error = file + ": " + parseError;
+    return nullptr;
+  }
+  text.clear();
+  text.shrink_to_fit();
+  if (!root.isObject()) {
+    error = file + ": expected a tokenizer object, found " + root.describe();
+    return nullptr;
+  }
+  auto p = std::make_unique<Pipeline>();
+  p->path = file;
+  auto fail = [&](const std::string &message) {
+    error = file + ": " + message;
+    return nullptr;
+  };
+
+  const json::Value *model = member(root, "model");
+  if (!model)
+    return fail("missing \"model\"");
+  std::string stageError;
+  if (!(p->model = BPE::parse(*model, "model", stageError)))
+    return fail(stageError);
+  if (const json::Value *v = member(root, "normalizer"))
+    if (!(p->normalizer = parseNormalizer(*v, "normalizer", stageError)))
+      return fail(stageError);
+  if (const json::Value *v = member(root, "pre_tokenizer"))
+    if (!(p->preTokenizer = parsePreTokenizer(*v, "pre_tokenizer", stageError)))
+      return fail(stageError);
+  if (const json::Value *v = member(root, "decoder"))
+    if (!(p->decoder = parseDecoder(*v, "decoder", stageError)))
+      return fail(stageError);
+  if (const json::Value *v = member(root, "post_processor"))
+    if (!parsePostProcessor(*v, "post_processor", p->specials, stageError))
+      return fail(stageError);
+
+  for (const auto &[token, id] : p->model->vocab()) {
+    if (id >= p->idToToken.size())
+      p->idToToken.resize(id + 1);
+    p->idToToken[id] = token;
+  }
+  std::vector<AddedToken> added;
+  if (const json::Value *v = member(root, "added_tokens"))
+    if (!parseAddedTokens(*v, "added_tokens", added, stageError))
+      return fail(stageError);
+  p->special.assign(p->idToToken.size(), false);
+  for (const AddedToken &token : added) {
+    if (token.id >= p->idToToken.size()) {
+      p->idToToken.resize(token.id + 1);
+      p->special.resize(token.id + 1, false);
+    }
+    p->idToToken[token.id] = token.content;
+    p->special[token.id] = token.special;
+    // Hugging Face matches normalized tokens after the normalizer; without
+    // one the two are the same.
+    (token.normalized && p->normalizer ? p->normalizedTokens : p->rawTokens)
+        .add(token);
+  }
+  for (uint32_t id : p->specials.prefix)
+    if (id >= p->idToToken.size())
+      return fail("post_processor: special token id " + std::to_string(id) +
+                  " is not in the vocabulary");
+  for (uint32_t id : p->specials.suffix)
+    if (id >= p->idToToken.size())
+      return fail("post_processor: special token id " + std::to_string(id) +
+                  " is not in the vocabulary");
+
+  // tokenizer_config.json: BOS/EOS, and add_bos/eos_token where it says.
+  std::string configPath = directory + "/tokenizer_config.json";
+  std::string configText;
+  if (readWhole(configPath, configText, stageError)) {
+    json::Value config;
+    if (!json::parse(configText, config, parseError)) {
+      error = configPath + ": " + parseError;
+      return nullptr;
+    }
+    if (!config.isObject()) {
+      error = configPath + ": expected an object, found " + config.describe();
+      return nullptr;
+    }
+    std::string where = "tokenizer_config";
+    if (!configToken(config, "bos_token", *p, where, p->bos, stageError) ||
+        !configToken(config, "eos_token", *p, where, p->eos, stageError)) {
+      error = configPath + ": " + stageError;
+      return nullptr;
+    }
+    // Llama-style configs say what encoding adds; that replaces the
+    // tokenizer.json template, as transformers' LlamaTokenizerFast does.
+    bool addBos = false, addEos = false;
+    bool saysBos = member(config, "add_bos_token") != nullptr,
+         saysEos = member(config, "add_eos_token") != nullptr;
+    if (!readBool(config, "add_bos_token", where, addBos, stageError) ||
+        !readBool(config, "add_eos_token", where, addEos, stageError)) {
+      error = configPath + ": " + stageError;
+      return nullptr;
+    }
+    if (saysBos || saysEos) {
+      if ((addBos && !p->bos) || (addEos && !p->eos)) {
+        error = configPath + ": add_" + std::string(addBos && !p->bos
+                                                        ? "bos"
+                                                        : "eos") +
+                "_token is true but no such token is named";
+        return nullptr;
+      }
+      p->specials = {};
+      if (addBos)
+        p->specials.prefix.push_back(*p->bos);
+      if (addEos)
+        p->specials.suffix.push_back(*p->eos);
+    }
+  }
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(p)));
+}

@@ -246,6 +246,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       }
       record.endObject();
       std::fprintf(log, "%s\n", record.str().c_str());
+      std::fflush(log); // a run watched, or killed, has every step so far
     }
     // The last step's checkpoint is main's (after the summary's figures).
     if (opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
@@ -267,6 +268,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
         record.key("eval_loss").fixed(evalLoss, 6);
         record.endObject();
         std::fprintf(log, "%s\n", record.str().c_str());
+        std::fflush(log);
       }
     }
     if (!opt.quiet &&
@@ -286,8 +288,8 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
   }
   if (tty)
     std::fprintf(stderr, "\n");
-  if (log)
-    std::fclose(log);
+  if (log && std::fclose(log) != 0)
+    die(opt.log + ": cannot write: " + std::strerror(errno));
 }
 
 void Trainer::printSummary() const {

@@ -27,6 +27,7 @@ public:
       : m(m), s(s), d(d), opt(opt), seed(seed), lr(lr) {}
   ~Trainer();
 
+  /// Each --log record is flushed as its step finishes.
   void run(int64_t firstStep, int64_t steps);
   /// Every process takes part (the peak RSS is the job's largest).
   void printSummary() const;

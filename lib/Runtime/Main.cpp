@@ -3,7 +3,9 @@
 // Linked into every executable `tgc MODEL -o EXE` produces: checks the job,
 // binds the buffers the compiled `tgc_train_step` describes (tgc_model),
 // loads weights and data, trains, and saves. The pieces: Options (flags),
-// Buffers, Checkpoints, Batches, Trainer. See docs/runtime.md.
+// Buffers, Checkpoints, Batches, Trainer. SIGINT or SIGTERM ends the run
+// after its step in progress, saved, with status 128 + the signal's number.
+// See docs/runtime.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "tgc/Runtime/ABI.h"
 
 #include <malloc.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,11 +145,23 @@ int main(int argc, char **argv) {
   upload(buffers, buffers.states);
   Dataset data = loadData(m, opt, seed);
   Trainer trainer(m, buffers, data, opt, seed, lr);
-  trainer.run(firstStep, steps);
+  int64_t done = trainer.run(firstStep, steps);
   if (!opt.save.empty())
-    saveCheckpoint(m, buffers, opt.save, firstStep + steps, opt.saveDtype,
+    saveCheckpoint(m, buffers, opt.save, firstStep + done, opt.saveDtype,
                    opt.writes);
+  if (int signo = trainer.stoppedBy(); signo && tgc_dist_rank() == 0) {
+    std::string saved = opt.save.empty() ? ""
+                                         : "; " + opt.save + " holds step " +
+                                               std::to_string(firstStep + done);
+    std::fprintf(stderr, "%s: %s: stopped after step %lld of %lld%s\n",
+                 programName(), signo == SIGINT ? "SIGINT" : "SIGTERM",
+                 (long long)(firstStep + done), (long long)(firstStep + steps),
+                 saved.c_str());
+  }
   trainer.printSummary();
   tgc_dist_finalize();
-  return 0;
+  // As a shell reports a process the signal ended: 130 for SIGINT, 143 for
+  // SIGTERM (also when it came after the last step).
+  int signo = trainer.stoppedBy() ? trainer.stoppedBy() : caughtStopSignal();
+  return signo ? 128 + signo : 0;
 }

@@ -11,12 +11,46 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
 using namespace tgc::rt;
+
+namespace {
+// The first stop signal caught. The step's OpenMP threads may take it, so a
+// lock-free atomic (safe in a handler, unlike a volatile sig_atomic_t read
+// on another thread) records it.
+std::atomic<int> caughtSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void onStopSignal(int signo) {
+  int none = 0;
+  if (caughtSignal.compare_exchange_strong(none, signo))
+    return;
+  // The second: the default action (the process ends by this signal),
+  // delivered when the handler returns.
+  std::signal(signo, SIG_DFL);
+  std::raise(signo);
+}
+} // namespace
+
+void tgc::rt::catchStopSignals() {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = onStopSignal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+int tgc::rt::caughtStopSignal() { return caughtSignal.load(); }
 
 /// A loss scale in messages.
 static std::string formatScale(float scale) {
@@ -59,12 +93,27 @@ void Trainer::runStep(int64_t step, void **args) {
   download(s.buffers[s.norm]);
   if (s.dpWeight >= 0 && tgc_dist_size() > 1) {
     // Each process's loss is its own slice's: the job's is their
-    // weighted sum (the gradients were summed inside the step).
+    // weighted sum (the gradients were summed inside the step). The same
+    // sum counts the processes that caught SIGINT or SIGTERM, so that all
+    // stop after the same step (none waits in a collective for the others).
     float *loss = static_cast<float *>(s.buffers[s.loss].data);
-    double global = *loss * static_cast<double>(s.scalar(s.dpWeight));
-    tgc_dist_sum(&global, 1);
-    *loss = static_cast<float>(global);
+    int caught = caughtStopSignal();
+    double global[3] = {*loss * static_cast<double>(s.scalar(s.dpWeight)),
+                        caught == SIGINT ? 1.0 : 0.0,
+                        caught == SIGTERM ? 1.0 : 0.0};
+    tgc_dist_sum(global, 3);
+    *loss = static_cast<float>(global[0]);
+    if (!stopSignal && (global[1] > 0 || global[2] > 0))
+      stopSignal = global[2] > 0 ? SIGTERM : SIGINT;
   }
+}
+
+bool Trainer::stopRequested() {
+  // One process reads its own flag; a job's processes take the signal the
+  // step's loss sum agreed on (runStep).
+  if (tgc_dist_size() == 1)
+    stopSignal = caughtStopSignal();
+  return stopSignal != 0;
 }
 
 std::string Trainer::nonFiniteGradients() const {
@@ -140,7 +189,8 @@ void Trainer::swapUpdates() {
     swapBuffers(s.states[k], s.newStates[k]);
 }
 
-void Trainer::run(int64_t firstStep, int64_t steps) {
+int64_t Trainer::run(int64_t firstStep, int64_t steps) {
+  catchStopSignals();
   std::FILE *log = nullptr;
   if (!opt.log.empty() && !(log = std::fopen(opt.log.c_str(), "w")))
     die(opt.log + ": cannot write: " + std::strerror(errno));
@@ -167,7 +217,11 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
   rssBeforeStepsMiB = peakRssMiB();
   int64_t tokensPerStep = m.batch_size * m.seq_len * tgc_dist_size();
   int64_t every = std::max<int64_t>(1, steps / 20);
+  int64_t done = 0;
   for (int64_t step = firstStep; step < firstStep + steps; ++step) {
+    // Asked during the last step's evaluation: no further step.
+    if (done && stopRequested())
+      break;
     fillBatch(m, d, s, opt, seed, step, /*eval=*/false);
     // The scale this step's loss is multiplied by (its state is updated in
     // the step).
@@ -229,7 +283,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       dumpGradients(s, opt.dumpGrads);
     swapUpdates();
 
-    int64_t done = step - firstStep + 1;
+    done = step - firstStep + 1;
     double tokPerS = tokensPerStep / (ms / 1000.0);
     if (log) {
       json::Writer record(json::Writer::Spaced);
@@ -248,13 +302,15 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       std::fprintf(log, "%s\n", record.str().c_str());
       std::fflush(log); // a run watched, or killed, has every step so far
     }
+    // SIGINT or SIGTERM: this step is the last; main saves it.
+    bool last = stopRequested();
     // The last step's checkpoint is main's (after the summary's figures).
-    if (opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
+    if (!last && opt.saveEvery && (step + 1) % opt.saveEvery == 0 &&
         step + 1 < firstStep + steps) {
       saveCheckpoint(m, s, opt.save, step + 1, opt.saveDtype, opt.writes);
       lastSavedStep = step + 1;
     }
-    if (opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
+    if (!last && opt.evalEvery && (step + 1) % opt.evalEvery == 0) {
       double evalLoss = evaluate();
       lastEvalLoss = evalLoss;
       lastEvalStep = step + 1;
@@ -272,7 +328,7 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
       }
     }
     if (!opt.quiet &&
-        (tty || done % every == 0 || done == steps || done == 1)) {
+        (tty || done % every == 0 || done == steps || done == 1 || last)) {
       double mean = 0;
       for (double t : times)
         mean += t;
@@ -285,11 +341,14 @@ void Trainer::run(int64_t firstStep, int64_t steps) {
           (long long)(firstStep + steps), loss, norm, tokPerS, eta,
           tty ? "   " : "\n");
     }
+    if (last)
+      break;
   }
   if (tty)
     std::fprintf(stderr, "\n");
   if (log && std::fclose(log) != 0)
     die(opt.log + ": cannot write: " + std::strerror(errno));
+  return done;
 }
 
 void Trainer::printSummary() const {

@@ -3,6 +3,7 @@
 // Runs the compiled step over the data: each step's batch, its loss and
 // gradient norm checked, the updated parameters swapped in, progress, the
 // --log records, periodic checkpoints and evaluation, and the summary.
+// SIGINT and SIGTERM stop it after the step in progress.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_TRAINER_H
@@ -27,13 +28,20 @@ public:
       : m(m), s(s), d(d), opt(opt), seed(seed), lr(lr) {}
   ~Trainer();
 
-  /// Each --log record is flushed as its step finishes.
-  void run(int64_t firstStep, int64_t steps);
+  /// Runs up to `steps` steps and returns how many it ran: fewer when
+  /// SIGINT or SIGTERM asked it to stop (stoppedBy()). Each --log record is
+  /// flushed as its step finishes.
+  int64_t run(int64_t firstStep, int64_t steps);
+  /// The signal that stopped run() early, or 0. A data-parallel job agrees
+  /// on it (and so on the last step) in every step's loss sum.
+  int stoppedBy() const { return stopSignal; }
   /// Every process takes part (the peak RSS is the job's largest).
   void printSummary() const;
 
 private:
   void runStep(int64_t step, void **args);
+  /// Whether a stop signal ended the step just run (sets stopSignal).
+  bool stopRequested();
   double evaluate();
   /// "; not finite: the gradients of a, b (and N more)" from the step's
   /// per-gradient sums of squares, when it returns them.
@@ -59,7 +67,14 @@ private:
   double rssBeforeStepsMiB = 0, lastLoss = NAN, lastEvalLoss = NAN;
   int64_t lastSavedStep = 0; // the step of the last --save-every checkpoint
   int64_t lastEvalStep = 0;
+  int stopSignal = 0;
 };
+
+/// From here on, SIGINT and SIGTERM only record the signal (the loop stops
+/// after its step); a second one ends the process at once, by that signal.
+void catchStopSignals();
+/// The first SIGINT or SIGTERM this process caught, or 0.
+int caughtStopSignal();
 
 } // namespace tgc::rt
 

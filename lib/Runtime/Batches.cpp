@@ -3,6 +3,7 @@
 #include "Batches.h"
 #include "Distributed.h"
 #include "Fatal.h"
+#include "TokenizedText.h"
 
 #include <cstring>
 
@@ -17,12 +18,19 @@ Dataset tgc::rt::loadData(const tgc_model_info &m, const Options &opt,
   if (d.lm) {
     std::string path =
         opt.data.empty() ? "/usr/share/common-licenses/GPL-3" : opt.data;
-    if (!loadTokens(path, m.vocab_size, d.tokens, error))
+    bool loaded = opt.tokenizer.empty()
+                      ? loadTokens(path, m.vocab_size, d.tokens, error)
+                      : loadTokenizedText(path, opt.tokenizer, m.vocab_size,
+                                          opt.threads, d.tokens, error);
+    if (!loaded)
       die(error);
     if (static_cast<int64_t>(d.tokens.tokens.size()) < S + 2)
       die(path + ": " + std::to_string(d.tokens.tokens.size()) +
           " tokens is too few for sequences of " + std::to_string(S) +
           " (need at least " + std::to_string(S + 2) + ")");
+  } else if (!opt.tokenizer.empty()) {
+    die("--tokenizer: the model (" + std::string(m.model_type) +
+        ") is not a language model");
   } else if (!opt.data.empty()) {
     if (!loadCsv(opt.data, m.num_features, m.vocab_size, d.table, error))
       die(error);

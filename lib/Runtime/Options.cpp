@@ -22,6 +22,14 @@ static void usage() {
               "/usr/share/common-\n"
               "                         licenses/GPL-3 (language models) or a "
               "synthetic data set (MLP)\n"
+              "  --tokenizer PATH       encode --data's UTF-8 text with a "
+              "Hugging Face\n"
+              "                         tokenizer.json (or a directory "
+              "holding one): documents\n"
+              "                         split at blank lines, each with the "
+              "tokenizer's special\n"
+              "                         tokens; ids cached beside the data "
+              "(FILE.tok-HASH.u32)\n"
               "  --steps N              training steps (default %lld)\n"
               "  --seed S               seed of weight init and random data "
               "order (default %llu)\n"
@@ -109,6 +117,8 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--data")
       o.data = next();
+    else if (arg == "--tokenizer")
+      o.tokenizer = next();
     else if (arg == "--init")
       o.init = next();
     else if (arg == "--save")

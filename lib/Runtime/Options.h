@@ -17,6 +17,9 @@ namespace tgc::rt {
 
 struct Options {
   std::string data, init, save, resume, dumpGrads, log;
+  /// --tokenizer: a tokenizer.json (or its directory) that turns --data's
+  /// text into ids.
+  std::string tokenizer;
   /// --save-dtype: f32 saves a checkpoint to resume from; bf16/f16 export
   /// the parameters alone, for inference.
   DType saveDtype = DType::F32;

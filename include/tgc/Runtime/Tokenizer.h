@@ -55,6 +55,9 @@ public:
   bool isSpecial(uint32_t id) const;
   /// The file the tokenizer came from.
   const std::string &path() const;
+  /// A hash of the files read (tokenizer.json, tokenizer_config.json): what
+  /// caches of encoded text are keyed by.
+  uint64_t fingerprint() const;
 
 private:
   explicit Tokenizer(std::unique_ptr<Pipeline> pipeline);
@@ -67,6 +70,9 @@ struct WordCacheDeleter {
 };
 using WordCachePtr = std::unique_ptr<WordCache, WordCacheDeleter>;
 WordCachePtr newWordCache();
+
+/// A 64-bit hash of `bytes` (not cryptographic; for cache keys).
+uint64_t hashBytes(std::string_view bytes, uint64_t seed = 0);
 
 /// Where `text` first stops being UTF-8 (its byte offset); npos if valid.
 size_t findInvalidUtf8(std::string_view text);

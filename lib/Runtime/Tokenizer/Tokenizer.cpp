@@ -37,6 +37,7 @@ public:
   std::vector<std::string> idToToken;
   std::vector<bool> special;
   std::optional<uint32_t> bos, eos;
+  uint64_t fingerprint = 0;
 
   void encodeSegment(std::string_view text, bool atStart,
                      std::vector<uint32_t> &ids, WordCache *cache) const;
@@ -181,6 +182,28 @@ bool Tokenizer::isSpecial(uint32_t id) const {
   return id < pipeline->special.size() && pipeline->special[id];
 }
 const std::string &Tokenizer::path() const { return pipeline->path; }
+uint64_t Tokenizer::fingerprint() const { return pipeline->fingerprint; }
+
+uint64_t tgc::rt::tok::hashBytes(std::string_view bytes, uint64_t seed) {
+  auto mix = [](uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ull;
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ull;
+    return x ^ (x >> 32);
+  };
+  uint64_t h = mix(seed ^ (bytes.size() * 0x9E3779B97F4A7C15ull));
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = mix(h ^ word) + 0x9E3779B97F4A7C15ull;
+  }
+  uint64_t tail = 0;
+  if (i < bytes.size())
+    std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
+  return mix(h ^ tail ^ (bytes.size() - i));
+}
 
 //===----------------------------------------------------------------------===//
 // Loading
@@ -250,6 +273,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   std::string text;
   if (!readWhole(file, text, error))
     return nullptr;
+  uint64_t fingerprint = hashBytes(text);
   json::Value root;
   std::string parseError;
   if (!json::parse(text, root, parseError)) {
@@ -264,6 +288,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   }
   auto p = std::make_unique<Pipeline>();
   p->path = file;
+  p->fingerprint = fingerprint;
   auto fail = [&](const std::string &message) {
     error = file + ": " + message;
     return nullptr;
@@ -323,6 +348,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   std::string configPath = directory + "/tokenizer_config.json";
   std::string configText;
   if (readWhole(configPath, configText, stageError)) {
+    p->fingerprint = hashBytes(configText, p->fingerprint);
     json::Value config;
     if (!json::parse(configText, config, parseError)) {
       error = configPath + ": " + parseError;

@@ -66,6 +66,9 @@ static void usage() {
               "OMP_NUM_THREADS, or every core)\n"
               "  --quiet                no progress output\n"
               "  --help                 this text\n"
+              "\nSIGINT or SIGTERM ends a run after its step: the log is "
+              "closed, --save\nwritten, exit status 128 + the signal; a "
+              "second signal stops at once.\n"
               "\nExecutables compiled with tgc --data-parallel also run as "
               "the processes of\nan Open MPI job (mpirun -np N %s ...; "
               "batch per process; docs/distributed.md).\n",

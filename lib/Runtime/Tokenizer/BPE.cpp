@@ -254,10 +254,42 @@ void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
       out.push_back(it->second);
       return;
     }
-  std::vector<uint32_t> ids, lengths;
+  // Scratch space reused across words (one set per encoding thread).
+  thread_local std::vector<uint32_t> ids, lengths, ranks;
+  ids.clear();
+  lengths.clear();
   symbolsOf(word, ids, lengths);
   size_t n = ids.size();
   if (n <= 1) {
+    out.insert(out.end(), ids.begin(), ids.end());
+    return;
+  }
+  constexpr uint32_t kNone = UINT32_MAX;
+  if (n <= 48) {
+    // Short words: scan for the lowest-ranked pair (leftmost on ties), which
+    // is what the heap below finds, without its bookkeeping.
+    auto rankAt = [&](size_t i) {
+      const Merge *merge = findMerge(ids[i], ids[i + 1]);
+      return merge ? merge->rank : kNone;
+    };
+    ranks.resize(n - 1);
+    for (size_t i = 0; i + 1 < n; ++i)
+      ranks[i] = rankAt(i);
+    while (ids.size() > 1) {
+      size_t best = 0;
+      for (size_t i = 1; i < ranks.size(); ++i)
+        if (ranks[i] < ranks[best])
+          best = i;
+      if (ranks[best] == kNone)
+        break;
+      ids[best] = findMerge(ids[best], ids[best + 1])->result;
+      ids.erase(ids.begin() + best + 1);
+      ranks.erase(ranks.begin() + best);
+      if (best + 1 < ids.size())
+        ranks[best] = rankAt(best);
+      if (best > 0)
+        ranks[best - 1] = rankAt(best - 1);
+    }
     out.insert(out.end(), ids.begin(), ids.end());
     return;
   }

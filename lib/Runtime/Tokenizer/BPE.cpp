@@ -27,16 +27,14 @@ void BPE::buildMergeTable(
   while (size < pairs.size() * 2)
     size *= 2;
   mergeMask = size - 1;
-  mergeKeys.assign(size, kNoKey);
-  mergeValues.assign(size, Merge{});
+  mergeSlots.assign(size, MergeSlot{kNoKey, Merge{}});
   for (const auto &[key, merge] : pairs) {
     uint64_t slot = hashPair(key) & mergeMask;
-    while (mergeKeys[slot] != kNoKey && mergeKeys[slot] != key)
+    while (mergeSlots[slot].key != kNoKey && mergeSlots[slot].key != key)
       slot = (slot + 1) & mergeMask;
-    if (mergeKeys[slot] == key)
+    if (mergeSlots[slot].key == key)
       continue; // the first rank of a pair wins, as in Hugging Face's table
-    mergeKeys[slot] = key;
-    mergeValues[slot] = merge;
+    mergeSlots[slot] = {key, merge};
   }
 }
 
@@ -44,9 +42,10 @@ const BPE::Merge *BPE::findMerge(uint32_t left, uint32_t right) const {
   uint64_t key = pairKey(left, right);
   for (uint64_t slot = hashPair(key) & mergeMask;;
        slot = (slot + 1) & mergeMask) {
-    if (mergeKeys[slot] == key)
-      return &mergeValues[slot];
-    if (mergeKeys[slot] == kNoKey)
+    const MergeSlot &entry = mergeSlots[slot];
+    if (entry.key == key)
+      return &entry.merge;
+    if (entry.key == kNoKey)
       return nullptr;
   }
 }

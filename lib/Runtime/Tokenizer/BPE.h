@@ -60,8 +60,12 @@ private:
   void buildMergeTable(const std::vector<std::pair<uint64_t, Merge>> &pairs);
 
   std::unordered_map<std::string, uint32_t> tokenIds;
-  std::vector<uint64_t> mergeKeys; // kNoKey where empty
-  std::vector<Merge> mergeValues;
+  /// A pair's key and its merge side by side: a probe touches one line.
+  struct MergeSlot {
+    uint64_t key; // kNoKey where empty
+    Merge merge;
+  };
+  std::vector<MergeSlot> mergeSlots;
   uint64_t mergeMask = 0;
   /// Ids of the single-character tokens, by code point (-1: none).
   std::vector<int32_t> charIds;

@@ -303,7 +303,7 @@ private:
       rotated = b.getI64IntegerAttr(config.rotatedDims());
     return RopeOp::create(b, loc(p + "rotary_emb"), x,
                           b.getF64FloatAttr(theta), frequencies, UnitAttr(),
-                          rotated);
+                          rotated, /*positions=*/Value(), IntegerAttr());
   }
 
   /// Causal attention of layer `layer`: its window (where it hides a key),
@@ -319,7 +319,7 @@ private:
     if (config.attentionSoftcap)
       softcap = b.getF64FloatAttr(*config.attentionSoftcap);
     return AttentionOp::create(b, l, q, k, v, /*causal=*/true, scale, window,
-                               softcap)
+                               softcap, /*positions=*/Value())
         .getResult();
   }
 

@@ -11,6 +11,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -331,14 +332,23 @@ std::vector<Tensor> normGrad(const Tensor &g, const Tensor &x, const Tensor &w,
 
 /// RoPE over the first 2 · |frequencies| dimensions of each head; the rest
 /// pass through.
-Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse) {
+/// Position `index` of `positions`, clamped to [0, limit).
+int64_t clampPosition(const Tensor &positions, int64_t index, int64_t limit) {
+  return std::clamp<int64_t>(static_cast<int64_t>(positions[index]), 0,
+                             limit - 1);
+}
+
+/// RoPE at positions 0..S-1, or at `positions[b, s]` (below `limit`).
+Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse,
+            const Tensor *positions = nullptr, int64_t limit = 0) {
   int64_t B = x.shape[0], S = x.shape[1], H = x.shape[2], D = x.shape[3];
   int64_t half = static_cast<int64_t>(frequencies.size());
   Tensor y = x;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t i = 0; i < half; ++i) {
-        double angle = s * frequencies[i] * (inverse ? -1 : 1);
+        int64_t at = positions ? clampPosition(*positions, b * S + s, limit) : s;
+        double angle = at * frequencies[i] * (inverse ? -1 : 1);
         double c = std::cos(angle), sn = std::sin(angle);
         for (int64_t h = 0; h < H; ++h) {
           int64_t base = ((b * S + s) * H + h) * D;
@@ -351,12 +361,17 @@ Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse) {
 }
 
 /// Which keys a query sees: all; with `causal` those up to its position;
-/// with a `window` W too, only the last W of those.
+/// with a `window` W too, only the last W of those. A query's position is
+/// its index, or `positions[b, i]` (a KV cache's).
 struct AttentionMask {
   bool causal = false;
   std::optional<uint64_t> window;
+  const Tensor *positions = nullptr;
   bool hides(int64_t i, int64_t j) const {
     return causal && (j > i || (window && j <= i - static_cast<int64_t>(*window)));
+  }
+  int64_t positionOf(int64_t b, int64_t i, int64_t S) const {
+    return positions ? static_cast<int64_t>((*positions)[b * S + i]) : i;
   }
 };
 
@@ -391,8 +406,9 @@ std::vector<double> attentionScores(const Tensor &q, const Tensor &k, int64_t b,
   int64_t S = q.shape[1], Hq = q.shape[2], D = q.shape[3];
   int64_t Skv = k.shape[1], Hkv = k.shape[2], kh = h / (Hq / Hkv);
   std::vector<double> s(Skv, -std::numeric_limits<double>::infinity());
+  int64_t at = mask.positionOf(b, i, S);
   for (int64_t j = 0; j < Skv; ++j) {
-    if (mask.hides(i, j))
+    if (mask.hides(at, j))
       continue;
     double dot = 0;
     for (int64_t d = 0; d < D; ++d)
@@ -720,15 +736,32 @@ private:
         })
         .Case([&](RopeOp o) {
           set(o, rope(in(o.getInput()), o.getInverseFrequencies(),
-                      o.getInverse()));
+                      o.getInverse(),
+                      o.getPositions() ? &in(o.getPositions()) : nullptr,
+                      o.getMaxPosition().value_or(0)));
         })
         .Case([&](AttentionOp o) {
           auto [out, lse] = attention(
               in(o.getQuery()), in(o.getKey()), in(o.getValue()),
-              AttentionMask{o.getCausal(), o.getWindow()}, scoreMapOf(o),
-              shapeOf(o.getResult()));
+              AttentionMask{o.getCausal(), o.getWindow(),
+                            o.getPositions() ? &in(o.getPositions())
+                                             : nullptr},
+              scoreMapOf(o), shapeOf(o.getResult()));
           set(o.getResult(), std::move(out));
           set(o.getLogsumexp(), std::move(lse));
+        })
+        .Case([&](CacheUpdateOp o) {
+          Tensor out = in(o.getCache());
+          const Tensor &rows = in(o.getRows()), &positions = in(o.getPositions());
+          int64_t B = rows.shape[0], S = rows.shape[1];
+          int64_t L = out.shape[1], row = rows.shape[2] * rows.shape[3];
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t s = 0; s < S; ++s) {
+              int64_t at = clampPosition(positions, b * S + s, L);
+              for (int64_t e = 0; e < row; ++e)
+                out[(b * L + at) * row + e] = rows[(b * S + s) * row + e];
+            }
+          set(o, std::move(out));
         })
         .Case([&](CrossEntropyOp o) {
           set(o, crossEntropy(in(o.getLogits()), in(o.getTargets()),

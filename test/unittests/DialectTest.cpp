@@ -74,7 +74,8 @@ TEST_F(TGDialectTest, AttentionGroupedQuery) {
   builder.setInsertionPointToEnd(block.get());
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), q, k, v,
                                 /*causal=*/true, /*scale=*/nullptr,
-                                /*window=*/nullptr, /*softcap=*/nullptr);
+                                /*window=*/nullptr, /*softcap=*/nullptr,
+                                /*positions=*/Value());
   EXPECT_EQ(op.getResult().getType().getShape(),
             ArrayRef<int64_t>({2, 8, 4, 16}));
   EXPECT_EQ(op.getLogsumexp().getType().getShape(),

@@ -259,6 +259,13 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Layout l(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
     Mask mask{op.getCausal(), windowOf(op)};
     Scoring score = scoringOf(op);
+    if (Value positions = adaptor.getPositions()) {
+      auto [out, lse] =
+          cachedAttention(rewriter, loc, l, mask, score, adaptor.getQuery(),
+                          adaptor.getKey(), adaptor.getValue(), positions);
+      rewriter.replaceOp(op, {out, lse});
+      return success();
+    }
     if (taskBytes > 0) {
       auto [out, lse] = attentionTasks(
           rewriter, loc, l, mask, score, l.taskTilePositions(taskBytes),

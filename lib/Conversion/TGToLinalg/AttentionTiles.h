@@ -222,6 +222,14 @@ Value matrixAsBatch(OpBuilder &b, Location loc, Value v);
 /// [B, S, Hkv, G, E].
 Value byGroup(OpBuilder &b, Location loc, const Layout &l, Value x, int64_t e);
 
+/// tg.attention at `positions` ([B, S] i32) against a KV cache: the output
+/// and logsumexp, every query scoring the whole cache (CachedAttention.cpp).
+std::pair<Value, Value> cachedAttention(OpBuilder &b, Location loc,
+                                        const Layout &l, const Mask &mask,
+                                        const Scoring &score, Value query,
+                                        Value key, Value value,
+                                        Value positions);
+
 /// Adds tg.attention_grad's lowering (AttentionGrad.cpp).
 void populateAttentionGradPattern(RewritePatternSet &patterns,
                                   int64_t tileBytes, bool transposedOperands,

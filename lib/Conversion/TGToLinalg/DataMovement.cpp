@@ -1,4 +1,4 @@
-//===- DataMovement.cpp - tg structure ops and lookups → linalg/tensor ----===//
+//===- DataMovement.cpp - tg structure ops, lookups, caches → linalg/tensor ===//
 
 #include "Utils.h"
 #include "tgc/Conversion/Passes.h"
@@ -22,6 +22,57 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(
         op, llvm::cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+
+/// Each row (b, s) inserted at (b, positions[b, s]) of the cache, in a loop
+/// over the rows threading the cache: bufferized with the cache as a
+/// writable argument, the rows are written in place.
+struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CacheUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType rowsType = op.getRows().getType();
+    int64_t B = rowsType.getDimSize(0), S = rowsType.getDimSize(1),
+            H = rowsType.getDimSize(2), D = rowsType.getDimSize(3),
+            L = op.getCache().getType().getDimSize(1);
+    Value rows = adaptor.getRows(), positions = adaptor.getPositions();
+    auto index = [&](OpBuilder &b, int64_t v) -> OpFoldResult {
+      return b.getIndexAttr(v);
+    };
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value count = arith::ConstantIndexOp::create(rewriter, loc, B * S);
+    auto rowType = RankedTensorType::get({1, 1, H, D},
+                                         rowsType.getElementType());
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero, count, one, ValueRange{adaptor.getCache()},
+        [&](OpBuilder &b, Location l, Value flat, ValueRange carried) {
+          Value sCount = arith::ConstantIndexOp::create(b, l, S);
+          Value bIdx = arith::DivUIOp::create(b, l, flat, sCount);
+          Value sIdx = arith::RemUIOp::create(b, l, flat, sCount);
+          Value at = clampIndex(
+              b, l,
+              tensor::ExtractOp::create(b, l, positions,
+                                        ValueRange{bIdx, sIdx}),
+              L);
+          SmallVector<OpFoldResult> sizes{index(b, 1), index(b, 1),
+                                          index(b, H), index(b, D)};
+          SmallVector<OpFoldResult> strides(4, index(b, 1));
+          Value row = tensor::ExtractSliceOp::create(
+              b, l, rowType, rows,
+              SmallVector<OpFoldResult>{bIdx, sIdx, index(b, 0), index(b, 0)},
+              sizes, strides);
+          Value updated = tensor::InsertSliceOp::create(
+              b, l, row, carried[0],
+              SmallVector<OpFoldResult>{bIdx, at, index(b, 0), index(b, 0)},
+              sizes, strides);
+          scf::YieldOp::create(b, l, updated);
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
     return success();
   }
 };
@@ -193,5 +244,5 @@ void mlir::tg::populateTGDataMovementToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering,
                BroadcastLowering, SliceLowering, PadLowering, EmbeddingLowering,
-               EmbeddingGradLowering>(patterns.getContext());
+               EmbeddingGradLowering, CacheUpdateLowering>(patterns.getContext());
 }

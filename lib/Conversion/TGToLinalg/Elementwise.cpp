@@ -124,13 +124,17 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     double sign = op.getInverse() ? -1.0 : 1.0;
     Type elt = type.getElementType();
     MLIRContext *ctx = getContext();
-    auto tableType = RankedTensorType::get({S, D}, elt);
+    // At positions (generation), the tables cover every position below
+    // max_position and each token reads its row.
+    Value positions = adaptor.getPositions();
+    int64_t rows = positions ? *op.getMaxPosition() : S;
+    auto tableType = RankedTensorType::get({rows, D}, elt);
     const llvm::fltSemantics &semantics =
         llvm::cast<FloatType>(elt).getFloatSemantics();
     auto table = [&](bool sine) -> Value {
       SmallVector<APFloat> values;
-      values.reserve(S * D);
-      for (int64_t s = 0; s < S; ++s)
+      values.reserve(rows * D);
+      for (int64_t s = 0; s < rows; ++s)
         for (int64_t i = 0; i < D; ++i) {
           double angle =
               i < R ? static_cast<double>(s) * frequencies[i % half] * sign
@@ -146,16 +150,34 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     Value cosT = table(false), sinT = table(true);
     Value input = adaptor.getInput();
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), elt);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(4, ctx);
     AffineMap byPosition = dimsMap(ctx, 4, {1, 3});
+    SmallVector<Value> inputs{input};
+    SmallVector<AffineMap> maps{identity};
+    if (!positions) {
+      inputs.append({cosT, sinT});
+      maps.append({byPosition, byPosition});
+    }
     Value result = generic(
-        rewriter, loc, {input, cosT, sinT},
-        {AffineMap::getMultiDimIdentityMap(4, ctx), byPosition, byPosition},
-        init, AffineMap::getMultiDimIdentityMap(4, ctx), iterators(4),
+        rewriter, loc, inputs, maps, init, identity, iterators(4),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value bIdx = linalg::IndexOp::create(b, l, 0);
           Value sIdx = linalg::IndexOp::create(b, l, 1);
           Value hIdx = linalg::IndexOp::create(b, l, 2);
           Value iIdx = linalg::IndexOp::create(b, l, 3);
+          Value cosV, sinV;
+          if (positions) {
+            Value at = clampIndex(
+                b, l,
+                tensor::ExtractOp::create(b, l, positions,
+                                          ValueRange{bIdx, sIdx}),
+                rows);
+            cosV = tensor::ExtractOp::create(b, l, cosT, ValueRange{at, iIdx});
+            sinV = tensor::ExtractOp::create(b, l, sinT, ValueRange{at, iIdx});
+          } else {
+            cosV = args[1];
+            sinV = args[2];
+          }
           Value halfIdx = arith::ConstantIndexOp::create(b, l, half);
           Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               iIdx, halfIdx);
@@ -164,8 +186,7 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
               arith::SubIOp::create(b, l, iIdx, halfIdx));
           Value partner = tensor::ExtractOp::create(
               b, l, input, ValueRange{bIdx, sIdx, hIdx, partnerIdx});
-          Value xc = mulF(b, l, args[0], args[1]),
-                ps = mulF(b, l, partner, args[2]);
+          Value xc = mulF(b, l, args[0], cosV), ps = mulF(b, l, partner, sinV);
           return arith::SelectOp::create(b, l, first, subF(b, l, xc, ps),
                                          addF(b, l, xc, ps));
         });

@@ -98,7 +98,11 @@ OpCost LinearCrossEntropyOp::getCost() {
 }
 
 OpCost AttentionOp::getCost() {
-  int64_t pairs = attentionPairs(getQuery(), getKey(), getWindow());
+  // At positions every query scores the whole cache (masked where it must
+  // not look): the work does not depend on the positions.
+  int64_t pairs = attentionPairs(
+      getQuery(), getKey(),
+      getPositions() ? std::nullopt : std::optional<uint64_t>(getWindow()));
   int64_t d = getQuery().getType().getDimSize(3),
           dv = getValue().getType().getDimSize(3);
   // Q·Kᵀ and P·V, plus scaling and the softmax of every score (and its
@@ -144,6 +148,7 @@ OpCost RopeOp::getCost() {
   return {0, 3 * numel(getResult()) / D * getRotatedDims()};
 }
 OpCost EmbeddingGradOp::getCost() { return elementwise(getGrad(), 1); }
+OpCost CacheUpdateOp::getCost() { return {}; }
 // A soft cap adds a division, a tanh and a product per logit, and its
 // slope three more in the gradient.
 OpCost CrossEntropyOp::getCost() {

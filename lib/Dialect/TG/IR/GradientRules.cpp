@@ -379,7 +379,8 @@ LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     return RopeOp::create(b, getLoc(), resultGrads[0], getThetaAttr(),
                           getFrequenciesAttr(),
                           getInverse() ? UnitAttr() : b.getUnitAttr(),
-                          getRotaryDimsAttr());
+                          getRotaryDimsAttr(), getPositions(),
+                          getMaxPositionAttr());
   });
   return success();
 }
@@ -392,6 +393,9 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                        "query/key head size");
   if (resultGrads[1])
     return emitOpError("has no gradient rule for its logsumexp result");
+  if (getPositions())
+    return emitOpError("at positions (a KV cache) has no gradient rule: it "
+                       "serves generation");
   auto grad = AttentionGradOp::create(
       b, getLoc(), resultGrads[0], getQuery(), getKey(), getValue(),
       getResult(), getLogsumexp(), getCausal(), getScaleAttr(),

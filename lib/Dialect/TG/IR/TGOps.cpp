@@ -429,6 +429,19 @@ LogicalResult RopeOp::verify() {
   }
   if (getTheta().convertToDouble() <= 0.0)
     return emitOpError("theta must be positive");
+  if (getPositions() && !getMaxPosition())
+    return emitOpError("positions need max_position (the tables' length)");
+  if (!getPositions() && getMaxPosition())
+    return emitOpError("max_position without positions");
+  if (getPositions()) {
+    auto positions = llvm::cast<RankedTensorType>(getPositions().getType());
+    if (positions.getRank() != 2 ||
+        positions.getDimSize(0) != type.getDimSize(0) ||
+        positions.getDimSize(1) != type.getDimSize(1))
+      return emitOpError("positions must be [")
+             << type.getDimSize(0) << ", " << type.getDimSize(1)
+             << "] (one per token), got " << positions;
+  }
   if (std::optional<ArrayRef<double>> freqs = getFrequencies()) {
     if (static_cast<int64_t>(freqs->size()) * 2 != getRotatedDims())
       return emitOpError("frequencies must hold one value per pair (")
@@ -464,7 +477,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   RankedTensorType query = tensorTypeOf(adaptor.getQuery());
   if (failed(pushInferred(inferAttention(query, tensorTypeOf(adaptor.getKey()),
                                          tensorTypeOf(adaptor.getValue()),
-                                         adaptor.getCausal(), diag),
+                                         adaptor.getCausal(), diag,
+                                         adaptor.getPositions() != nullptr),
                           inferred)))
     return failure();
   inferred.push_back(attentionLogSumExpType(query));
@@ -501,9 +515,44 @@ LogicalResult LinearCrossEntropyOp::verify() {
   return verifySoftcap(getOperation(), getSoftcap());
 }
 
+/// Positions are one per query token: `[B, S]`.
+static LogicalResult verifyPositions(Operation *op, Value positions,
+                                     RankedTensorType tokens) {
+  if (!positions)
+    return success();
+  auto type = llvm::cast<RankedTensorType>(positions.getType());
+  if (type.getRank() != 2 || type.getDimSize(0) != tokens.getDimSize(0) ||
+      type.getDimSize(1) != tokens.getDimSize(1))
+    return op->emitOpError("positions must be [")
+           << tokens.getDimSize(0) << ", " << tokens.getDimSize(1)
+           << "] (one per token), got " << type;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyPositions(getOperation(), getPositions(),
+                             getQuery().getType())))
+    return failure();
   return verifyMaskAndCap(getOperation(), getCausal(), getWindow(),
                           getSoftcap());
+}
+
+LogicalResult CacheUpdateOp::verify() {
+  RankedTensorType cache = getCache().getType(), rows = getRows().getType();
+  if (cache.getRank() != 4 || rows.getRank() != 4)
+    return emitOpError("cache and rows must be [B, L, H, D] and [B, S, H, D]");
+  if (cache.getElementType() != rows.getElementType())
+    return emitOpError("cache and rows differ in element type: ")
+           << cache.getElementType() << " and " << rows.getElementType();
+  if (cache.getDimSize(0) != rows.getDimSize(0) ||
+      cache.getDimSize(2) != rows.getDimSize(2) ||
+      cache.getDimSize(3) != rows.getDimSize(3))
+    return emitOpError("rows ") << rows << " do not fit cache " << cache;
+  if (rows.getDimSize(1) > cache.getDimSize(1))
+    return emitOpError("writes ") << rows.getDimSize(1)
+                                  << " rows into a cache of "
+                                  << cache.getDimSize(1);
+  return verifyPositions(getOperation(), getPositions(), rows);
 }
 
 double AttentionOp::getScaleOrDefault() {

@@ -270,7 +270,8 @@ FailureOr<RankedTensorType> mlir::tg::inferAttention(RankedTensorType query,
                                                      RankedTensorType key,
                                                      RankedTensorType value,
                                                      bool causal,
-                                                     ErrorEmitter emitError) {
+                                                     ErrorEmitter emitError,
+                                                     bool positioned) {
   for (auto [t, name] : {std::pair(query, "query"), std::pair(key, "key"),
                          std::pair(value, "value")}) {
     if (t.getRank() != 4)
@@ -294,7 +295,10 @@ FailureOr<RankedTensorType> mlir::tg::inferAttention(RankedTensorType query,
   if (q[2] % k[2] != 0)
     return fail(emitError, "key/value heads (", k[2],
                 ") must divide query heads (", q[2], ")");
-  if (causal && q[1] != k[1])
+  if (positioned && q[1] > k[1])
+    return fail(emitError, "attention at positions reads a cache of ", k[1],
+                " keys: it takes at most that many queries, got ", q[1]);
+  if (causal && !positioned && q[1] != k[1])
     return fail(emitError,
                 "causal attention needs equal query and key "
                 "lengths, got ",

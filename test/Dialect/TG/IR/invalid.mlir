@@ -676,3 +676,44 @@ func.func @not_finite_of_a_tensor(%n: tensor<4xf32>) -> tensor<4xf32> {
   %s = tg.not_finite %n : tensor<4xf32>
   return %s : tensor<4xf32>
 }
+
+// -----
+
+func.func @rope_positions_without_limit(%x: tensor<1x1x2x4xf32>, %p: tensor<1x1xi32>) {
+  // expected-error@+1 {{'tg.rope' op positions need max_position (the tables' length)}}
+  %0 = tg.rope %x at %p : tensor<1x1x2x4xf32>, tensor<1x1xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_shape(%x: tensor<1x2x2x4xf32>, %p: tensor<1x1xi32>) {
+  // expected-error@+1 {{'tg.rope' op positions must be [1, 2] (one per token), got 'tensor<1x1xi32>'}}
+  %0 = tg.rope %x at %p {max_position = 8 : i64} : tensor<1x2x2x4xf32>, tensor<1x1xi32>
+  return
+}
+
+// -----
+
+func.func @attention_more_queries_than_cache(%q: tensor<1x9x2x4xf32>, %k: tensor<1x8x2x4xf32>, %p: tensor<1x9xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{'tg.attention' op attention at positions reads a cache of 8 keys: it takes at most that many queries, got 9}}
+  %o, %l = tg.attention %q, %k, %k at %p {causal} : tensor<1x9x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x9xi32> -> tensor<1x9x2x4xf32>, tensor<1x9x2xf32>
+  return
+}
+
+// -----
+
+func.func @cache_update_heads(%c: tensor<1x8x2x4xf32>, %r: tensor<1x1x3x4xf32>, %p: tensor<1x1xi32>) {
+  // expected-error@+1 {{'tg.cache_update' op rows 'tensor<1x1x3x4xf32>' do not fit cache 'tensor<1x8x2x4xf32>'}}
+  %0 = tg.cache_update %c, %r at %p : tensor<1x8x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1xi32>
+  return
+}
+
+// -----
+
+func.func @cache_update_positions(%c: tensor<1x8x2x4xf32>, %r: tensor<1x2x2x4xf32>, %p: tensor<1x1xi32>) {
+  // expected-error@+1 {{'tg.cache_update' op positions must be [1, 2] (one per token), got 'tensor<1x1xi32>'}}
+  %0 = tg.cache_update %c, %r at %p : tensor<1x8x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x1xi32>
+  return
+}

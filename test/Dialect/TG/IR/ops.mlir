@@ -170,3 +170,18 @@ func.func @mixed_precision(%x: tensor<4x8xf32>, %w: tensor<6x8xbf16>, %d: tensor
   %z = tg.matmul %h, %k : tensor<4x8xf16>, tensor<8x6xf16> -> tensor<4x6xf16>
   return %y, %g, %z : tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x6xf16>
 }
+
+// Generation: RoPE and attention at positions, against a KV cache.
+
+// CHECK-LABEL: func.func @kv_cache_step
+func.func @kv_cache_step(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x2x8xf32>,
+                         %kc: tensor<1x16x2x8xf32>, %pos: tensor<1x1xi32>)
+    -> (tensor<1x1x4x8xf32>, tensor<1x16x2x8xf32>) {
+  // CHECK: tg.rope %{{.*}} at %{{.*}} {max_position = 16 : i64} : tensor<1x1x4x8xf32>, tensor<1x1xi32>
+  %rq = tg.rope %q at %pos {max_position = 16 : i64} : tensor<1x1x4x8xf32>, tensor<1x1xi32>
+  // CHECK: tg.cache_update %{{.*}}, %{{.*}} at %{{.*}} : tensor<1x16x2x8xf32>, tensor<1x1x2x8xf32>, tensor<1x1xi32>
+  %kc1 = tg.cache_update %kc, %k at %pos : tensor<1x16x2x8xf32>, tensor<1x1x2x8xf32>, tensor<1x1xi32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} at %{{.*}} {causal, window = 4 : i64} : tensor<1x1x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x1xi32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32>
+  %o, %lse = tg.attention %rq, %kc1, %kc1 at %pos {causal, window = 4 : i64} : tensor<1x1x4x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x1xi32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32>
+  return %o, %kc1 : tensor<1x1x4x8xf32>, tensor<1x16x2x8xf32>
+}

@@ -438,7 +438,7 @@ def TG_LayerNormOp : TG_InferredOp<"layer_norm", [TG_Differentiable]> {
   }];
 }
 
-def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
+def TG_RopeOp : TG_Op<"rope", [AllTypesMatch<["input", "result"]>, TG_Differentiable]> {
   let summary = "Rotary position embedding (Hugging Face Llama convention)";
   let description = [{
     `input` is `[B, S, H, D]` with even `D`. Position `s` (0-based) and pair
@@ -460,20 +460,31 @@ def TG_RopeOp : TG_Op<"rope", [SameOperandsAndResultType, TG_Differentiable]> {
     differ from the plain one only in this table, which the front end
     computes as `transformers` does and every backend tabulates alike.
 
+    With `positions` (`[B, S]` i32, generation's `position_ids`) token
+    `(b, s)` sits at position `positions[b, s]` instead of `s`;
+    `max_position` bounds them (the tables hold that many positions) and
+    a position outside `[0, max_position)` is clamped at run time.
+
     Example:
     ```mlir
     %q = tg.rope %q0 {theta = 1.000000e+04 : f64} : tensor<2x8x4x16xf32>
     %k = tg.rope %k0 {frequencies = array<f64: 1.0, 0.1>} : tensor<2x8x2x4xf32>
     %p = tg.rope %p0 {rotary_dims = 4 : i64} : tensor<2x8x2x16xf32>
+    %d = tg.rope %d0 at %pos {max_position = 2048 : i64} : tensor<1x1x4x16xf32>, tensor<1x1xi32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
                        OptionalAttr<DenseF64ArrayAttr>:$frequencies,
                        UnitAttr:$inverse,
-                       OptionalAttr<I64Attr>:$rotary_dims);
+                       OptionalAttr<I64Attr>:$rotary_dims,
+                       Optional<StaticShapeTensorOf<[I32]>>:$positions,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$max_position);
   let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`at` $positions^)? attr-dict `:` type($result)
+    (`,` type($positions)^)?
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The number of leading dimensions of each head that rotate (R).
@@ -499,6 +510,12 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
     and the softmax, `s ↦ c · tanh(s / c)` (Gemma 2's
     `attn_logit_softcapping`); the scores below are then the capped ones.
 
+    With `positions` (`[B, S]` i32) the queries are tokens at those
+    positions and the keys a cache indexed by position (generation with a
+    KV cache, `S <= Skv`): with `causal`, query `(b, s)` sees keys
+    `j <= positions[b, s]` (within its `window`). Entries past a query's
+    position are masked, whatever they hold.
+
     The second result, `logsumexp` (`[B, S, Hq]`), is each query row's
     `log Σ_j exp(scale · q·k_j + mask_j)`: the one statistic the gradient
     needs to recompute the probabilities tile by tile
@@ -515,17 +532,44 @@ def TG_AttentionOp : TG_InferredOp<"attention", [TG_DifferentiableKeepingFullPre
                        TG_FloatTensor:$value, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       Optional<StaticShapeTensorOf<[I32]>>:$positions);
   let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$logsumexp);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
-    type($value) `->` type($result) `,` type($logsumexp)
+    $query `,` $key `,` $value (`at` $positions^)? attr-dict `:` type($query)
+    `,` type($key) `,` type($value) (`,` type($positions)^)? `->`
+    type($result) `,` type($logsumexp)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D).
     double getScaleOrDefault();
   }];
+}
+
+def TG_CacheUpdateOp : TG_Op<"cache_update", [AllTypesMatch<["cache", "result"]>]> {
+  let summary = "Writes a step's keys or values into a KV cache by position";
+  let description = [{
+    `cache` is `[B, L, H, D]`, `rows` `[B, S, H, D]` and `positions`
+    `[B, S]` i32: the result is `cache` with row `(b, positions[b, s])`
+    replaced by `rows[b, s]`. Positions outside `[0, L)` are clamped at run
+    time. Generation writes each step's keys and values with it before the
+    step's attention reads the cache; bufferized with the cache as an
+    argument, it writes the argument in place.
+
+    Example:
+    ```mlir
+    %k1 = tg.cache_update %kcache, %k at %pos : tensor<1x64x2x16xf32>, tensor<1x1x2x16xf32>, tensor<1x1xi32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$cache, TG_FloatTensor:$rows,
+                       StaticShapeTensorOf<[I32]>:$positions);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cache `,` $rows `at` $positions attr-dict `:` type($cache) `,`
+    type($rows) `,` type($positions)
+  }];
+  let hasVerifier = 1;
 }
 
 def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Differentiable]> {

@@ -70,7 +70,8 @@ RankedTensorType attentionLogSumExpType(RankedTensorType query);
 FailureOr<RankedTensorType> inferAttention(RankedTensorType query,
                                            RankedTensorType key,
                                            RankedTensorType value, bool causal,
-                                           ErrorEmitter emitError);
+                                           ErrorEmitter emitError,
+                                           bool positioned = false);
 FailureOr<RankedTensorType> inferCrossEntropy(RankedTensorType logits,
                                               RankedTensorType targets,
                                               ErrorEmitter emitError);

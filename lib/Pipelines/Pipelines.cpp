@@ -13,6 +13,11 @@
 
 void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                      const TrainingGraphOptions &options) {
+  if (!options.freeze.empty()) {
+    mlir::tg::TGFreezePassOptions freeze;
+    freeze.pattern = options.freeze;
+    pm.addPass(mlir::tg::createTGFreezePass(freeze));
+  }
   // Fused ops bring their own gradient rules: before autodiff.
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());

@@ -3,6 +3,7 @@
 #include "tgc/Support/Chunking.h"
 #include "tgc/Support/Format.h"
 #include "tgc/Support/MinCut.h"
+#include "tgc/Support/NamePattern.h"
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,38 @@ TEST(Format, Counts) {
   EXPECT_EQ(humanCount(999999), "999,999");
   EXPECT_EQ(humanCount(1250000000), "1.25 G");
   EXPECT_EQ(humanCount(3400000000000), "3.40 T");
+}
+
+// Whole-name matches (Python's re.fullmatch) in ECMAScript syntax, which
+// reads the Python patterns PEFT users write the same way.
+TEST(NamePattern, FullMatchOfPythonStylePatterns) {
+  auto matches = [](llvm::StringRef pattern, llvm::StringRef name) {
+    llvm::Expected<NamePattern> re = NamePattern::compile(pattern);
+    EXPECT_TRUE(static_cast<bool>(re)) << llvm::toString(re.takeError());
+    return re && re->matches(name);
+  };
+  llvm::StringRef q = "model.layers.10.self_attn.q_proj.weight";
+  EXPECT_TRUE(matches(R"(model\.layers\.\d+\..*)", q));
+  EXPECT_TRUE(matches(R"(.*\.(q|k|v)_proj\.weight)", q));
+  EXPECT_TRUE(matches(R"((?:model\.)?layers\.1[0-9]\..*?)", "layers.12.mlp"));
+  EXPECT_TRUE(matches(R"((?!lm_head).*)", q));
+  EXPECT_FALSE(matches(R"((?!lm_head).*)", "lm_head.weight"));
+  // Whole names only: a pattern that matches a part selects nothing.
+  EXPECT_FALSE(matches("layers", q));
+  EXPECT_FALSE(matches(R"(model\.layers\.1\..*)", q));
+  EXPECT_FALSE(matches("q_proj", q));
+  EXPECT_EQ(NamePattern::compile("a|b")->text(), "a|b");
+}
+
+TEST(NamePattern, MalformedPatternsAreErrors) {
+  for (llvm::StringRef bad : {"(", "[a-", "a{2,1}", "*a", "(?P<n>a)"}) {
+    llvm::Expected<NamePattern> re = NamePattern::compile(bad);
+    ASSERT_FALSE(static_cast<bool>(re)) << bad.str();
+    std::string message = llvm::toString(re.takeError());
+    EXPECT_NE(message.find("'" + bad.str() + "' is not a regular expression"),
+              std::string::npos)
+        << message;
+  }
 }
 
 } // namespace

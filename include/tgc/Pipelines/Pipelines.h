@@ -15,8 +15,8 @@
 
 namespace tgc {
 
-/// @forward → @train_step with the optimizer update (fusion, autodiff,
-/// cleanup, optimizer, rematerialisation).
+/// @forward → @train_step with the optimizer update (frozen parameters,
+/// fusion, autodiff, cleanup, optimizer, rematerialisation).
 struct TrainingGraphOptions
     : public mlir::PassPipelineOptions<TrainingGraphOptions> {
   Option<mlir::tg::OptimizerKind> optimizer{
@@ -37,6 +37,11 @@ struct TrainingGraphOptions
   Option<double> gradClip{*this, "grad-clip",
                           llvm::cl::desc("Global-norm clipping (0: off)"),
                           llvm::cl::init(0.0)};
+  Option<std::string> freeze{
+      *this, "freeze",
+      llvm::cl::desc("Freeze the parameters whose whole name matches this "
+                     "regular expression (tg-freeze)"),
+      llvm::cl::init("")};
   Option<bool> returnGradients{
       *this, "return-gradients",
       llvm::cl::desc("Also return the gradients from the train step"),

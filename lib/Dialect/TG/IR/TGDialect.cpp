@@ -142,6 +142,14 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attribute.getName().strref();
   if (name == kShardOfAttrName)
     return verifyShardOf(op, attribute);
+  if (name == kFrozenAttrName) {
+    auto func = llvm::dyn_cast<FunctionOpInterface>(op);
+    if (!llvm::isa<UnitAttr>(attribute.getValue()) || !func ||
+        !func.getArgAttr(argIndex, kParamAttrName))
+      return op->emitError() << "'" << name << "' on argument #" << argIndex
+                             << " must be a unit attribute beside 'tg.param'";
+    return success();
+  }
   if (name != kParamAttrName && name != kInputAttrName &&
       name != kStateAttrName && name != kOutputAttrName &&
       name != kGradAttrName)

@@ -30,11 +30,19 @@ bool isFloatTensor(Value v) {
   return type && llvm::isa<FloatType>(type.getElementType());
 }
 
-/// Values that depend on a parameter: the only ones that need gradients.
+/// Whether `arg` is a parameter that trains: marked tg.param and not
+/// tg.frozen (a frozen parameter is a constant to the reverse graph).
+bool isTrainableParam(func::FuncOp func, BlockArgument arg) {
+  return func.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName) &&
+         !func.getArgAttr(arg.getArgNumber(), TGDialect::kFrozenAttrName);
+}
+
+/// Values that depend on a trainable parameter: the only ones that need
+/// gradients.
 llvm::DenseSet<Value> computeActiveValues(func::FuncOp func) {
   llvm::DenseSet<Value> active;
   for (BlockArgument arg : func.getArguments())
-    if (func.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName))
+    if (isTrainableParam(func, arg))
       active.insert(arg);
   func.walk([&](Operation *op) {
     if (llvm::none_of(op->getOperands(),
@@ -100,7 +108,7 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
 
     SmallVector<BlockArgument> params;
     for (BlockArgument arg : step.getArguments())
-      if (step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName))
+      if (isTrainableParam(step, arg))
         params.push_back(arg);
 
     llvm::DenseSet<Value> active = computeActiveValues(step);
@@ -169,7 +177,8 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
       }
     }
 
-    // Results: the loss, then one gradient per parameter, in order.
+    // Results: the loss, then one gradient per trainable parameter, in
+    // order.
     SmallVector<Value> newResults{loss};
     SmallVector<Type> resultTypes{loss.getType()};
     SmallVector<DictionaryAttr> resultAttrs{b.getDictionaryAttr(

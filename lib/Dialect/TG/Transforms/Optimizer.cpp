@@ -42,10 +42,13 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     Block &body = step.getBody().front();
     auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
 
-    // Parameters (arguments) and their gradients (results), matched by name.
+    // Trainable parameters (arguments) and their gradients (results),
+    // matched by name. Frozen parameters (tg.frozen) have no gradient and
+    // get no state, no update and no part in the norm.
     SmallVector<unsigned> paramArgs;
     for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
-      if (step.getArgAttr(i, TGDialect::kParamAttrName))
+      if (step.getArgAttr(i, TGDialect::kParamAttrName) &&
+          !step.getArgAttr(i, TGDialect::kFrozenAttrName))
         paramArgs.push_back(i);
     llvm::StringMap<unsigned> gradResult;
     for (unsigned i = 0, e = step.getNumResults(); i < e; ++i)
@@ -53,19 +56,28 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
               step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttrName))
         gradResult[name.getValue()] = i;
     if (step.getNumResults() != paramArgs.size() + 1 ||
-        gradResult.size() != paramArgs.size())
+        gradResult.size() != paramArgs.size() ||
+        llvm::any_of(paramArgs, [&](unsigned p) {
+          return !gradResult.contains(
+              step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName)
+                  .getValue());
+        }))
       return step.emitError("tg-optimizer: @")
              << step.getName()
-             << " must return (loss, one tg.grad per tg.param); run "
-                "tg-autodiff first and tg-optimizer once";
+             << " must return (loss, one tg.grad per tg.param that is not "
+                "tg.frozen); run tg-autodiff first and tg-optimizer once";
 
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
     bool adamw = optimizer == OptimizerKind::AdamW;
     bool withMomentum = !adamw && momentum > 0.0;
     unsigned statesPerParam = adamw ? 2 : (withMomentum ? 1 : 0);
 
-    // State arguments go right after the parameters, grouped by kind.
-    unsigned insertAt = paramArgs.empty() ? 0 : paramArgs.back() + 1;
+    // State arguments go right after the parameters (frozen ones too),
+    // grouped by kind.
+    unsigned insertAt = 0;
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+      if (step.getArgAttr(i, TGDialect::kParamAttrName))
+        insertAt = i + 1;
     SmallVector<std::pair<StringRef, unsigned>> stateKinds;
     if (adamw)
       stateKinds = {{"exp_avg", 0}, {"exp_avg_sq", 1}};

@@ -24,8 +24,10 @@ def TG_Dialect : Dialect {
 
     Function arguments carry the role of each input as an argument attribute:
 
-    * `tg.param = "model.layers.0.self_attn.q_proj.weight"` marks a trainable
-      weight and gives its Hugging Face state-dict name;
+    * `tg.param = "model.layers.0.self_attn.q_proj.weight"` marks a
+      weight and gives its Hugging Face state-dict name; a `tg.frozen` unit
+      attribute beside it (tg-freeze, `tgc --freeze`) makes it a frozen
+      parameter: loaded and saved, but given no gradient and no update;
     * `tg.input = "input_ids"` marks a data input (token ids, targets,
       features, labels, and the optimizer's `lr` and `step`), never
       differentiated;
@@ -46,8 +48,11 @@ def TG_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// Argument attribute naming a trainable parameter.
+    /// Argument attribute naming a parameter.
     static constexpr ::llvm::StringLiteral kParamAttrName = "tg.param";
+    /// Unit argument attribute beside `tg.param`: the parameter is frozen
+    /// (no gradient, no optimizer state, no update).
+    static constexpr ::llvm::StringLiteral kFrozenAttrName = "tg.frozen";
     /// Argument attribute naming a data input.
     static constexpr ::llvm::StringLiteral kInputAttrName = "tg.input";
     /// Argument/result attribute naming optimizer state.

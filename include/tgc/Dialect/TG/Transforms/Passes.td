@@ -5,22 +5,66 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TGFreezePass : Pass<"tg-freeze", "::mlir::ModuleOp"> {
+  let summary = "Marks the parameters a regular expression names as frozen";
+  let description = [{
+    Runs on the forward function (`@forward` by default) before
+    `tg-autodiff`; tgc adds it for `--freeze=REGEX` (the model file's
+    `training.freeze`). Every argument whose `tg.param` name matches
+    `pattern` as a whole (Python's `re.fullmatch`; ECMAScript syntax, see
+    `tgc::NamePattern`) gets the unit attribute `tg.frozen`. tg-autodiff
+    then treats it as a constant: it gets no gradient, nothing is computed
+    for gradients that would reach only frozen parameters, and tg-optimizer
+    gives it no state and no update. The runtime still loads and saves it.
+
+    A pattern that is not a regular expression, one that matches no
+    parameter (a misspelt name would otherwise train everything) and one
+    that matches every parameter (nothing to train) are errors.
+
+    ```mlir
+    func.func @forward(%w0: tensor<4x8xf32> {tg.param = "layers.0.weight"},
+                       %w1: tensor<2x4xf32> {tg.param = "layers.1.weight"}, ...)
+    ```
+    with `pattern=layers\.0\..*` becomes
+    ```mlir
+    func.func @forward(%w0: tensor<4x8xf32> {tg.frozen, tg.param = "layers.0.weight"},
+                       %w1: tensor<2x4xf32> {tg.param = "layers.1.weight"}, ...)
+    ```
+  }];
+  let options = [
+    Option<"pattern", "pattern", "std::string", "\"\"",
+           "Freeze the parameters whose whole name matches this regular "
+           "expression (empty: none)">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Name of the forward function">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Generates the reverse graph: @forward → @train_step";
   let description = [{
     Adds `@train_step` beside the forward function (`@forward` by default):
-    same arguments, results `(loss, dL/dp for every tg.param p)` in parameter
-    order. The forward ops are copied, then the pass seeds dL/dloss = 1 and
+    same arguments, results `(loss, dL/dp for every trainable tg.param p)`
+    in parameter order. The forward ops are copied, then the pass seeds dL/dloss = 1 and
     walks them in reverse, asking each op for its vector-Jacobian product
     through `GradientOpInterface`; it never looks at op kinds. Gradients of
     values used more than once (residual streams, tied embeddings, Q/K/V
     reading one normalised input) are summed with `tg.add`.
 
-    Activity analysis: only values that depend on a parameter get
-    gradients, so nothing is computed for token ids, labels or input
-    features, and the backward sweep stops where no parameter lies below
-    (an MLP's first layer computes dW but no input gradient). A parameter
-    the loss does not depend on gets a zero gradient.
+    Activity analysis: only values that depend on a trainable parameter
+    get gradients, so nothing is computed for token ids, labels or input
+    features, and the backward sweep stops where no trainable parameter
+    lies below (an MLP's first layer computes dW but no input gradient). A
+    parameter the loss does not depend on gets a zero gradient.
+
+    Frozen parameters (`tg.frozen`, set by tg-freeze) are constants to the
+    analysis: they get no gradient result, and no gradient is built that
+    would flow only to them. A linear layer with a frozen weight computes
+    its input's gradient when a trainable parameter lies upstream, but no
+    weight-gradient product; a frozen embedding table gets no
+    `tg.embedding_grad`; the layers below the last trainable one get no
+    backward pass at all.
 
     Before (`tgc-opt --tg-autodiff`):
     ```mlir
@@ -177,6 +221,11 @@ def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
       `"exp_avg_sq.<name>"`), as `torch.optim.AdamW`.
 
     With `return-gradients` the unclipped gradients follow (`tg.grad`).
+
+    Frozen parameters (`tg.frozen`, which tg-autodiff gives no gradient)
+    stay arguments but get no state, no update and no part in the global
+    norm or the clipping: `new_params` and the state cover the trainable
+    parameters only (the state arguments still follow every parameter).
 
     With `loss-scaling` (static or dynamic) the gradients arrive multiplied
     by the `loss_scale` input, which becomes the state `loss_scale` (with a

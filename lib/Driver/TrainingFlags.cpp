@@ -8,6 +8,7 @@
 #include "tgc/Driver/TrainingFlags.h"
 
 #include "tgc/Dialect/TG/Transforms/Remat.h"
+#include "tgc/Support/NamePattern.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -75,6 +76,12 @@ Flag<int64_t> gradAccum(
     "before the update: a step sees K x batch rows with the activation "
     "memory of one micro-batch",
     "K");
+Flag<std::string>
+    freeze("freeze",
+           "Freeze the parameters whose whole Hugging Face name matches this "
+           "regular expression (ECMAScript syntax, matched as Python's "
+           "re.fullmatch): no gradient, no optimizer state, no update",
+           "regex");
 Flag<int64_t> dpBucketKiB(
     "dp-bucket-kib",
     "With --data-parallel: gradients smaller than this many KiB share "
@@ -193,6 +200,13 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
     t.dataParallel = dataParallel;
   if (gradAccum.given())
     t.gradAccum = gradAccum;
+  if (freeze.given()) {
+    llvm::Expected<NamePattern> re = NamePattern::compile(freeze);
+    if (!re)
+      return llvm::createStringError("--freeze: " +
+                                     llvm::toString(re.takeError()));
+    t.freeze = freeze;
+  }
   if (dpBucketKiB.given())
     t.dpBucketKiB = dpBucketKiB;
   if (zeroStage.given()) {
@@ -309,4 +323,5 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
   options.guardUpdates = t.guardsUpdates();
   options.microBatches = t.gradAccum;
+  options.freeze = t.freeze;
 }

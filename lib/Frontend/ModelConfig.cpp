@@ -5,8 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConfigReader.h"
 #include "tgc/Frontend/ModelConfig.h"
+#include "ConfigReader.h"
+#include "tgc/Support/NamePattern.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -113,6 +114,12 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
   }
   if (auto v = r.integer("grad_accum", false, 1))
     t.gradAccum = *v;
+  if (auto pattern = r.string("freeze", false)) {
+    if (llvm::Expected<NamePattern> re = NamePattern::compile(*pattern))
+      t.freeze = *pattern;
+    else
+      r.error("freeze", llvm::toString(re.takeError()));
+  }
   // "dynamic", "none", or a fixed scale as a number (or its text).
   if (const llvm::json::Value *v = r.value("loss_scale", false)) {
     std::optional<LossScaleSetting> setting;

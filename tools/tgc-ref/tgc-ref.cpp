@@ -6,9 +6,9 @@
 // Builds the model's @train_step exactly as tgc does and runs it in the f64
 // reference interpreter: the numeric oracle that the test suite compares
 // with PyTorch and with compiled code. With --train-steps 0 (the default) it
-// writes the loss ("loss") and every gradient (by parameter name); with N > 0
-// it runs N optimizer steps on the same batch and writes "losses",
-// "grad_norms" and the final parameters.
+// writes the loss ("loss") and every gradient (by parameter name; frozen
+// parameters have none); with N > 0 it runs N optimizer steps on the same
+// batch and writes "losses", "grad_norms" and the final parameters.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace tgc;
@@ -109,6 +111,7 @@ int main(int argc, char **argv) {
   // Arguments by role and name.
   std::vector<ref::Tensor> args;
   std::vector<std::string> paramNames;
+  std::vector<unsigned> paramArgs;
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
     std::vector<int64_t> shape = shapeOf(arg.getType());
@@ -122,6 +125,7 @@ int main(int argc, char **argv) {
                     "' has the wrong shape");
       args.push_back(toTensor(it->second));
       paramNames.push_back(p.str());
+      paramArgs.push_back(i);
     } else if (auto state = step.getArgAttrOfType<StringAttr>(
                    i, tg::TGDialect::kStateAttrName)) {
       args.push_back(state.getValue() == "loss_scale"
@@ -156,31 +160,40 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(results.takeError()));
     out.tensors["loss"] =
         rt::makeTensor({}, (*results)[0].data, rt::DType::F64);
-    for (size_t i = 0; i < paramNames.size(); ++i)
-      out.tensors[paramNames[i]] = rt::makeTensor(
-          (*results)[i + 1].shape, (*results)[i + 1].data, rt::DType::F64);
+    // The gradients (tg.grad), named by their parameters: frozen ones have
+    // none.
+    for (unsigned r = 1; r < step.getNumResults(); ++r)
+      if (auto name = step.getResultAttrOfType<StringAttr>(
+              r, tg::TGDialect::kGradAttrName))
+        out.tensors[name.str()] = rt::makeTensor(
+            (*results)[r].shape, (*results)[r].data, rt::DType::F64);
   } else {
     // Results: loss, grad_norm, perhaps other outputs (a guarded step's
-    // per-gradient sums of squares), then the new params and state, in
-    // argument order: fed back each step.
+    // per-gradient sums of squares), then the new params and state, fed
+    // back each step to the arguments of the same role and name (a frozen
+    // parameter has no new value).
     std::vector<double> losses, norms;
     std::vector<unsigned> carried, updated;
-    auto carries = [&](llvm::function_ref<Attribute(StringRef)> attr) {
-      return attr(tg::TGDialect::kParamAttrName) ||
-             attr(tg::TGDialect::kStateAttrName);
-    };
+    std::map<std::pair<std::string, std::string>, unsigned> argOf;
+    const StringRef roles[] = {tg::TGDialect::kParamAttrName,
+                               tg::TGDialect::kStateAttrName};
     for (BlockArgument arg : step.getArguments())
-      if (carries([&](StringRef name) {
-            return step.getArgAttr(arg.getArgNumber(), name);
-          }))
-        carried.push_back(arg.getArgNumber());
+      for (StringRef role : roles)
+        if (auto name =
+                step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role))
+          argOf[{role.str(), name.str()}] = arg.getArgNumber();
     for (unsigned r = 0; r < step.getNumResults(); ++r)
-      if (carries([&](StringRef name) { return step.getResultAttr(r, name); }))
+      for (StringRef role : roles) {
+        auto name = step.getResultAttrOfType<StringAttr>(r, role);
+        if (!name)
+          continue;
+        auto from = argOf.find({role.str(), name.str()});
+        if (from == argOf.end())
+          return fail("the train step returns '" + name.str() +
+                      "' but takes no argument of that name");
+        carried.push_back(from->second);
         updated.push_back(r);
-    if (carried.size() != updated.size())
-      return fail("the train step returns " + std::to_string(updated.size()) +
-                  " parameters and states for " +
-                  std::to_string(carried.size()) + " arguments");
+      }
     unsigned stepArg = step.getNumArguments() - 1;
     for (int s = 1; s <= trainSteps; ++s) {
       args[stepArg] = ref::Tensor({}, static_cast<double>(s));
@@ -198,7 +211,7 @@ int main(int argc, char **argv) {
         rt::makeTensor({trainSteps}, norms, rt::DType::F64);
     for (size_t i = 0; i < paramNames.size(); ++i)
       out.tensors[paramNames[i]] = rt::makeTensor(
-          args[carried[i]].shape, args[carried[i]].data, rt::DType::F64);
+          args[paramArgs[i]].shape, args[paramArgs[i]].data, rt::DType::F64);
   }
   if (!rt::writeSafeTensors(outputFile, out, error))
     return fail(error);

@@ -13,6 +13,7 @@
 
 #include "TokenizeCommands.h"
 
+#include "tgc/Dialect/TG/Transforms/Freeze.h"
 #include "tgc/Driver/Compile.h"
 #include "tgc/Driver/Stats.h"
 #include "tgc/Frontend/MLIRGen.h"
@@ -303,6 +304,14 @@ int main(int argc, char **argv) {
       loadInput(context, training, model, statsContext, error);
   if (!module)
     return reportError(error);
+  // A freeze pattern that selects no parameter or all of them, reported
+  // with its flag before the step is built (tg-freeze then marks the same
+  // parameters again).
+  if (!training.freeze.empty())
+    if (auto forward = module->lookupSymbol<func::FuncOp>("forward"))
+      if (llvm::Error err = tg::freezeParameters(forward, training.freeze))
+        return reportError(inputFile + ": --freeze (training.freeze): " +
+                           llvm::toString(std::move(err)));
 
   if (statsCommand) {
     StatsRequest request;

@@ -95,6 +95,9 @@ struct TrainingConfig {
   int64_t processes = 0;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
+  /// tg-freeze: parameters whose whole Hugging Face name matches this
+  /// regular expression (tgc::NamePattern) are frozen; empty: none.
+  std::string freeze;
   /// Loss scaling as given (unset: dynamic for fp16-mixed, none otherwise).
   /// A dynamic scale starts at lossScaleInit and doubles after
   /// lossScaleGrowthInterval clean steps.

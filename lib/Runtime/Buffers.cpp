@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 using namespace tgc::rt;
 
@@ -162,8 +163,20 @@ void tgc::rt::bindBuffers(const tgc_model_info &m, StepBuffers &s) {
       break;
     }
   }
-  if (s.lr < 0 || s.step < 0 || s.loss < 0 || s.norm < 0 ||
-      s.params.size() != s.newParams.size() ||
+  // New parameters find theirs by name (frozen parameters have none).
+  std::map<std::string, int> paramByName;
+  for (int i : s.params)
+    paramByName[s.buffers[i].info->name] = i;
+  bool paired = true;
+  for (int i : s.newParams) {
+    auto it = paramByName.find(s.buffers[i].info->name);
+    if (it == paramByName.end() ||
+        s.buffers[it->second].bytes != s.buffers[i].bytes)
+      paired = false;
+    else
+      s.paramUpdates.push_back({it->second, i});
+  }
+  if (s.lr < 0 || s.step < 0 || s.loss < 0 || s.norm < 0 || !paired ||
       s.states.size() != s.newStates.size())
     die("the compiled step's buffer table is malformed (rebuild with this "
         "tgc)");
@@ -177,8 +190,8 @@ void tgc::rt::bindBuffers(const tgc_model_info &m, StepBuffers &s) {
       s.buffers[to].shared = true;
       s.pointers[to] = s.buffers[to].device;
     };
-    for (size_t k = 0; k < s.params.size(); ++k)
-      share(s.params[k], s.newParams[k]);
+    for (auto [param, updated] : s.paramUpdates)
+      share(param, updated);
     for (size_t k = 0; k < s.states.size(); ++k)
       share(s.states[k], s.newStates[k]);
   }

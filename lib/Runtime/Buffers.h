@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tgc::rt {
@@ -31,6 +32,10 @@ struct StepBuffers {
   std::vector<Buffer> buffers;
   std::vector<void *> pointers; // what tgc_train_step is called with
   std::vector<int> params, states, newParams, newStates, grads;
+  /// Each trainable parameter with its new value (the new parameter of the
+  /// same name). A frozen parameter (tgc --freeze) has no new value: the
+  /// step reads it and never writes it.
+  std::vector<std::pair<int, int>> paramUpdates;
   int ids = -1, targets = -1, features = -1, labels = -1, lr = -1, step = -1,
       loss = -1, norm = -1;
   /// tgc --data-parallel: this process's share of the global mean.

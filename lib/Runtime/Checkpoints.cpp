@@ -116,7 +116,7 @@ int64_t tgc::rt::loadWeights(StepBuffers &s, const Options &opt,
 }
 
 void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
-  if (s.grads.size() != s.params.size())
+  if (s.grads.size() != s.newParams.size())
     die("--dump-grads: this executable was compiled without gradient outputs "
         "(compile it with tgc --return-gradients)");
   download(s, s.grads);

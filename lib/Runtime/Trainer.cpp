@@ -183,8 +183,8 @@ void Trainer::swapUpdates() {
     s.pointers[a] = s.buffers[a].device;
     s.pointers[b] = s.buffers[b].device;
   };
-  for (size_t k = 0; k < s.params.size(); ++k)
-    swapBuffers(s.params[k], s.newParams[k]);
+  for (auto [param, updated] : s.paramUpdates)
+    swapBuffers(param, updated);
   for (size_t k = 0; k < s.states.size(); ++k)
     swapBuffers(s.states[k], s.newStates[k]);
 }

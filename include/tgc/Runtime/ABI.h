@@ -15,7 +15,9 @@
  * outputs the step writes: `loss`, `grad_norm` (when the updates are
  * guarded, by loss scaling or `tgc --guard-update`, then each gradient's f64
  * sum of squares, `grad_sumsq.<parameter>`), the new
- * parameters, the new optimizer state and, when compiled with
+ * parameters (one per trainable parameter, of the same name: a parameter
+ * frozen by `tgc --freeze` is read and never written), the new optimizer
+ * state and, when compiled with
  * `tgc --return-gradients`, the gradients. Output buffers must not alias
  * inputs, except that when tgc_model.update_in_place is 1 each new parameter
  * and new state may be the very buffer of its input (updated in place).

@@ -117,7 +117,11 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
        << c.seqLen << ", " << (c.precision == "fp32" ? c.dtype : c.precision)
        << ", " << c.optimizer;
   os << "\n";
-  os << "Parameters   " << withCommas(s.parameters) << "\n\n";
+  os << "Parameters   " << withCommas(s.parameters);
+  if (s.frozenParameters)
+    os << " (trainable " << withCommas(s.trainableParameters()) << ", frozen "
+       << withCommas(s.frozenParameters) << ")";
+  os << "\n\n";
   os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "One training step",
                       "forward", "backward", "optimizer");
   os << llvm::formatv("{0,-30}{1,22}{2,22}{3,22}\n", "matmul multiplications",
@@ -135,11 +139,11 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   if (s.gradientPeakBytes)
     os << llvm::formatv("  {0,-28}{1,16}   (in the planned peak: at most {2} "
                         "alive at once)\n",
-                        "gradients", formatBytes(s.parameterBytes),
+                        "gradients", formatBytes(s.gradientBytes()),
                         formatBytes(s.gradientPeakBytes));
   else
     os << llvm::formatv("  {0,-28}{1,16}\n", "gradients",
-                        formatBytes(s.parameterBytes));
+                        formatBytes(s.gradientBytes()));
   os << llvm::formatv("  {0,-28}{1,16}\n", "optimizer state",
                       formatBytes(s.optimizerStateBytes));
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
@@ -171,6 +175,8 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
   llvm::json::Object root{
       {"input", c.input},
       {"parameters", s.parameters},
+      {"trainable_parameters", s.trainableParameters()},
+      {"frozen_parameters", s.frozenParameters},
       {"matmul_multiplications",
        llvm::json::Object{{"forward", s.forward.matmulMultiplications},
                           {"backward", s.backward.matmulMultiplications}}},
@@ -180,7 +186,7 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                                    {"recompute", s.recompute.flops}}},
       {"memory",
        llvm::json::Object{{"parameters", s.parameterBytes},
-                          {"gradients", s.parameterBytes},
+                          {"gradients", s.gradientBytes()},
                           {"gradients_alive_at_once", s.gradientPeakBytes},
                           {"optimizer_state", s.optimizerStateBytes},
                           {"saved_activations", s.savedActivationBytes},

@@ -42,6 +42,10 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
     if (step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName)) {
       stats.parameters += numel(arg);
       stats.parameterBytes += numel(arg) * elementBytes(arg);
+      if (step.getArgAttr(arg.getArgNumber(), TGDialect::kFrozenAttrName)) {
+        stats.frozenParameters += numel(arg);
+        stats.frozenParameterBytes += numel(arg) * elementBytes(arg);
+      }
     } else if (step.getArgAttr(arg.getArgNumber(), TGDialect::kStateAttrName)) {
       stats.optimizerStateBytes += numel(arg) * elementBytes(arg);
     }

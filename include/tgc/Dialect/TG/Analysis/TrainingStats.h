@@ -25,8 +25,17 @@ namespace mlir::tg {
 OpCost getOpCost(Operation *op);
 
 struct TrainingStats {
+  /// Every parameter (tg.param), and the frozen ones among them (tg.frozen:
+  /// no gradient, no optimizer state).
   int64_t parameters = 0;
   int64_t parameterBytes = 0;
+  int64_t frozenParameters = 0;
+  int64_t frozenParameterBytes = 0;
+  int64_t trainableParameters() const { return parameters - frozenParameters; }
+  /// The gradients' bytes: one per trainable parameter, of its type.
+  int64_t gradientBytes() const {
+    return parameterBytes - frozenParameterBytes;
+  }
   OpCost forward, backward, optimizer;
   /// Forward ops tg-remat cloned into the reverse graph (tg.recomputed).
   OpCost recompute;

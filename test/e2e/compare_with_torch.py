@@ -15,11 +15,18 @@ twice autocast's distance of the exact one (the floor factor of
 compare_grads.py: a gradient that nearly cancels, such as a key bias's, is
 a few percent off in any bf16 implementation).
 
+With --freeze REGEX the parameters whose whole name matches (re.fullmatch)
+are frozen on PyTorch's side (requires_grad=False, left out of the
+optimizer); tgc-ref gets the same --freeze, and an executable must have
+been compiled with it. tgc must return no gradient for them, and (train
+mode) leave them bit-identical.
+
 tgc's side is run by a tgc tool that takes --init/--batch/-o (the reference
 interpreter `tgc-ref`, or a compiled executable's wrapper). Prints the worst
 errors and 'PASS'/'FAIL' per tensor class; exits 1 on any failure."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -90,6 +97,8 @@ def main():
     ap.add_argument("--norm-tol", type=float, default=2e-2,
                     help="with --autocast: bound on each tensor's norm-wise error")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--freeze", default=None,
+                    help="freeze the parameters whose whole name matches")
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
 
@@ -99,6 +108,11 @@ def main():
     t = c.get("training", {})
     shapes, loss_fn = tm.family(c)
     P = tm.init_params(shapes(c), args.seed, dtype, tm.zero_centred_norms(c))
+    frozen = {n for n in P if args.freeze is not None and re.fullmatch(args.freeze, n)}
+    for n in frozen:
+        P[n].requires_grad_(False)
+    initial = {n: P[n].detach().clone() for n in frozen}
+    trainable = [p for n, p in P.items() if n not in frozen]
     batch = make_batch(c, args.batch_size, args.seq_len, args.seed)
     inputs = [batch[k].to(dtype) if batch[k].is_floating_point() else batch[k] for k in batch]
 
@@ -139,6 +153,8 @@ def main():
             cmd.append(f"--seq-len={args.seq_len}")
         if args.autocast == "bf16":
             cmd.append("--precision=bf16-mixed")
+        if args.freeze is not None:
+            cmd.append(f"--freeze={args.freeze}")
         subprocess.run(cmd, check=True)
         ours = st.load(opath)
 
@@ -194,18 +210,25 @@ def main():
         print(f"loss tgc={ours['loss'].item():.8f} torch={loss.item():.8f}")
         worst_grad = 0.0
         for name, p in P.items():
+            if name in frozen:
+                if name in ours:
+                    failures += 1
+                    print(f"FAIL grad {name}: a gradient for a frozen parameter")
+                continue
             worst_grad = max(worst_grad, check("grad", name, ours[name], p.grad))
         kind = "norm-wise relative error" if args.autocast != "none" else "relative error"
-        print(f"{len(P)} gradients, worst {kind} {worst_grad:.3e} (loss {worst:.3e})")
+        if frozen:
+            print(f"{len(frozen)} frozen parameters: no gradient")
+        print(f"{len(P) - len(frozen)} gradients, worst {kind} {worst_grad:.3e} (loss {worst:.3e})")
     else:
         opt_name = t.get("optimizer", "adamw")
         lr = t.get("lr", 1e-3)
         if opt_name == "adamw":
             betas = tuple(t.get("betas", [0.9, 0.999]))
-            opt = torch.optim.AdamW(P.values(), lr=lr, betas=betas, eps=t.get("eps", 1e-8),
+            opt = torch.optim.AdamW(trainable, lr=lr, betas=betas, eps=t.get("eps", 1e-8),
                                     weight_decay=t.get("weight_decay", 0.0))
         else:
-            opt = torch.optim.SGD(P.values(), lr=lr, momentum=t.get("momentum", 0.0),
+            opt = torch.optim.SGD(trainable, lr=lr, momentum=t.get("momentum", 0.0),
                                   weight_decay=t.get("weight_decay", 0.0))
         losses, norms = [], []
         for step in range(args.train_steps):
@@ -216,7 +239,7 @@ def main():
             loss = loss_fn(c, P, *inputs)
             loss.backward()
             clip = t.get("grad_clip")
-            norm = torch.nn.utils.clip_grad_norm_(P.values(), clip if clip else float("inf"))
+            norm = torch.nn.utils.clip_grad_norm_(trainable, clip if clip else float("inf"))
             opt.step()
             losses.append(loss.item())
             norms.append(norm.item())
@@ -234,12 +257,19 @@ def main():
         # gradients (e.g. key biases), so they are bounded only on request.
         worst_w = 0.0
         for name, p in P.items():
+            if name in frozen:
+                if not torch.equal(ours[name].to(dtype), initial[name]):
+                    failures += 1
+                    print(f"FAIL weight {name}: a frozen parameter changed")
+                continue
             if args.weights_rtol is not None:
                 worst_w = max(worst_w, check("weight", name, ours[name], p, args.weights_rtol))
             else:
                 ref_w = p.detach().to(torch.float64)
                 err = (ours[name].to(torch.float64) - ref_w).abs()
                 worst_w = max(worst_w, (err / ref_w.abs().clamp_min(1e-3)).max().item())
+        if frozen:
+            print(f"{len(frozen)} frozen parameters unchanged")
         print(f"{args.train_steps} steps: loss {losses[0]:.5f} -> {losses[-1]:.5f}; "
               f"worst relative loss error {rel_loss:.3e}, weights {worst_w:.3e}")
     print("PASS" if failures == 0 else f"FAIL ({failures} tensors)")

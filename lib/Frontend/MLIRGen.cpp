@@ -98,9 +98,94 @@ public:
     return std::move(module);
   }
 
+  /// The generation program: one function per step kind (a prompt chunk,
+  /// one token), each
+  ///   (params..., input_ids [1, S], positions [1, S], caches...)
+  ///     -> (logits [1, V], updated caches...)
+  /// with each layer's key and value cache [1, cacheLength, Hkv, head_dim]
+  /// named `past_key_values.<layer>.key` / `.value` (`tg.state`).
+  OwningOpRef<ModuleOp> buildGeneration(int64_t cacheLength,
+                                        ArrayRef<GenerationStep> steps) {
+    module = ModuleOp::create(fileLoc);
+    switch (config.family) {
+    case ModelFamily::Llama:
+      declareLlamaParams();
+      break;
+    case ModelFamily::GPT2:
+      declareGPT2Params();
+      break;
+    case ModelFamily::GPTNeoX:
+      declareGPTNeoXParams();
+      break;
+    case ModelFamily::MLP:
+      llvm_unreachable("generation needs a language model");
+    }
+    size_t numParams = argTypes.size();
+    for (const GenerationStep &step : steps) {
+      argTypes.resize(numParams);
+      argAttrs.resize(numParams);
+      generation = Generation{step.tokens, cacheLength, Value(), {}, {}};
+      declareInputs({"input_ids", "positions"}, {B(), S()});
+      auto cacheType =
+          tensor({B(), cacheLength, config.numKVHeads, config.headDim});
+      SmallVector<Type> resultTypes{
+          RankedTensorType::get({B(), config.vocabSize}, floatType)};
+      SmallVector<Attribute> resultAttrs{b.getDictionaryAttr(b.getNamedAttr(
+          TGDialect::kOutputAttrName, b.getStringAttr("logits")))};
+      for (int64_t i = 0; i < config.numLayers; ++i)
+        for (const char *kind : {"key", "value"}) {
+          auto name = b.getDictionaryAttr(b.getNamedAttr(
+              TGDialect::kStateAttrName,
+              b.getStringAttr("past_key_values." + std::to_string(i) + "." +
+                              kind)));
+          argTypes.push_back(cacheType);
+          argAttrs.push_back(name);
+          resultTypes.push_back(cacheType);
+          resultAttrs.push_back(name);
+        }
+      b.setInsertionPointToEnd(module->getBody());
+      auto func = func::FuncOp::create(
+          b, fileLoc, step.name, b.getFunctionType(argTypes, resultTypes));
+      func.setAllArgAttrs(argAttrs);
+      func.setAllResultAttrs(resultAttrs);
+      Block *entry = func.addEntryBlock();
+      b.setInsertionPointToStart(entry);
+      params.clear();
+      for (auto [name, index] : paramIndex)
+        params[name] = entry->getArgument(index);
+      inputs.assign(entry->args_begin() + numParams,
+                    entry->args_begin() + numParams + 2);
+      generation->positions = inputs[1];
+      generation->caches.assign(entry->args_begin() + numParams + 2,
+                                entry->args_end());
+      generation->updated = generation->caches;
+      Value logits;
+      switch (config.family) {
+      case ModelFamily::Llama:
+        logits = buildLlama();
+        break;
+      case ModelFamily::GPT2:
+        logits = buildGPT2();
+        break;
+      case ModelFamily::GPTNeoX:
+        logits = buildGPTNeoX();
+        break;
+      case ModelFamily::MLP:
+        llvm_unreachable("generation needs a language model");
+      }
+      SmallVector<Value> results{logits};
+      results.append(generation->updated.begin(), generation->updated.end());
+      func::ReturnOp::create(b, loc("logits"), results);
+    }
+    generation.reset();
+    return std::move(module);
+  }
+
 private:
-  int64_t B() const { return config.training.batchSize; }
-  int64_t S() const { return config.seqLen(); }
+  int64_t B() const { return generation ? 1 : config.training.batchSize; }
+  int64_t S() const {
+    return generation ? generation->tokens : config.seqLen();
+  }
 
   RankedTensorType tensor(ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, floatType);
@@ -167,6 +252,7 @@ private:
 
   /// Runs `build` and tags the ops it created with `tg.layer = index`.
   void inLayer(int64_t index, llvm::function_ref<void()> build) {
+    currentLayer = index;
     Block *block = b.getInsertionBlock();
     Operation *last = block->empty() ? nullptr : &block->back();
     build();
@@ -178,6 +264,22 @@ private:
   Value linear(Value x, const std::string &prefix, bool bias) {
     return LinearOp::create(b, loc(prefix), x, param(prefix + ".weight"),
                             bias ? param(prefix + ".bias") : Value());
+  }
+
+  /// The model's output from the final hidden states `h`: training's mean
+  /// loss against `targets`; generation's logits of the last position
+  /// ([B, V], before any final soft cap: the sampler applies it).
+  Value outputOf(Value h, function_ref<Value(Value)> finalNorm, Value head,
+                 StringRef headName, Value targets) {
+    if (!generation) {
+      Value logits =
+          LinearOp::create(b, loc(headName), finalNorm(h), head, Value());
+      return crossEntropy(logits, targets, /*ignore=*/-100);
+    }
+    Value last = SliceOp::create(b, loc(headName), h, /*axis=*/1, S() - 1, 1);
+    Value logits =
+        LinearOp::create(b, loc(headName), finalNorm(last), head, Value());
+    return reshape(logits, {B(), config.vocabSize}, loc(headName));
   }
 
   /// The mean loss of `logits`, soft-capped where the family caps them.
@@ -301,9 +403,13 @@ private:
     IntegerAttr rotated;
     if (config.rotatedDims() != config.headDim)
       rotated = b.getI64IntegerAttr(config.rotatedDims());
+    Value positions = generation ? generation->positions : Value();
+    IntegerAttr maxPosition =
+        generation ? b.getI64IntegerAttr(generation->cacheLength)
+                   : IntegerAttr();
     return RopeOp::create(b, loc(p + "rotary_emb"), x,
                           b.getF64FloatAttr(theta), frequencies, UnitAttr(),
-                          rotated, /*positions=*/Value(), IntegerAttr());
+                          rotated, positions, maxPosition);
   }
 
   /// Causal attention of layer `layer`: its window (where it hides a key),
@@ -318,6 +424,20 @@ private:
       scale = b.getF64FloatAttr(*config.attentionScale);
     if (config.attentionSoftcap)
       softcap = b.getF64FloatAttr(*config.attentionSoftcap);
+    if (generation) {
+      // This step's keys and values go into the layer's caches at their
+      // positions; the queries then attend over the caches.
+      Value positions = generation->positions;
+      Value &kc = generation->updated[2 * currentLayer];
+      Value &vc = generation->updated[2 * currentLayer + 1];
+      kc = CacheUpdateOp::create(b, l, generation->caches[2 * currentLayer],
+                                 k, positions);
+      vc = CacheUpdateOp::create(
+          b, l, generation->caches[2 * currentLayer + 1], v, positions);
+      return AttentionOp::create(b, l, q, kc, vc, /*causal=*/true, scale,
+                                 window, softcap, positions)
+          .getResult();
+    }
     return AttentionOp::create(b, l, q, k, v, /*causal=*/true, scale, window,
                                softcap, /*positions=*/Value())
         .getResult();
@@ -385,11 +505,11 @@ private:
         h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
       });
     }
-    h = rmsNorm(h, "model.norm");
     Value head = config.tieWordEmbeddings ? param("model.embed_tokens.weight")
                                           : param("lm_head.weight");
-    Value logits = LinearOp::create(b, loc("lm_head"), h, head, Value());
-    return crossEntropy(logits, targets, /*ignore=*/-100);
+    return outputOf(
+        h, [&](Value x) { return rmsNorm(x, "model.norm"); }, head, "lm_head",
+        targets);
   }
 
   //===--------------------------------------------------------------------===//
@@ -447,12 +567,17 @@ private:
 
   Value buildGPT2() {
     Value ids = inputs[0], targets = inputs[1];
-    std::vector<int32_t> positions(S());
-    std::iota(positions.begin(), positions.end(), 0);
-    auto posType = RankedTensorType::get({S()}, idType);
-    Value pos = ConstantOp::create(
-        b, loc("transformer.wpe"),
-        DenseElementsAttr::get(posType, ArrayRef<int32_t>(positions)));
+    Value pos;
+    if (generation) {
+      pos = generation->positions;
+    } else {
+      std::vector<int32_t> positions(S());
+      std::iota(positions.begin(), positions.end(), 0);
+      auto posType = RankedTensorType::get({S()}, idType);
+      pos = ConstantOp::create(
+          b, loc("transformer.wpe"),
+          DenseElementsAttr::get(posType, ArrayRef<int32_t>(positions)));
+    }
     Value tok = EmbeddingOp::create(b, loc("transformer.wte"),
                                     param("transformer.wte.weight"), ids);
     Value pe = EmbeddingOp::create(b, loc("transformer.wpe"),
@@ -469,10 +594,9 @@ private:
         h = add(h, conv1d(f, p + "mlp.c_proj"), loc(p + "residual"));
       });
     }
-    h = layerNorm(h, "transformer.ln_f");
-    Value logits = LinearOp::create(b, loc("lm_head"), h,
-                                    param("transformer.wte.weight"), Value());
-    return crossEntropy(logits, targets, /*ignore=*/-100);
+    return outputOf(
+        h, [&](Value x) { return layerNorm(x, "transformer.ln_f"); },
+        param("transformer.wte.weight"), "lm_head", targets);
   }
 
   //===--------------------------------------------------------------------===//
@@ -545,11 +669,11 @@ private:
         h = add(m, h, loc(p + "residual"));
       });
     }
-    h = layerNorm(h, "gpt_neox.final_layer_norm");
     Value head = config.tieWordEmbeddings ? param("gpt_neox.embed_in.weight")
                                           : param("embed_out.weight");
-    Value logits = LinearOp::create(b, loc("embed_out"), h, head, Value());
-    return crossEntropy(logits, targets, /*ignore=*/-100);
+    return outputOf(
+        h, [&](Value x) { return layerNorm(x, "gpt_neox.final_layer_norm"); },
+        head, "embed_out", targets);
   }
 
   //===--------------------------------------------------------------------===//
@@ -580,6 +704,17 @@ private:
     return crossEntropy(x, labels, std::nullopt);
   }
 
+  /// Generation: the step being built (its token count), the cache length,
+  /// the step's positions input and each layer's key and value caches (the
+  /// arguments, then the updated values).
+  struct Generation {
+    int64_t tokens = 0, cacheLength = 0;
+    Value positions;
+    SmallVector<Value> caches, updated;
+  };
+  std::optional<Generation> generation;
+  int64_t currentLayer = 0;
+
   const ModelConfig &config;
   OpBuilder b;
   Location fileLoc;
@@ -598,4 +733,12 @@ OwningOpRef<ModuleOp> tgc::buildForwardModule(MLIRContext &context,
                                               const ModelConfig &config) {
   context.loadDialect<TGDialect, func::FuncDialect>();
   return ForwardBuilder(context, config).build();
+}
+
+OwningOpRef<ModuleOp>
+tgc::buildGenerationModule(MLIRContext &context, const ModelConfig &config,
+                           int64_t cacheLength,
+                           ArrayRef<GenerationStep> steps) {
+  context.loadDialect<TGDialect, func::FuncDialect>();
+  return ForwardBuilder(context, config).buildGeneration(cacheLength, steps);
 }

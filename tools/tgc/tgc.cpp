@@ -92,6 +92,24 @@ cl::opt<EmitLevel, false, EnumFlagParser<EmitLevel>> emitLevel(
         clEnumValN(EmitLevel::Exe, "exe",
                    "a standalone training executable (object + runtime)")));
 
+/// What a model file compiles to.
+enum class Program { Train, Generate };
+
+cl::opt<Program, false, EnumFlagParser<Program>> program(
+    "program", cl::desc("What to compile from a language model's file"),
+    cl::init(Program::Train), cl::cat(tgcCategory),
+    cl::values(clEnumValN(Program::Train, "train",
+                          "the training step (@train_step)"),
+               clEnumValN(Program::Generate, "generate",
+                          "generation with a KV cache: @prefill (a prompt "
+                          "chunk) and @decode (one token)")));
+
+cl::opt<int64_t> prefillTokens(
+    "prefill-tokens",
+    cl::desc("--program=generate: prompt tokens per @prefill call (at most "
+             "the cache length)"),
+    cl::init(64), cl::cat(tgcCategory));
+
 cl::opt<TargetKind, false, EnumFlagParser<TargetKind>>
     target("target", cl::desc("Code generation target"),
            cl::init(TargetKind::CPU), cl::cat(tgcCategory),
@@ -312,6 +330,39 @@ int main(int argc, char **argv) {
       if (llvm::Error err = tg::freezeParameters(forward, training.freeze))
         return reportError(inputFile + ": --freeze (training.freeze): " +
                            llvm::toString(std::move(err)));
+
+  if (program == Program::Generate) {
+    if (statsCommand)
+      return reportError("tgc stats: --program=generate is not counted yet");
+    if (!model)
+      return reportError(inputFile + ": --program=generate needs a model "
+                                     "file (.json), not tg IR");
+    if (model->family == ModelFamily::MLP)
+      return reportError(inputFile + ": --program=generate needs a language "
+                                     "model; the MLP classifies");
+    if (prefillTokens < 1)
+      return reportError("--prefill-tokens: expected a positive count, got " +
+                         std::to_string(prefillTokens));
+    // The cache holds --seq-len positions (at most max_position_embeddings).
+    int64_t cacheLength = std::min(model->seqLen(), model->maxPositions);
+    int64_t chunk = std::min<int64_t>(prefillTokens, cacheLength);
+    OwningOpRef<ModuleOp> generation = buildGenerationModule(
+        context, *model, cacheLength, {{"prefill", chunk}, {"decode", 1}});
+    if (failed(verify(*generation)))
+      return reportError(inputFile + ": the generation program built from "
+                                     "this model is invalid (see above)");
+    // Lowering the two steps to an executable (the runtime's generation
+    // loop, the caches updated in place) is not built yet: say so rather
+    // than compile a training step instead.
+    if (emitLevel != EmitLevel::TG ||
+        (!emitLevel.getNumOccurrences() && outputFile != "-"))
+      return reportError("--program=generate: only --emit=tg (the tg "
+                         "program) is built so far; its lowering to an "
+                         "executable is not");
+    return report(writeOutputFile(outputFile, [&](llvm::raw_ostream &os) {
+      generation->print(os);
+    }));
+  }
 
   if (statsCommand) {
     StatsRequest request;

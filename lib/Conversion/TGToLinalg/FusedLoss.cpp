@@ -4,7 +4,7 @@
 // scf.for over chunks of `chunk_rows` rows (the last, shorter chunk straight
 // after it, so every shape stays static); each chunk's logits are computed,
 // reduced into the loss, turned into their gradient, multiplied into the
-// input and weight gradients, and dropped.
+// input and weight gradients (those the step reads), and dropped.
 //
 // A chunk's logits are kept vocabulary-major, Lᵀ [V, rows] = W · xᵀ: all
 // three products then read the weight [V, D] as it is stored (W · xᵀ for the
@@ -181,11 +181,18 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
     RankedTensorType lossType = op.getResult().getType();
     Value count = targetCount(rewriter, loc, f.targets, f.ignore, f.elt);
     auto inputType = RankedTensorType::get({f.rows, f.dim}, f.elt);
-    SmallVector<Value> init{
-        filled(rewriter, loc, lossType, 0.0),
-        tensor::EmptyOp::create(rewriter, loc, inputType.getShape(), f.elt),
-        filled(rewriter, loc, tensorType(f.weight), 0.0)};
-    if (f.bias)
+    // A gradient nothing reads is not computed: a frozen weight's (or
+    // bias's), the input's when nothing below the head trains.
+    bool inputGrad = !op.getInputGrad().use_empty();
+    bool weightGrad = !op.getWeightGrad().use_empty();
+    bool biasGrad = f.bias && !op.getBiasGrad().use_empty();
+    SmallVector<Value> init{filled(rewriter, loc, lossType, 0.0)};
+    if (inputGrad)
+      init.push_back(
+          tensor::EmptyOp::create(rewriter, loc, inputType.getShape(), f.elt));
+    if (weightGrad)
+      init.push_back(filled(rewriter, loc, tensorType(f.weight), 0.0));
+    if (biasGrad)
       init.push_back(filled(rewriter, loc, tensorType(f.bias), 0.0));
     AffineMap scalar = AffineMap::get(0, 0, {}, ctx);
     SmallVector<Value> results = forEachChunk(
@@ -201,19 +208,20 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
                                   return addF(nb, nl, a[1], a[0]);
                                 });
           Value dlogitsT = c.dlogits; // [V, size]
-          SmallVector<Value> next{
-              total,
-              // dx rows = dlogits · W, computed in their rows of dx.
-              computeIntoSlice(b, l, 0, args[1], offset, size,
-                               [&](Value zeroed) {
-                                 return matmulTransposedLhs(b, l, dlogitsT,
-                                                            f.weight, zeroed);
-                               }),
-              // dW += dlogitsᵀ · x.
-              matmul2D(b, l, dlogitsT, x, args[2])};
-          if (f.bias)
+          SmallVector<Value> next{total};
+          unsigned arg = 1;
+          // dx rows = dlogits · W, computed in their rows of dx.
+          if (inputGrad)
+            next.push_back(computeIntoSlice(
+                b, l, 0, args[arg++], offset, size, [&](Value zeroed) {
+                  return matmulTransposedLhs(b, l, dlogitsT, f.weight, zeroed);
+                }));
+          // dW += dlogitsᵀ · x.
+          if (weightGrad)
+            next.push_back(matmul2D(b, l, dlogitsT, x, args[arg++]));
+          if (biasGrad)
             next.push_back(generic(b, l, dlogitsT, dimsMap(ctx, 2, {0, 1}),
-                                   args[3], dimsMap(ctx, 2, {0}),
+                                   args[arg++], dimsMap(ctx, 2, {0}),
                                    iterators(2, {1}), sumOf(first)));
           return next;
         });
@@ -221,11 +229,23 @@ struct LinearCrossEntropyLowering : OpConversionPattern<LinearCrossEntropyOp> {
                              [](OpBuilder &b, Location l, ValueRange a) {
                                return divF(b, l, a[0], a[1]);
                              });
-    SmallVector<Value> replacements{
-        mean, reshape(rewriter, loc, results[1], op.getInputGrad().getType()),
-        results[2]};
+    // Results nothing reads stand in as empty tensors (erased as dead).
+    unsigned next = 1;
+    auto result = [&](bool computed, Value value) -> Value {
+      auto type = llvm::cast<RankedTensorType>(value.getType());
+      return computed ? results[next++]
+                      : tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                                type.getElementType())
+                            .getResult();
+    };
+    SmallVector<Value> replacements{mean};
+    Value dx = result(inputGrad, op.getInputGrad());
+    replacements.push_back(
+        inputGrad ? reshape(rewriter, loc, dx, op.getInputGrad().getType())
+                  : dx);
+    replacements.push_back(result(weightGrad, op.getWeightGrad()));
     if (f.bias)
-      replacements.push_back(results[3]);
+      replacements.push_back(result(biasGrad, op.getBiasGrad()));
     rewriter.replaceOp(op, replacements);
     return success();
   }

@@ -67,3 +67,32 @@ func.func @loss_softcap(%x: tensor<6x5xf32>, %w: tensor<7x5xf32>, %t: tensor<6xi
   %l, %dx, %dw = tg.linear_cross_entropy %x, %w, %t {chunk_rows = 6 : i64, softcap = 3.0e+01 : f64} : tensor<6x5xf32>, tensor<7x5xf32>, tensor<6xi32> -> tensor<f32>, tensor<6x5xf32>, tensor<7x5xf32>
   return %l, %dx : tensor<f32>, tensor<6x5xf32>
 }
+
+// Gradients nothing reads are not computed. A frozen weight and bias (their
+// gradients unused): the loop carries the loss and dx only, with no
+// dlogitsᵀ · x product and no bias sum.
+// CHECK-LABEL: func.func @frozen_head
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args({{.*}}) -> (tensor<f32>, tensor<11x5xf32>)
+// CHECK: linalg.matmul {{.*}} -> tensor<7x4xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<4x5xf32>
+// CHECK-NOT: -> tensor<7x5xf32>
+// CHECK-NOT: -> tensor<7xf32>
+// CHECK: return
+func.func @frozen_head(%h: tensor<11x5xf32>, %w: tensor<7x5xf32>, %b: tensor<7xf32>, %t: tensor<11xi32>) -> (tensor<f32>, tensor<11x5xf32>) {
+  %l, %dh, %dw, %db = tg.linear_cross_entropy %h, %w, %t bias(%b : tensor<7xf32>) {chunk_rows = 4 : i64} : tensor<11x5xf32>, tensor<7x5xf32>, tensor<11xi32> -> tensor<f32>, tensor<11x5xf32>, tensor<7x5xf32>, tensor<7xf32>
+  return %l, %dh : tensor<f32>, tensor<11x5xf32>
+}
+
+// Nothing below the head trains (dx unused): the loss and dW only, no
+// dlogits · W product.
+// CHECK-LABEL: func.func @only_head_trains
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args({{.*}}) -> (tensor<f32>, tensor<7x5xf32>)
+// CHECK-NOT: -> tensor<4x5xf32>
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.matmul {{.*}} -> tensor<7x5xf32>
+// CHECK-NOT: -> tensor<3x5xf32>
+// CHECK: return
+func.func @only_head_trains(%h: tensor<11x5xf32>, %w: tensor<7x5xf32>, %t: tensor<11xi32>) -> (tensor<f32>, tensor<7x5xf32>) {
+  %l, %dh, %dw = tg.linear_cross_entropy %h, %w, %t {chunk_rows = 4 : i64} : tensor<11x5xf32>, tensor<7x5xf32>, tensor<11xi32> -> tensor<f32>, tensor<11x5xf32>, tensor<7x5xf32>
+  return %l, %dw : tensor<f32>, tensor<7x5xf32>
+}

@@ -93,8 +93,13 @@ OpCost LinearCrossEntropyOp::getCost() {
   int64_t d = getWeight().getType().getDimSize(1);
   // The logits, input_grad and weight_grad: three products of the
   // projection's size (the unfused forward and backward together); the
-  // bias (and its gradient), the loss and its gradient per logit.
-  return products(3 * logits * d, (getBias() ? 2 * logits : 0) + 10 * logits);
+  // bias (and its gradient), the loss and its gradient per logit. A
+  // gradient nothing reads is not computed (the lowering skips a frozen
+  // weight's, or the input's when nothing below the head trains).
+  int64_t computed =
+      1 + !getInputGrad().use_empty() + !getWeightGrad().use_empty();
+  int64_t bias = getBias() ? (getBiasGrad().use_empty() ? 1 : 2) * logits : 0;
+  return products(computed * logits * d, bias + 10 * logits);
 }
 
 OpCost AttentionOp::getCost() {

@@ -15,6 +15,7 @@
 #include "Distributed.h"
 #include "Fatal.h"
 #include "Options.h"
+#include "TileState.h"
 #include "Trainer.h"
 #include "tgc/Runtime/ABI.h"
 
@@ -82,24 +83,6 @@ static void checkJob(Options &opt) {
 
 // libomp (linked into every executable) runs the matmuls' parallel tiles.
 extern "C" void omp_set_num_threads(int);
-
-/// Linux hands out the AMX tile state only on request, per process: a step
-/// compiled for a CPU with AMX runs its bf16 products on tiles (and would
-/// die on its first tile instruction without this). Elsewhere the request
-/// fails harmlessly and such a step is never compiled.
-static void requestTileState() {
-#if defined(__linux__) && defined(__x86_64__)
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0 &&
-      __builtin_cpu_supports("amx-tile"))
-    std::fprintf(stderr,
-                 "%s: warning: Linux refused the AMX tile state (%s): a step "
-                 "compiled for this CPU with --precision=bf16-mixed stops on "
-                 "its first tile instruction; compile it with "
-                 "--mcpu=x86-64-v4 instead\n",
-                 programName(), std::strerror(errno));
-#endif
-}
 
 int main(int argc, char **argv) {
   if (argc > 0)

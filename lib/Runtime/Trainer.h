@@ -12,6 +12,7 @@
 #include "Batches.h"
 #include "Buffers.h"
 #include "Options.h"
+#include "StopSignals.h"
 
 #include <cmath>
 #include <cstdint>
@@ -69,12 +70,6 @@ private:
   int64_t lastEvalStep = 0;
   int stopSignal = 0;
 };
-
-/// From here on, SIGINT and SIGTERM only record the signal (the loop stops
-/// after its step); a second one ends the process at once, by that signal.
-void catchStopSignals();
-/// The first SIGINT or SIGTERM this process caught, or 0.
-int caughtStopSignal();
 
 } // namespace tgc::rt
 

@@ -31,16 +31,6 @@ namespace {
 
 constexpr llvm::StringLiteral kStepName = "train_step";
 
-/// A pass manager that honours --mlir-print-ir-* and --mlir-timing.
-LogicalResult runPipeline(ModuleOp module,
-                          llvm::function_ref<void(OpPassManager &)> build) {
-  PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  applyDefaultTimingPassManagerCLOptions(pm);
-  build(pm);
-  return pm.run(module);
-}
 
 /// Counts the kernels and bytes of the bufferized step (see KernelCounts).
 struct CountKernelsPass
@@ -204,6 +194,17 @@ struct CountKernelsPass
 
 } // namespace
 
+LogicalResult
+tgc::runPassPipeline(ModuleOp module,
+                     llvm::function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  build(pm);
+  return pm.run(module);
+}
+
 llvm::Error
 tgc::writeOutputFile(llvm::StringRef path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
@@ -220,7 +221,7 @@ LogicalResult tgc::buildTrainStep(ModuleOp module,
                                   const TrainingConfig &training,
                                   bool returnGradients,
                                   bool lowPrecisionSaves) {
-  return runPipeline(module, [&](OpPassManager &pm) {
+  return runPassPipeline(module, [&](OpPassManager &pm) {
     TrainingGraphOptions options;
     setTrainingGraphOptions(options, training);
     options.returnGradients = returnGradients;
@@ -238,7 +239,7 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   // value before the op that writes the new one.
   auto step = module.lookupSymbol<func::FuncOp>(kStepName);
   bool inPlace = step && canUpdateInPlace(step);
-  if (failed(runPipeline(module, [&](OpPassManager &pm) {
+  if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
         buildTGToLinalgPipeline(pm, kStepName, fusion, target.taskBytes());
       })))
     return failure();
@@ -249,7 +250,7 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
       return step.emitError("internal error: the lowered step reads '")
              << late << "' after its in-place update";
   }
-  if (failed(runPipeline(module, [&](OpPassManager &pm) {
+  if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
           if (counts)
             nested.addPass(
@@ -303,7 +304,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     return llvm::createStringError(request.input + ": " +
                                    llvm::toString(std::move(err)));
   if (level == EmitLevel::Linalg) {
-    if (failed(runPipeline(module, [&](OpPassManager &pm) {
+    if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
           buildTGToLinalgPipeline(pm, kStepName, training.fusion,
                                   target.taskBytes());
         })))
@@ -315,7 +316,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     return failedCompile();
   if (level == EmitLevel::GPU) {
     std::string refused;
-    bool ran = succeeded(runPipeline(module, [&](OpPassManager &pm) {
+    bool ran = succeeded(runPassPipeline(module, [&](OpPassManager &pm) {
       if (llvm::Error err = target.buildKernelPipeline(pm, kStepName))
         refused = llvm::toString(std::move(err));
     }));
@@ -325,7 +326,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });
   }
-  if (failed(runPipeline(module, [&](OpPassManager &pm) {
+  if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kStepName);
       })))
     return failedCompile();

@@ -103,13 +103,9 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
 /// attention skips most of the tiles above the diagonal).
 constexpr int64_t kAttentionTileBytes = 4 << 20;
 
-void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
-                                  llvm::StringRef function,
-                                  mlir::tg::FusionMode fusion,
-                                  int64_t taskBytes) {
-  // Only the compiled function survives (the forward function is dropped).
-  pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
-  pm.addPass(mlir::createSymbolDCEPass());
+/// tg → linalg on tensors for every function left in the module.
+static void addTGToLinalg(mlir::OpPassManager &pm,
+                          mlir::tg::FusionMode fusion, int64_t taskBytes) {
   // With fusion, attention a tile of scores at a time and each optimizer
   // update one loop.
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
@@ -129,9 +125,27 @@ void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
   }
 }
 
+void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
+                                  llvm::StringRef function,
+                                  mlir::tg::FusionMode fusion,
+                                  int64_t taskBytes) {
+  // Only the compiled function survives (the forward function is dropped).
+  pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
+  pm.addPass(mlir::createSymbolDCEPass());
+  addTGToLinalg(pm, fusion, taskBytes);
+}
+
+void tgc::buildGenerationToLinalgPipeline(mlir::OpPassManager &pm,
+                                          mlir::tg::FusionMode fusion,
+                                          int64_t taskBytes) {
+  pm.addPass(mlir::createSymbolPrivatizePass());
+  addTGToLinalg(pm, fusion, taskBytes);
+}
+
 void tgc::buildBufferizePipeline(
     mlir::OpPassManager &pm,
-    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule) {
+    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule,
+    bool dropArgumentResults) {
   using namespace mlir;
   // No linalg-fuse-elementwise-ops here: its reshape-propagation patterns
   // rewrite the named matmuls (fed through reshapes) into higher-rank generic
@@ -149,6 +163,8 @@ void tgc::buildBufferizePipeline(
   pm.addPass(createCSEPass());
   // The copies of those slices into themselves (their views now one value).
   pm.addPass(createCanonicalizerPass());
+  if (dropArgumentResults)
+    pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(mlir::tg::createTGCDistinctResultsPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;

@@ -15,6 +15,7 @@
 
 #include "tgc/Dialect/TG/Transforms/Freeze.h"
 #include "tgc/Driver/Compile.h"
+#include "tgc/Driver/Generation.h"
 #include "tgc/Driver/Stats.h"
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Frontend/ModelConfig.h"
@@ -337,31 +338,17 @@ int main(int argc, char **argv) {
     if (!model)
       return reportError(inputFile + ": --program=generate needs a model "
                                      "file (.json), not tg IR");
-    if (model->family == ModelFamily::MLP)
-      return reportError(inputFile + ": --program=generate needs a language "
-                                     "model; the MLP classifies");
     if (prefillTokens < 1)
       return reportError("--prefill-tokens: expected a positive count, got " +
                          std::to_string(prefillTokens));
-    // The cache holds --seq-len positions (at most max_position_embeddings).
-    int64_t cacheLength = std::min(model->seqLen(), model->maxPositions);
-    int64_t chunk = std::min<int64_t>(prefillTokens, cacheLength);
-    OwningOpRef<ModuleOp> generation = buildGenerationModule(
-        context, *model, cacheLength, {{"prefill", chunk}, {"decode", 1}});
-    if (failed(verify(*generation)))
-      return reportError(inputFile + ": the generation program built from "
-                                     "this model is invalid (see above)");
-    // Lowering the two steps to an executable (the runtime's generation
-    // loop, the caches updated in place) is not built yet: say so rather
-    // than compile a training step instead.
-    if (emitLevel != EmitLevel::TG ||
-        (!emitLevel.getNumOccurrences() && outputFile != "-"))
-      return reportError("--program=generate: only --emit=tg (the tg "
-                         "program) is built so far; its lowering to an "
-                         "executable is not");
-    return report(writeOutputFile(outputFile, [&](llvm::raw_ostream &os) {
-      generation->print(os);
-    }));
+    GenerationRequest request;
+    request.input = inputFile;
+    request.output = outputFile;
+    request.level = emitLevel;
+    if (!emitLevel.getNumOccurrences() && outputFile != "-")
+      request.level = EmitLevel::Exe;
+    request.prefillTokens = prefillTokens;
+    return report(compileGeneration(context, *model, request, **backend));
   }
 
   if (statsCommand) {

@@ -71,6 +71,12 @@ mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
                                        mlir::tg::FusionMode fusion,
                                        KernelCounts *counts = nullptr);
 
+/// Runs the passes `build` adds on `module`, honouring --mlir-print-ir-*
+/// and --mlir-timing.
+mlir::LogicalResult
+runPassPipeline(mlir::ModuleOp module,
+                llvm::function_ref<void(mlir::OpPassManager &)> build);
+
 /// Writes a file ("-": stdout) through `write`; the error names the path.
 llvm::Error
 writeOutputFile(llvm::StringRef path,

@@ -65,6 +65,16 @@ ModelSummary summarize(const ModelConfig *config,
 std::string generateHeader(const std::vector<BufferDesc> &buffers,
                            const ModelSummary &summary);
 
+/// C source of `static const tgc_buffer_info buffers[]`: the table of
+/// `buffers`, for a model-info file.
+std::string bufferTableSource(const std::vector<BufferDesc> &buffers);
+
+/// `text` as a C string literal, quotes included.
+std::string cStringLiteral(llvm::StringRef text);
+
+/// The text of include/tgc/Runtime/ABI.h, as train_step.h carries it.
+llvm::StringRef trainStepABIHeader();
+
 /// C source defining `tgc_model` for the runtime.
 std::string generateModelInfo(const std::vector<BufferDesc> &buffers,
                               const ModelSummary &summary);

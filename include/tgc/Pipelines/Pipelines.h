@@ -124,14 +124,25 @@ void buildTGToLinalgPipeline(
     mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default,
     int64_t taskBytes = 0);
 
+/// The same lowering for a generation program (@prefill, @decode): every
+/// function is kept, made private so that bufferization may drop the
+/// results that are their arguments (the KV caches, updated in place).
+void buildGenerationToLinalgPipeline(
+    mlir::OpPassManager &pm,
+    mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default,
+    int64_t taskBytes = 0);
+
 /// Linalg on tensors → bufferized step (results become out-parameters) with
 /// intermediates planned into one static arena (`tgc.arena_bytes`).
 /// `buildTargetSchedule` adds the target's schedule (e.g. the CPU matmul
 /// tiling), which runs on the bufferized IR before the planner so that the
-/// buffers it introduces are planned too. Shared by every backend.
+/// buffers it introduces are planned too. Shared by every backend. With
+/// `dropArgumentResults`, results that are (updated in place) arguments of
+/// a private function are dropped instead of copied to out-parameters.
 void buildBufferizePipeline(
     mlir::OpPassManager &pm,
-    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule);
+    llvm::function_ref<void(mlir::OpPassManager &)> buildTargetSchedule,
+    bool dropArgumentResults = false);
 
 /// Registers the target-neutral pipelines with the global registry (each
 /// backend registers its own).

@@ -1,0 +1,189 @@
+//===- GenerateOptions.cpp - the generation executable's flags ------------===//
+
+#include "GenerateOptions.h"
+#include "../Fatal.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace tgc::rt;
+
+static void usage(const tgc_generate_info &m) {
+  std::printf(
+      "usage: %s [options] (--prompt TEXT | --prompt-ids IDS | --prompt-file "
+      "FILE)\n\n"
+      "Generates text with the compiled model (%s, vocabulary %lld, a KV "
+      "cache of %lld\npositions, prefill in chunks of %lld tokens).\n\n"
+      "  --init PATH            weights by Hugging Face name: a .safetensors "
+      "file, a\n"
+      "                         sharded checkpoint's "
+      "model.safetensors.index.json, or a\n"
+      "                         model directory with either (f32, bf16 or "
+      "f16 tensors).\n"
+      "                         Without it the weights are random (the "
+      "model family's\n"
+      "                         initialisation, seeded by --seed)\n"
+      "  --tokenizer PATH       a Hugging Face tokenizer.json (or a "
+      "directory holding one):\n"
+      "                         encodes --prompt with its special tokens, "
+      "prints text, and\n"
+      "                         stops at its EOS token\n"
+      "  --prompt TEXT          the prompt, encoded by --tokenizer; without "
+      "one, a model\n"
+      "                         of >= 256 ids reads the text's bytes as ids "
+      "(a byte-level\n"
+      "                         model, as training reads text without a "
+      "tokenizer) and\n"
+      "                         prints generated ids < 256 as bytes (others "
+      "are not\n"
+      "                         printed; see --print-ids)\n"
+      "  --prompt-ids IDS       the prompt's ids, separated by white space "
+      "(each below\n"
+      "                         the vocabulary size)\n"
+      "  --prompt-file FILE     the prompt's text from FILE (as --prompt)\n"
+      "  --max-new-tokens N     stop after N new tokens (default 64); "
+      "generation also stops\n"
+      "                         at EOS and when the cache is full\n"
+      "  --temperature T        divide the logits by T before sampling "
+      "(default 1);\n"
+      "                         0: greedy (the most likely id, the lowest "
+      "on ties)\n"
+      "  --top-k K              sample among the K most likely ids (default "
+      "0: all)\n"
+      "  --top-p P              sample among the most likely ids whose "
+      "probabilities add up\n"
+      "                         to P, in (0, 1] (default 1: all)\n"
+      "  --seed S               seed of sampling and of random weights "
+      "(default %llu)\n"
+      "  --print-ids            print the new ids, separated by spaces, "
+      "instead of text\n"
+      "                         (the default without a tokenizer for a "
+      "model of < 256 ids)\n"
+      "  --threads N            threads of the model (default: "
+      "OMP_NUM_THREADS, or every core)\n"
+      "  --quiet                no statistics line on stderr\n"
+      "  --help                 this text\n"
+      "\nSampling follows Hugging Face's generate: the model's logit soft "
+      "cap (if any),\nthen temperature, top-k and top-p. The new text is "
+      "printed on stdout as it is\nproduced; the statistics (prompt tokens, "
+      "prefill time, new tokens, decode\ntokens/s, why it stopped) on "
+      "stderr.\n"
+      "\nSIGINT or SIGTERM stops after the token in progress (what was "
+      "printed stays\nprinted), exit status 128 + the signal; a second "
+      "signal stops at once.\n",
+      programName(), m.model_type, (long long)m.vocab_size,
+      (long long)m.cache_length, (long long)m.prefill_tokens,
+      (unsigned long long)m.seed);
+}
+
+static int64_t parseInteger(const std::string &flag, const char *text,
+                            int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (!*text || *end || errno || v < min)
+    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
+        text + "'");
+  return v;
+}
+
+static uint64_t parseSeed(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (!*text || *end || errno || *text == '-' || *text == '+' || *text == ' ')
+    die(flag + ": expected an integer >= 0, got '" + text + "'");
+  return v;
+}
+
+static double parseNumber(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (!*text || *end || !std::isfinite(v))
+    die(flag + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
+                                              const tgc_generate_info &m) {
+  GenerateOptions o;
+  auto setPrompt = [&](GenerateOptions::PromptKind kind, const char *flag) {
+    if (o.promptKind != GenerateOptions::PromptKind::None)
+      die(std::string(flag) +
+          ": give one prompt: --prompt, --prompt-ids or --prompt-file");
+    o.promptKind = kind;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool hasInline = false;
+    if (size_t eq = arg.find('=');
+        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasInline = true;
+    }
+    auto next = [&]() -> const char * {
+      if (hasInline)
+        return value.c_str();
+      if (i + 1 >= argc)
+        die(arg + ": missing value");
+      return argv[++i];
+    };
+    auto noValue = [&] {
+      if (hasInline)
+        die(arg + ": takes no value");
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage(m);
+      std::exit(0);
+    } else if (arg == "--init")
+      o.init = next();
+    else if (arg == "--tokenizer")
+      o.tokenizer = next();
+    else if (arg == "--prompt") {
+      setPrompt(GenerateOptions::PromptKind::Text, "--prompt");
+      o.prompt = next();
+    } else if (arg == "--prompt-ids") {
+      setPrompt(GenerateOptions::PromptKind::Ids, "--prompt-ids");
+      o.prompt = next();
+    } else if (arg == "--prompt-file") {
+      setPrompt(GenerateOptions::PromptKind::File, "--prompt-file");
+      o.promptFile = next();
+    } else if (arg == "--max-new-tokens")
+      o.maxNewTokens = parseInteger(arg, next(), 0);
+    else if (arg == "--temperature") {
+      const char *text = next();
+      o.temperature = parseNumber(arg, text);
+      if (o.temperature < 0)
+        die("--temperature: expected a number >= 0 (0: greedy), got '" +
+            std::string(text) + "'");
+    } else if (arg == "--top-k")
+      o.topK = parseInteger(arg, next(), 0);
+    else if (arg == "--top-p") {
+      const char *text = next();
+      o.topP = parseNumber(arg, text);
+      if (!(o.topP > 0 && o.topP <= 1))
+        die("--top-p: expected a probability in (0, 1] (1: off), got '" +
+            std::string(text) + "'");
+    } else if (arg == "--seed") {
+      o.seed = parseSeed(arg, next());
+      o.seedGiven = true;
+    } else if (arg == "--print-ids") {
+      noValue();
+      o.printIds = true;
+    } else if (arg == "--threads")
+      o.threads = parseInteger(arg, next(), 1);
+    else if (arg == "--quiet") {
+      noValue();
+      o.quiet = true;
+    } else
+      die("unknown option '" + std::string(argv[i]) + "' (see --help)");
+  }
+  if (o.promptKind == GenerateOptions::PromptKind::None)
+    die("no prompt: give --prompt TEXT, --prompt-ids IDS or --prompt-file "
+        "FILE (see --help)");
+  return o;
+}

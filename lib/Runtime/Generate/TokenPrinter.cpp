@@ -1,7 +1,6 @@
 //===- TokenPrinter.cpp - new tokens on stdout as they come ---------------===//
 
 #include "TokenPrinter.h"
-#include "../Fatal.h"
 
 #include <cstdio>
 
@@ -26,23 +25,22 @@ void TokenPrinter::add(uint32_t id) {
       write(std::string(1, static_cast<char>(id)));
     return;
   case Mode::Text:
-    // An id past the tokenizer's (a model's vocabulary padded beyond it)
-    // has no text.
-    if (id >= tokenizer->vocabSize())
-      return;
+    // An id the tokenizer does not have (a model's vocabulary padded beyond
+    // it) has no text.
     ids.push_back(id);
-    printText(false);
+    if (!printText(false))
+      ids.pop_back();
     return;
   }
 }
 
-void TokenPrinter::printText(bool final) {
+bool TokenPrinter::printText(bool final) {
   // Decoding every id again keeps what decoders do across tokens (byte
   // fallback, fused pieces, a stripped first space) exactly as one decode
   // of the whole output.
   std::string text, error;
   if (!tokenizer->decode(ids, /*skipSpecialTokens=*/true, text, error))
-    die(error);
+    return false; // an unknown id (the last: the others decoded before)
   size_t end = text.size();
   // U+FFFD at the end: byte tokens of a character whose last bytes have not
   // been generated yet. Printed only when nothing more will come.
@@ -55,6 +53,7 @@ void TokenPrinter::printText(bool final) {
     write(text.substr(printedBytes, end - printedBytes));
     printedBytes = end;
   }
+  return true;
 }
 
 void TokenPrinter::finish() {

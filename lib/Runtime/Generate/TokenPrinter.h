@@ -33,7 +33,9 @@ public:
   void finish();
 
 private:
-  void printText(bool final);
+  /// Prints the new text of `ids`; false if the tokenizer does not know
+  /// one of them.
+  bool printText(bool final);
   void write(const std::string &text);
 
   Mode mode;

@@ -34,11 +34,10 @@ int64_t Sampler::next(const float *logits, int64_t vocab) {
   }
   if (settings.temperature == 0)
     return greedy(vocab);
-  for (double &s : scores)
-    s /= settings.temperature;
 
-  // The candidates and their weights exp(score - max): the top k (sorted,
-  // most likely first; ties: the lower id), or every id (in id order).
+  // The candidates and their weights exp((score - max) / T), which no tiny
+  // temperature overflows: the top k (sorted, most likely first; ties: the
+  // lower id), or every id (in id order).
   auto before = [&](int32_t a, int32_t b) {
     return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
   };
@@ -60,7 +59,8 @@ int64_t Sampler::next(const float *logits, int64_t vocab) {
     weights.resize(order.size());
     double total = 0;
     for (size_t j = 0; j < order.size(); ++j)
-      total += weights[j] = std::exp(scores[order[j]] - top);
+      total += weights[j] =
+          std::exp((scores[order[j]] - top) / settings.temperature);
     return total;
   };
   double total = weigh();

@@ -40,9 +40,9 @@ private:
 
   SamplingSettings settings;
   Rng rng;
-  std::vector<double> scores;  // capped logits / temperature
+  std::vector<double> scores;  // the logits, soft-capped
   std::vector<int32_t> order;  // candidate ids, most likely first
-  std::vector<double> weights; // exp(score - max) of the candidates
+  std::vector<double> weights; // exp((score - max) / T) of the candidates
 };
 
 } // namespace tgc::rt

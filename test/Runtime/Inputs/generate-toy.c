@@ -10,7 +10,8 @@
  * decode of position P (TOY_SIGNALS=2: twice).
  *
  * Compile with -DTOY_VOCAB=N for another vocabulary size (default 272),
- * -DTOY_CACHE=N for another cache length (default 12). */
+ * -DTOY_CACHE=N for another cache length (default 12), -DTOY_SOFTCAP=C for
+ * a logit soft cap (default 0: none). */
 #include "tgc/Runtime/GenerateABI.h"
 
 #include <signal.h>
@@ -19,6 +20,9 @@
 
 #ifndef TOY_VOCAB
 #define TOY_VOCAB 272
+#endif
+#ifndef TOY_SOFTCAP
+#define TOY_SOFTCAP 0.0
 #endif
 #ifndef TOY_CACHE
 #define TOY_CACHE 12
@@ -37,7 +41,7 @@ static const tgc_buffer_info buffers[] = {
 };
 
 const tgc_generate_info tgc_generate_model = {
-    "toy", V, L, P, 0.0, 7, sizeof buffers / sizeof buffers[0], buffers};
+    "toy", V, L, P, TOY_SOFTCAP, 7, sizeof buffers / sizeof buffers[0], buffers};
 const int64_t tgc_arena_bytes = 0;
 
 static int64_t next_position = 0;

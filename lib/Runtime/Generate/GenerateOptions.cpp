@@ -12,67 +12,50 @@ using namespace tgc::rt;
 
 static void usage(const tgc_generate_info &m) {
   std::printf(
-      "usage: %s [options] (--prompt TEXT | --prompt-ids IDS | --prompt-file "
-      "FILE)\n\n"
-      "Generates text with the compiled model (%s, vocabulary %lld, a KV "
-      "cache of %lld\npositions, prefill in chunks of %lld tokens).\n\n"
-      "  --init PATH            weights by Hugging Face name: a .safetensors "
-      "file, a\n"
-      "                         sharded checkpoint's "
-      "model.safetensors.index.json, or a\n"
-      "                         model directory with either (f32, bf16 or "
-      "f16 tensors).\n"
-      "                         Without it the weights are random (the "
-      "model family's\n"
-      "                         initialisation, seeded by --seed)\n"
-      "  --tokenizer PATH       a Hugging Face tokenizer.json (or a "
-      "directory holding one):\n"
-      "                         encodes --prompt with its special tokens, "
-      "prints text, and\n"
-      "                         stops at its EOS token\n"
-      "  --prompt TEXT          the prompt, encoded by --tokenizer; without "
-      "one, a model\n"
-      "                         of >= 256 ids reads the text's bytes as ids "
-      "(a byte-level\n"
-      "                         model, as training reads text without a "
-      "tokenizer) and\n"
-      "                         prints generated ids < 256 as bytes (others "
-      "are not\n"
-      "                         printed; see --print-ids)\n"
-      "  --prompt-ids IDS       the prompt's ids, separated by white space "
-      "(each below\n"
-      "                         the vocabulary size)\n"
-      "  --prompt-file FILE     the prompt's text from FILE (as --prompt)\n"
-      "  --max-new-tokens N     stop after N new tokens (default 64); "
-      "generation also stops\n"
-      "                         at EOS and when the cache is full\n"
-      "  --temperature T        divide the logits by T before sampling "
-      "(default 1);\n"
-      "                         0: greedy (the most likely id, the lowest "
-      "on ties)\n"
-      "  --top-k K              sample among the K most likely ids (default "
-      "0: all)\n"
-      "  --top-p P              sample among the most likely ids whose "
-      "probabilities add up\n"
-      "                         to P, in (0, 1] (default 1: all)\n"
-      "  --seed S               seed of sampling and of random weights "
-      "(default %llu)\n"
-      "  --print-ids            print the new ids, separated by spaces, "
-      "instead of text\n"
-      "                         (the default without a tokenizer for a "
-      "model of < 256 ids)\n"
-      "  --threads N            threads of the model (default: "
-      "OMP_NUM_THREADS, or every core)\n"
-      "  --quiet                no statistics line on stderr\n"
-      "  --help                 this text\n"
-      "\nSampling follows Hugging Face's generate: the model's logit soft "
-      "cap (if any),\nthen temperature, top-k and top-p. The new text is "
-      "printed on stdout as it is\nproduced; the statistics (prompt tokens, "
-      "prefill time, new tokens, decode\ntokens/s, why it stopped) on "
-      "stderr.\n"
-      "\nSIGINT or SIGTERM stops after the token in progress (what was "
-      "printed stays\nprinted), exit status 128 + the signal; a second "
-      "signal stops at once.\n",
+      "usage: %s [options] --prompt TEXT | --prompt-ids IDS | --prompt-file "
+      "FILE\n\n"
+      "Generates text with the compiled model (%s, vocabulary %lld, KV "
+      "cache\nof %lld positions, prefill in chunks of %lld tokens).\n\n"
+      R"(  --init PATH            weights by Hugging Face name: a .safetensors file,
+                         a sharded checkpoint's model.safetensors.index.json,
+                         or a model directory with either (f32, bf16 or f16
+                         tensors). Without it the weights are random (the
+                         model family's initialisation, seeded by --seed)
+  --tokenizer PATH       a Hugging Face tokenizer.json (or a directory holding
+                         one): encodes the prompt with its special tokens,
+                         prints text, and stops at its EOS token
+  --prompt TEXT          the prompt, encoded by --tokenizer. Without one, a
+                         model of >= 256 ids is byte-level (as training reads
+                         text without a tokenizer): the text's bytes are the
+                         ids, and new ids < 256 print as bytes (larger ones
+                         print nothing; see --print-ids)
+  --prompt-ids IDS       the prompt's ids, separated by white space (each
+                         below the vocabulary size)
+  --prompt-file FILE     the prompt's text from FILE (as --prompt)
+  --max-new-tokens N     stop after N new tokens (default 64); generation also
+                         stops at EOS and when the cache is full
+  --temperature T        divide the logits by T before sampling (default 1);
+                         0: greedy (the most likely id, the lowest on ties)
+  --top-k K              sample among the K most likely ids (default 0: all)
+  --top-p P              sample among the most likely ids whose probabilities
+                         add up to P, in (0, 1] (default 1: all)
+  --seed S               seed of sampling and of random weights (default %llu)
+  --print-ids            print the new ids, separated by spaces, instead of
+                         text (the default without a tokenizer for a model of
+                         < 256 ids)
+  --threads N            threads of the model (default: OMP_NUM_THREADS, or
+                         every core)
+  --quiet                no statistics line on stderr
+  --help                 this text
+
+Sampling follows Hugging Face's generate: the model's logit soft cap (if any),
+then temperature, top-k and top-p. The new text is printed on stdout as it is
+produced; the statistics (prompt tokens, prefill time, new tokens, decode
+tokens/s, why it stopped) on stderr.
+
+SIGINT or SIGTERM stops after the token in progress (what was printed stays
+printed), exit status 128 + the signal; a second signal stops at once.
+)",
       programName(), m.model_type, (long long)m.vocab_size,
       (long long)m.cache_length, (long long)m.prefill_tokens,
       (unsigned long long)m.seed);

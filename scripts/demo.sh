@@ -15,3 +15,8 @@ build/bin/tgc examples/tiny-llama.json -o build/demo/tiny-llama
 build/demo/tiny-llama --steps "${STEPS:-100}" --data /usr/share/common-licenses/GPL-3 \
   --data-order random --eval-every 20 \
   --log build/demo/log.jsonl --save build/demo/tiny-llama.safetensors
+# What the model writes: its generation program (a KV cache, one token a
+# step) with the weights just trained, prompted with the text's bytes.
+build/bin/tgc examples/tiny-llama.json --program=generate -o build/demo/tiny-llama-generate
+build/demo/tiny-llama-generate --init build/demo/tiny-llama.safetensors \
+  --prompt "This License" --max-new-tokens 100 --temperature 0.8 --seed 0

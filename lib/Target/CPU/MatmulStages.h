@@ -24,6 +24,12 @@ using namespace mlir;
 
 constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
 
+/// Before the schedules: each f32 matmul of at most `maxRows` rows whose
+/// right-hand operand is a transposed copy of a matrix W (read only by it)
+/// reads W in place, as a linalg.generic (MatrixVectorProducts.cpp): no
+/// copy, no packing, W's rows streamed once.
+void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows);
+
 /// Phase 1: parallel output tiles (and batch entries).
 std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs);
 

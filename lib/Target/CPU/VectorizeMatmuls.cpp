@@ -76,6 +76,10 @@ bool isF32Product(linalg::LinalgOp op) {
 
 namespace {
 
+/// Products of at most this many rows stream their weights (see
+/// readTransposedOperandsInPlace); larger ones amortise packing them.
+constexpr int64_t kMatrixVectorRows = 4;
+
 struct TGCVectorizeMatmulsPass
     : tgc::cpu::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
   using Base::Base;
@@ -109,6 +113,9 @@ struct TGCVectorizeMatmulsPass
         return signalPassFailure();
       }
     }
+    // A product of a few rows (a generation step's) reads its transposed
+    // weight in place instead of through two copies.
+    readTransposedOperandsInPlace(module, kMatrixVectorRows);
     // Before anything changes the products (AMX, widening): the same
     // predicate as `tgc stats`' count, on the same IR.
     SmallVector<linalg::GenericOp> epilogues;

@@ -1,0 +1,93 @@
+//===- MatrixVectorProducts.cpp - products of a few rows, without packing -===//
+//
+// A product of a few rows with a transposed matrix, x · Wᵀ where W is
+// [N, K] (a linear layer's weight, as generation's one-token steps run
+// them), is lowered by tg → linalg as a transpose of W into a copy, then a
+// matmul, whose tiles pack that copy again: for a few rows the copies are
+// the whole cost, each weight read and written twice to be used once. Here
+// such a product reads W as it is stored: out[m, n] += Σ_k x[m, k] · W[n, k]
+// as a linalg.generic with n outermost (tgc-parallelize-loops splits it
+// across the threads) and the K reduction innermost and contiguous in both
+// operands (tgc-reassociate-reductions lets LLVM run it in vector lanes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatmulStages.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AffineMap.h"
+
+using namespace mlir;
+
+namespace tgc::cpu::matmuls {
+
+void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
+  SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>> products;
+  module.walk([&](linalg::MatmulOp matmul) {
+    if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps())
+      return;
+    auto lhs = llvm::dyn_cast<MemRefType>(matmul.getInputs()[0].getType());
+    if (!lhs || !lhs.hasStaticShape() || lhs.getDimSize(0) > maxRows ||
+        !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
+        !lhs.getElementType().isF32())
+      return;
+    // The right-hand operand: a buffer a transpose of W wrote, read only
+    // here (its alloc, the transpose, the product, its dealloc).
+    Value rhs = matmul.getInputs()[1];
+    linalg::TransposeOp transpose;
+    for (Operation *user : rhs.getUsers()) {
+      if (user == matmul || llvm::isa<memref::DeallocOp>(user))
+        continue;
+      auto t = llvm::dyn_cast<linalg::TransposeOp>(user);
+      if (!t || t.getInit() != rhs || transpose)
+        return;
+      transpose = t;
+    }
+    if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+        !transpose->isBeforeInBlock(matmul) ||
+        transpose->getBlock() != matmul->getBlock() ||
+        !llvm::isa_and_nonnull<memref::AllocOp>(rhs.getDefiningOp()))
+      return;
+    // Nothing between them may write W.
+    for (Operation *op = transpose->getNextNode(); op != matmul;
+         op = op->getNextNode())
+      for (OpOperand &operand : op->getOpOperands())
+        if (operand.get() == transpose.getInput() &&
+            llvm::isa<linalg::LinalgOp>(op) &&
+            llvm::cast<linalg::LinalgOp>(op).isDpsInit(&operand))
+          return;
+    products.push_back({matmul, transpose});
+  });
+  for (auto [matmul, transpose] : products) {
+    OpBuilder b(matmul);
+    MLIRContext *ctx = b.getContext();
+    // Loops (n, m, k): x[m, k], W[n, k], out[m, n].
+    AffineExpr n = b.getAffineDimExpr(0), m = b.getAffineDimExpr(1),
+               k = b.getAffineDimExpr(2);
+    SmallVector<AffineMap> maps{AffineMap::get(3, 0, {m, k}, ctx),
+                                AffineMap::get(3, 0, {n, k}, ctx),
+                                AffineMap::get(3, 0, {m, n}, ctx)};
+    linalg::GenericOp::create(
+        b, matmul.getLoc(), ValueRange{matmul.getInputs()[0],
+                                       transpose.getInput()},
+        ValueRange{matmul.getOutputs()[0]}, maps,
+        SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                         utils::IteratorType::parallel,
+                                         utils::IteratorType::reduction},
+        [](OpBuilder &nb, Location loc, ValueRange args) {
+          Value product = arith::MulFOp::create(nb, loc, args[0], args[1]);
+          linalg::YieldOp::create(
+              nb, loc, ValueRange{arith::AddFOp::create(nb, loc, args[2],
+                                                        product)});
+        });
+    Value copy = matmul.getInputs()[1];
+    matmul.erase();
+    transpose.erase();
+    Operation *alloc = copy.getDefiningOp();
+    for (Operation *user : llvm::make_early_inc_range(copy.getUsers()))
+      user->erase(); // its dealloc
+    alloc->erase();
+  }
+}
+
+} // namespace tgc::cpu::matmuls

@@ -342,19 +342,32 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     return print([&](llvm::raw_ostream &out) { out << text; });
   }
 
+  return emitCode(module, level, request.input, request.output, target,
+                  [&](llvm::StringRef object) {
+                    return target.linkExecutable(
+                        object, generateHeader(*buffers, summary),
+                        generateModelInfo(*buffers, summary),
+                        training.dataParallel, request.output);
+                  });
+}
+
+llvm::Error
+tgc::emitCode(ModuleOp module, EmitLevel level, llvm::StringRef input,
+              llvm::StringRef outputPath, const TargetBackend &target,
+              llvm::function_ref<llvm::Error(llvm::StringRef)> link) {
+  // The target's errors name the input; the file system's their path.
   auto prefixed = [&](llvm::Error err) -> llvm::Error {
     if (!err)
       return llvm::Error::success();
-    return llvm::createStringError(request.input + ": " +
+    return llvm::createStringError(input + ": " +
                                    llvm::toString(std::move(err)));
   };
   if (level != EmitLevel::Exe) {
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> output =
-        openOutputFile(request.output, &error);
+        openOutputFile(outputPath, &error);
     if (!output)
-      return llvm::createStringError(request.output +
-                                     ": cannot write: " + error);
+      return llvm::createStringError(outputPath + ": cannot write: " + error);
     CodeArtifact artifact = level == EmitLevel::LLVM  ? CodeArtifact::LLVMIR
                             : level == EmitLevel::Asm ? CodeArtifact::Assembly
                                                       : CodeArtifact::Object;
@@ -363,9 +376,8 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     output->keep();
     return llvm::Error::success();
   }
-
   // An executable: object in a temporary file, then the backend's link.
-  if (request.output == "-")
+  if (outputPath == "-")
     return llvm::createStringError("--emit=exe needs -o FILE");
   llvm::SmallString<128> objectPath;
   int fd;
@@ -379,8 +391,5 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
     if (llvm::Error err = target.emit(module, CodeArtifact::Object, os))
       return prefixed(std::move(err));
   }
-  return prefixed(target.linkExecutable(objectPath,
-                                        generateHeader(*buffers, summary),
-                                        generateModelInfo(*buffers, summary),
-                                        training.dataParallel, request.output));
+  return prefixed(link(objectPath));
 }

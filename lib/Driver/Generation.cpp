@@ -12,12 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 using namespace tgc;
@@ -160,39 +156,11 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
   if (level == EmitLevel::LLVMMLIR)
     return print(*module);
 
-  if (level != EmitLevel::Exe) {
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> output =
-        mlir::openOutputFile(request.output, &error);
-    if (!output)
-      return llvm::createStringError(request.output + ": cannot write: " +
-                                     error);
-    CodeArtifact artifact = level == EmitLevel::LLVM  ? CodeArtifact::LLVMIR
-                            : level == EmitLevel::Asm ? CodeArtifact::Assembly
-                                                      : CodeArtifact::Object;
-    if (llvm::Error err = target.emit(*module, artifact, output->os()))
-      return fail(llvm::toString(std::move(err)));
-    output->keep();
-    return llvm::Error::success();
-  }
-  if (request.output == "-")
-    return llvm::createStringError("--emit=exe needs -o FILE");
-  llvm::SmallString<128> objectPath;
-  int fd;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("tgc", "o", fd, objectPath))
-    return llvm::createStringError("cannot create a temporary object file: " +
-                                   ec.message());
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (llvm::Error err = target.emit(*module, CodeArtifact::Object, os))
-      return fail(llvm::toString(std::move(err)));
-  }
-  if (llvm::Error err = target.linkExecutable(
-          objectPath, header,
-          generationInfo(buffers, model, cacheLength, chunk),
-          /*collectives=*/false, request.output))
-    return fail(llvm::toString(std::move(err)));
-  return llvm::Error::success();
+  return emitCode(*module, level, request.input, request.output, target,
+                  [&](llvm::StringRef object) {
+                    return target.linkExecutable(
+                        object, header,
+                        generationInfo(buffers, model, cacheLength, chunk),
+                        /*collectives=*/false, request.output);
+                  });
 }

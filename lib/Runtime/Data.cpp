@@ -1,6 +1,7 @@
 //===- Data.cpp - training data for compiled steps ------------------------===//
 
 #include "Data.h"
+#include "Files.h"
 
 #include <cerrno>
 #include <cmath>
@@ -32,17 +33,6 @@ double Rng::normal() {
 }
 
 namespace {
-bool readFile(const std::string &path, std::string &bytes, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  bytes = ss.str();
-  return true;
-}
 
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
@@ -62,7 +52,7 @@ int64_t windowStart(int64_t span, int64_t width, int64_t batch, int64_t step,
 bool tgc::rt::loadTokens(const std::string &path, int64_t vocab,
                          TokenData &data, std::string &error) {
   std::string bytes;
-  if (!readFile(path, bytes, error))
+  if (!readFileBytes(path, bytes, error))
     return false;
   data.tokens.clear();
   if (endsWith(path, ".bin")) {

@@ -1,17 +1,15 @@
 //===- TokenizedText.cpp - a text corpus through a tokenizer --------------===//
 
 #include "TokenizedText.h"
+#include "Files.h"
 
 #include "tgc/Runtime/Tokenizer.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -23,19 +21,10 @@ namespace {
 /// file cut short is never read as ids.
 constexpr char kMagic[8] = {'T', 'G', 'C', 'T', 'O', 'K', '1', '\0'};
 
-bool readFile(const std::string &path, std::string &bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  bytes = ss.str();
-  return true;
-}
 
 bool readCache(const std::string &path, std::vector<int32_t> &tokens) {
-  std::string bytes;
-  if (!readFile(path, bytes) || bytes.size() < 16 ||
+  std::string bytes, error;
+  if (!readFileBytes(path, bytes, error) || bytes.size() < 16 ||
       std::memcmp(bytes.data(), kMagic, 8) != 0)
     return false;
   uint64_t count;
@@ -120,10 +109,8 @@ bool tgc::rt::loadTokenizedText(const std::string &corpus,
                                 int64_t vocab, int64_t threads,
                                 TokenData &data, std::string &error) {
   std::string text;
-  if (!readFile(corpus, text)) {
-    error = corpus + ": cannot open: " + std::strerror(errno);
+  if (!readFileBytes(corpus, text, error))
     return false;
-  }
   size_t bad = tok::findInvalidUtf8(text);
   if (bad != std::string_view::npos) {
     error = corpus + ": " + position(text, bad) +

@@ -77,6 +77,14 @@ mlir::LogicalResult
 runPassPipeline(mlir::ModuleOp module,
                 llvm::function_ref<void(mlir::OpPassManager &)> build);
 
+/// Emits the LLVM-dialect `module` at `level` (llvm, asm, obj: to
+/// `output`); for exe, an object in a temporary file that `link` turns
+/// into the executable. The target's and the link's errors name `input`.
+llvm::Error emitCode(mlir::ModuleOp module, EmitLevel level,
+                     llvm::StringRef input, llvm::StringRef output,
+                     const TargetBackend &target,
+                     llvm::function_ref<llvm::Error(llvm::StringRef)> link);
+
 /// Writes a file ("-": stdout) through `write`; the error names the path.
 llvm::Error
 writeOutputFile(llvm::StringRef path,

@@ -30,17 +30,8 @@ public:
   std::unique_ptr<Regex> pattern;
   std::string content;
   void decode(std::vector<std::string> &tokens) const override {
-    for (std::string &token : tokens) {
-      std::string out;
-      size_t last = 0;
-      for (auto [begin, end] : pattern->findAll(token)) {
-        out.append(token, last, begin - last);
-        out.append(content);
-        last = end;
-      }
-      out.append(token, last, std::string::npos);
-      token = std::move(out);
-    }
+    for (std::string &token : tokens)
+      token = pattern->replaceAll(token, content);
   }
 };
 

@@ -49,18 +49,7 @@ public:
   std::unique_ptr<Regex> pattern;
   std::string content;
   void apply(std::string &text) const override {
-    auto matches = pattern->findAll(text);
-    if (matches.empty())
-      return;
-    std::string out;
-    size_t last = 0;
-    for (auto [begin, end] : matches) {
-      out.append(text, last, begin - last);
-      out.append(content);
-      last = end;
-    }
-    out.append(text, last, std::string::npos);
-    text = std::move(out);
+    text = pattern->replaceAll(text, content);
   }
 };
 

@@ -50,6 +50,19 @@ Regex::findAll(std::string_view text) const {
   return matches;
 }
 
+std::string Regex::replaceAll(std::string_view text,
+                              std::string_view content) const {
+  std::string out;
+  size_t last = 0;
+  forEachMatch(text, [&](size_t begin, size_t end) {
+    out.append(text.substr(last, begin - last));
+    out.append(content);
+    last = end;
+  });
+  out.append(text.substr(last));
+  return out;
+}
+
 void Regex::forEachMatch(
     std::string_view text,
     const std::function<void(size_t, size_t)> &found) const {

@@ -29,6 +29,8 @@ public:
   /// The non-overlapping matches in `text`, left to right, as byte ranges
   /// [begin, end). Empty matches are skipped.
   std::vector<std::pair<size_t, size_t>> findAll(std::string_view text) const;
+  /// `text` with every match replaced by `content`.
+  std::string replaceAll(std::string_view text, std::string_view content) const;
   /// The same matches, each passed to `found(begin, end)` as it is found.
   void forEachMatch(std::string_view text,
                     const std::function<void(size_t, size_t)> &found) const;

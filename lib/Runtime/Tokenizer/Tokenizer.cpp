@@ -2,15 +2,13 @@
 
 #include "tgc/Runtime/Tokenizer.h"
 
+#include "../Files.h"
 #include "AddedTokens.h"
 #include "BPE.h"
 #include "Components.h"
 #include "Unicode.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 using namespace tgc::rt;
@@ -216,18 +214,6 @@ bool isDirectory(const std::string &path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-bool readWhole(const std::string &path, std::string &bytes,
-               std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  bytes = ss.str();
-  return true;
-}
 
 /// A special token named in tokenizer_config.json: a string, or an
 /// AddedToken object with "content".
@@ -271,7 +257,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
     directory = slash == std::string::npos ? "." : path.substr(0, slash);
   }
   std::string text;
-  if (!readWhole(file, text, error))
+  if (!readFileBytes(file, text, error))
     return nullptr;
   uint64_t fingerprint = hashBytes(text);
   json::Value root;
@@ -347,7 +333,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   // tokenizer_config.json: BOS/EOS, and add_bos/eos_token where it says.
   std::string configPath = directory + "/tokenizer_config.json";
   std::string configText;
-  if (readWhole(configPath, configText, stageError)) {
+  if (readFileBytes(configPath, configText, stageError)) {
     p->fingerprint = hashBytes(configText, p->fingerprint);
     json::Value config;
     if (!json::parse(configText, config, parseError)) {

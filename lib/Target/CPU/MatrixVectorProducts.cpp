@@ -44,8 +44,8 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
       transpose = t;
     }
     if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-        !transpose->isBeforeInBlock(matmul) ||
         transpose->getBlock() != matmul->getBlock() ||
+        !transpose->isBeforeInBlock(matmul) ||
         !llvm::isa_and_nonnull<memref::AllocOp>(rhs.getDefiningOp()))
       return;
     // Nothing between them may write W.

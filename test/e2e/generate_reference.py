@@ -108,6 +108,11 @@ def main():
     ap.add_argument("--kv-cache", action="store_true",
                     help="decode with the script's own KV cache (llama family)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--check-logits",
+                    help="a generation executable's --dump-logits file: each "
+                         "step's logits must match the reference's")
+    ap.add_argument("--rtol", type=float, default=1e-4,
+                    help="--check-logits: bound on each step's norm-wise error")
     args = ap.parse_args()
 
     c = tm.load_config(args.model)
@@ -125,9 +130,23 @@ def main():
     if args.kv_cache:
         print(" ".join(map(str, llama_kv_cache_greedy(c, P, prompt, args.new_tokens))))
         return
-    ids, out, gap = list(prompt), [], float("inf")
-    for _ in range(args.new_tokens):
+    dumped = None
+    if args.check_logits:
+        import numpy as np
+        dumped = torch.from_numpy(np.fromfile(args.check_logits, dtype="<f4")
+                                  .astype("f8")).view(-1, c["vocab_size"])
+        cap = c.get("final_logit_softcapping")
+        if cap:  # the executable's logits come before the final soft cap
+            dumped = cap * torch.tanh(dumped / cap)
+    ids, out, gap, worst = list(prompt), [], float("inf"), 0.0
+    for step in range(args.new_tokens):
         logits = forward_logits(c, P, torch.tensor([ids]), loss_fn)[-1]
+        if dumped is not None:
+            if step >= dumped.shape[0]:
+                sys.exit(f"--check-logits: {dumped.shape[0]} steps dumped, "
+                         f"{args.new_tokens} expected")
+            err = float((dumped[step] - logits).norm() / logits.norm())
+            worst = max(worst, err)
         top = torch.topk(logits, 2).values
         gap = min(gap, float(top[0] - top[1]))
         nxt = int(logits.argmax())
@@ -135,6 +154,12 @@ def main():
         ids.append(nxt)
     print(" ".join(map(str, out)))
     print(f"smallest top-2 logit gap: {gap:.3g}", file=sys.stderr)
+    if dumped is not None:
+        print(f"logits: largest norm-wise error of a step {worst:.3g}",
+              file=sys.stderr)
+        if worst > args.rtol:
+            sys.exit(f"--check-logits: a step's logits differ by {worst:.3g} "
+                     f"(norm-wise), above {args.rtol}")
 
 
 if __name__ == "__main__":

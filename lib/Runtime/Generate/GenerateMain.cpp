@@ -23,9 +23,11 @@
 
 #include <malloc.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -208,6 +210,10 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
 
   // Generation: sample, print, stop or feed the token back at the next
   // position. A stop signal during a call stops after the token it gives.
+  std::FILE *logits = nullptr;
+  if (!opt.dumpLogits.empty() &&
+      !(logits = std::fopen(opt.dumpLogits.c_str(), "wb")))
+    die(opt.dumpLogits + ": cannot write: " + std::strerror(errno));
   int64_t generated = 0, decodeCalls = 0;
   double decodeMs = 0;
   std::string stopped;
@@ -218,6 +224,9 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
       stopped = "--max-new-tokens";
       break;
     }
+    if (logits && std::fwrite(g.logitsData(), sizeof(float), V, logits) !=
+                      static_cast<size_t>(V))
+      die(opt.dumpLogits + ": cannot write: " + std::strerror(errno));
     int64_t id = sampler.next(g.logitsData(), V);
     printer.add(static_cast<uint32_t>(id));
     ++generated;
@@ -240,6 +249,8 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
     ++position;
   }
   printer.finish();
+  if (logits && std::fclose(logits) != 0)
+    die(opt.dumpLogits + ": cannot write: " + std::strerror(errno));
 
   int signo = caughtStopSignal();
   if (signo)

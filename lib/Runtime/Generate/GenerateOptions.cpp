@@ -43,6 +43,8 @@ static void usage(const tgc_generate_info &m) {
   --print-ids            print the new ids, separated by spaces, instead of
                          text (the default without a tokenizer for a model of
                          < 256 ids)
+  --dump-logits FILE     write each step's logits to FILE (f32, vocab_size
+                         values a step, before the soft cap)
   --threads N            threads of the model (default: OMP_NUM_THREADS, or
                          every core)
   --quiet                no statistics line on stderr
@@ -157,6 +159,8 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
     } else if (arg == "--print-ids") {
       noValue();
       o.printIds = true;
+    } else if (arg == "--dump-logits") {
+      o.dumpLogits = next();
     } else if (arg == "--threads")
       o.threads = parseInteger(arg, next(), 1);
     else if (arg == "--quiet") {

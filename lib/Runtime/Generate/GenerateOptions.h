@@ -27,6 +27,9 @@ struct GenerateOptions {
   bool seedGiven = false;
   uint64_t seed = 0;
   bool printIds = false;
+  /// --dump-logits FILE: each sampled step's logits (f32, vocab_size each,
+  /// before the soft cap), appended in order.
+  std::string dumpLogits;
   bool quiet = false;
   int64_t threads = 0; // 0: OpenMP's default
 };

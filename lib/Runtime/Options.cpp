@@ -99,22 +99,9 @@ static double parsePositive(const std::string &flag, const char *text) {
 
 Options tgc::rt::parseOptions(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool hasInline = false;
-    if (size_t eq = arg.find('=');
-        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      hasInline = true;
-    }
-    auto next = [&]() -> const char * {
-      if (hasInline)
-        return value.c_str();
-      if (i + 1 >= argc)
-        die(arg + ": missing value");
-      return argv[++i];
-    };
+  for (FlagCursor flags(argc, argv); flags.advance();) {
+    const std::string &arg = flags.name();
+    auto next = [&] { return flags.value(); };
     if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
@@ -166,7 +153,8 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
       else
         die("--data-order: expected 'sequential' or 'random', got '" + v + "'");
     } else
-      die("unknown option '" + std::string(argv[i]) + "' (see --help)");
+      die("unknown option '" + std::string(flags.written()) +
+          "' (see --help)");
   }
   if (!o.init.empty() && !o.resume.empty())
     die("--init and --resume both give the weights: use one");

@@ -8,6 +8,7 @@
 #define TGC_RUNTIME_OPTIONS_H
 
 #include "Data.h"
+#include "Flags.h"
 #include "tgc/Runtime/SafeTensors.h"
 
 #include <cstdint>
@@ -36,6 +37,7 @@ struct Options {
   /// gathering ZeRO-1 state shards).
   bool writes = true;
 };
+
 
 /// Parses the command line; a bad flag stops the program with a message
 /// naming it. --help prints the usage and exits.

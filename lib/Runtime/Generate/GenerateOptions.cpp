@@ -2,6 +2,7 @@
 
 #include "GenerateOptions.h"
 #include "../Fatal.h"
+#include "../Flags.h"
 
 #include <cerrno>
 #include <cmath>
@@ -101,26 +102,10 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
           ": give one prompt: --prompt, --prompt-ids or --prompt-file");
     o.promptKind = kind;
   };
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool hasInline = false;
-    if (size_t eq = arg.find('=');
-        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      hasInline = true;
-    }
-    auto next = [&]() -> const char * {
-      if (hasInline)
-        return value.c_str();
-      if (i + 1 >= argc)
-        die(arg + ": missing value");
-      return argv[++i];
-    };
-    auto noValue = [&] {
-      if (hasInline)
-        die(arg + ": takes no value");
-    };
+  for (FlagCursor flags(argc, argv); flags.advance();) {
+    const std::string &arg = flags.name();
+    auto next = [&] { return flags.value(); };
+    auto noValue = [&] { flags.noValue(); };
     if (arg == "--help" || arg == "-h") {
       usage(m);
       std::exit(0);
@@ -167,7 +152,8 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
       noValue();
       o.quiet = true;
     } else
-      die("unknown option '" + std::string(argv[i]) + "' (see --help)");
+      die("unknown option '" + std::string(flags.written()) +
+          "' (see --help)");
   }
   if (o.promptKind == GenerateOptions::PromptKind::None)
     die("no prompt: give --prompt TEXT, --prompt-ids IDS or --prompt-file "

@@ -85,6 +85,30 @@ bool readBool(const json::Value &object, const char *key,
 std::unique_ptr<Regex> parsePattern(const json::Value &object,
                                     const std::string &where,
                                     std::string &error);
+/// Parses the array `key` of a Sequence stage (`where` naming it) with
+/// `parse(item, itemWhere, error)` into `stages`; false + `error` when the
+/// array is missing or an item fails.
+template <typename Stage, typename Parse>
+bool parseSequence(const json::Value &value, const char *key,
+                   const std::string &where,
+                   std::vector<std::unique_ptr<Stage>> &stages,
+                   std::string &error, Parse parse) {
+  const json::Value *items = member(value, key);
+  if (!items || !items->isArray()) {
+    error = where + ": a Sequence needs a \"" + key + "\" array";
+    return false;
+  }
+  for (size_t i = 0; i < items->items.size(); ++i) {
+    auto stage = parse(items->items[i],
+                       where + "." + key + "[" + std::to_string(i) + "]",
+                       error);
+    if (!stage)
+      return false;
+    stages.push_back(std::move(stage));
+  }
+  return true;
+}
+
 /// The `type` of a stage object; false + error if missing.
 bool readType(const json::Value &object, const std::string &where,
               std::string &type, std::string &error);

@@ -188,19 +188,9 @@ tgc::rt::tok::parseDecoder(const json::Value &value, const std::string &where,
     return nullptr;
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceDecoder>();
-    const json::Value *stages = member(value, "decoders");
-    if (!stages || !stages->isArray()) {
-      error = where + ": a Sequence needs a \"decoders\" array";
+    if (!parseSequence(value, "decoders", where, sequence->stages, error,
+                       parseDecoder))
       return nullptr;
-    }
-    for (size_t i = 0; i < stages->items.size(); ++i) {
-      auto stage = parseDecoder(stages->items[i],
-                                where + ".decoders[" + std::to_string(i) + "]",
-                                error);
-      if (!stage)
-        return nullptr;
-      sequence->stages.push_back(std::move(stage));
-    }
     return sequence;
   }
   if (type == "Replace") {

@@ -80,20 +80,9 @@ tgc::rt::tok::parseNormalizer(const json::Value &value,
     return nullptr;
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceNormalizer>();
-    const json::Value *stages = member(value, "normalizers");
-    if (!stages || !stages->isArray()) {
-      error = where + ": a Sequence needs a \"normalizers\" array";
+    if (!parseSequence(value, "normalizers", where, sequence->stages, error,
+                       parseNormalizer))
       return nullptr;
-    }
-    for (size_t i = 0; i < stages->items.size(); ++i) {
-      auto stage = parseNormalizer(stages->items[i],
-                                   where + ".normalizers[" +
-                                       std::to_string(i) + "]",
-                                   error);
-      if (!stage)
-        return nullptr;
-      sequence->stages.push_back(std::move(stage));
-    }
     return sequence;
   }
   if (type == "NFC")

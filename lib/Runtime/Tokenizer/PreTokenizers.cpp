@@ -238,19 +238,9 @@ tgc::rt::tok::parsePreTokenizer(const json::Value &value,
     return nullptr;
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequencePreTokenizer>();
-    const json::Value *stages = member(value, "pretokenizers");
-    if (!stages || !stages->isArray()) {
-      error = where + ": a Sequence needs a \"pretokenizers\" array";
+    if (!parseSequence(value, "pretokenizers", where, sequence->stages, error,
+                       parsePreTokenizer))
       return nullptr;
-    }
-    for (size_t i = 0; i < stages->items.size(); ++i) {
-      auto stage = parsePreTokenizer(
-          stages->items[i], where + ".pretokenizers[" + std::to_string(i) + "]",
-          error);
-      if (!stage)
-        return nullptr;
-      sequence->stages.push_back(std::move(stage));
-    }
     return sequence;
   }
   if (type == "Split") {

@@ -1,0 +1,33 @@
+//===- Flags.cpp - walking an executable's command line -------------------===//
+
+#include "Flags.h"
+#include "Fatal.h"
+
+using namespace tgc::rt;
+
+bool FlagCursor::advance() {
+  if (++at >= argc)
+    return false;
+  flag = argv[at];
+  hasInline = false;
+  if (size_t eq = flag.find('=');
+      flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+    inlineValue = flag.substr(eq + 1);
+    flag = flag.substr(0, eq);
+    hasInline = true;
+  }
+  return true;
+}
+
+const char *FlagCursor::value() {
+  if (hasInline)
+    return inlineValue.c_str();
+  if (at + 1 >= argc)
+    die(flag + ": missing value");
+  return argv[++at];
+}
+
+void FlagCursor::noValue() const {
+  if (hasInline)
+    die(flag + ": takes no value");
+}

@@ -3,6 +3,9 @@
 #include "Flags.h"
 #include "Fatal.h"
 
+#include <cerrno>
+#include <cstdlib>
+
 using namespace tgc::rt;
 
 bool FlagCursor::advance() {
@@ -30,4 +33,15 @@ const char *FlagCursor::value() {
 void FlagCursor::noValue() const {
   if (hasInline)
     die(flag + ": takes no value");
+}
+
+int64_t tgc::rt::parseInt(const std::string &flag, const char *text,
+                          int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (!*text || *end || errno || v < min)
+    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
+        text + "'");
+  return v;
 }

@@ -2,6 +2,7 @@
 #ifndef TGC_RUNTIME_FLAGS_H
 #define TGC_RUNTIME_FLAGS_H
 
+#include <cstdint>
 #include <string>
 
 namespace tgc::rt {
@@ -30,6 +31,10 @@ private:
   std::string flag, inlineValue;
   bool hasInline = false;
 };
+
+/// `text` as an integer >= `min`, or stops naming `flag` (also used for
+/// numbers read from checkpoint metadata).
+int64_t parseInt(const std::string &flag, const char *text, int64_t min);
 
 } // namespace tgc::rt
 

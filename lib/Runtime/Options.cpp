@@ -78,16 +78,6 @@ static void usage() {
               (unsigned long long)tgc_model.seed, tgc_model.lr, programName());
 }
 
-int64_t tgc::rt::parseInt(const std::string &flag, const char *text,
-                          int64_t min) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (!*text || *end || errno || v < min)
-    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
-        text + "'");
-  return v;
-}
 
 static double parsePositive(const std::string &flag, const char *text) {
   char *end = nullptr;

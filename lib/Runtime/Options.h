@@ -43,9 +43,6 @@ struct Options {
 /// naming it. --help prints the usage and exits.
 Options parseOptions(int argc, char **argv);
 
-/// `text` as an integer >= `min`, or stops naming `flag` (also used for
-/// numbers read from checkpoint metadata).
-int64_t parseInt(const std::string &flag, const char *text, int64_t min);
 
 } // namespace tgc::rt
 

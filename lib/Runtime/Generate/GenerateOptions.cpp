@@ -64,17 +64,6 @@ printed), exit status 128 + the signal; a second signal stops at once.
       (unsigned long long)m.seed);
 }
 
-static int64_t parseInteger(const std::string &flag, const char *text,
-                            int64_t min) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (!*text || *end || errno || v < min)
-    die(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
-        text + "'");
-  return v;
-}
-
 static uint64_t parseSeed(const std::string &flag, const char *text) {
   char *end = nullptr;
   errno = 0;
@@ -123,7 +112,7 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
       setPrompt(GenerateOptions::PromptKind::File, "--prompt-file");
       o.promptFile = next();
     } else if (arg == "--max-new-tokens")
-      o.maxNewTokens = parseInteger(arg, next(), 0);
+      o.maxNewTokens = parseInt(arg, next(), 0);
     else if (arg == "--temperature") {
       const char *text = next();
       o.temperature = parseNumber(arg, text);
@@ -131,7 +120,7 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
         die("--temperature: expected a number >= 0 (0: greedy), got '" +
             std::string(text) + "'");
     } else if (arg == "--top-k")
-      o.topK = parseInteger(arg, next(), 0);
+      o.topK = parseInt(arg, next(), 0);
     else if (arg == "--top-p") {
       const char *text = next();
       o.topP = parseNumber(arg, text);
@@ -147,7 +136,7 @@ GenerateOptions tgc::rt::parseGenerateOptions(int argc, char **argv,
     } else if (arg == "--dump-logits") {
       o.dumpLogits = next();
     } else if (arg == "--threads")
-      o.threads = parseInteger(arg, next(), 1);
+      o.threads = parseInt(arg, next(), 1);
     else if (arg == "--quiet") {
       noValue();
       o.quiet = true;

@@ -43,28 +43,16 @@ public:
 
   OwningOpRef<ModuleOp> build() {
     module = ModuleOp::create(fileLoc);
-    switch (config.family) {
-    case ModelFamily::Llama:
-      declareLlamaParams();
-      declareInputs({"input_ids", "targets"}, {B(), S()});
-      break;
-    case ModelFamily::GPT2:
-      declareGPT2Params();
-      declareInputs({"input_ids", "targets"}, {B(), S()});
-      break;
-    case ModelFamily::GPTNeoX:
-      declareGPTNeoXParams();
-      declareInputs({"input_ids", "targets"}, {B(), S()});
-      break;
-    case ModelFamily::MLP:
-      declareMLPParams();
+    declareParams();
+    if (config.family == ModelFamily::MLP) {
       argTypes.push_back(tensor({B(), config.layerSizes.front()}));
       argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           TGDialect::kInputAttrName, b.getStringAttr("features"))));
       argTypes.push_back(RankedTensorType::get({B()}, idType));
       argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           TGDialect::kInputAttrName, b.getStringAttr("labels"))));
-      break;
+    } else {
+      declareInputs({"input_ids", "targets"}, {B(), S()});
     }
 
     b.setInsertionPointToEnd(module->getBody());
@@ -79,22 +67,7 @@ public:
     size_t numParams = paramIndex.size();
     inputs.assign(entry->args_begin() + numParams, entry->args_end());
 
-    Value loss;
-    switch (config.family) {
-    case ModelFamily::Llama:
-      loss = buildLlama();
-      break;
-    case ModelFamily::GPT2:
-      loss = buildGPT2();
-      break;
-    case ModelFamily::GPTNeoX:
-      loss = buildGPTNeoX();
-      break;
-    case ModelFamily::MLP:
-      loss = buildMLP();
-      break;
-    }
-    func::ReturnOp::create(b, loc("loss"), loss);
+    func::ReturnOp::create(b, loc("loss"), buildModel());
     return std::move(module);
   }
 
@@ -106,20 +79,10 @@ public:
   /// named `past_key_values.<layer>.key` / `.value` (`tg.state`).
   OwningOpRef<ModuleOp> buildGeneration(int64_t cacheLength,
                                         ArrayRef<GenerationStep> steps) {
+    assert(config.family != ModelFamily::MLP &&
+           "generation needs a language model");
     module = ModuleOp::create(fileLoc);
-    switch (config.family) {
-    case ModelFamily::Llama:
-      declareLlamaParams();
-      break;
-    case ModelFamily::GPT2:
-      declareGPT2Params();
-      break;
-    case ModelFamily::GPTNeoX:
-      declareGPTNeoXParams();
-      break;
-    case ModelFamily::MLP:
-      llvm_unreachable("generation needs a language model");
-    }
+    declareParams();
     size_t numParams = argTypes.size();
     for (const GenerationStep &step : steps) {
       argTypes.resize(numParams);
@@ -159,21 +122,7 @@ public:
       generation->caches.assign(entry->args_begin() + numParams + 2,
                                 entry->args_end());
       generation->updated = generation->caches;
-      Value logits;
-      switch (config.family) {
-      case ModelFamily::Llama:
-        logits = buildLlama();
-        break;
-      case ModelFamily::GPT2:
-        logits = buildGPT2();
-        break;
-      case ModelFamily::GPTNeoX:
-        logits = buildGPTNeoX();
-        break;
-      case ModelFamily::MLP:
-        llvm_unreachable("generation needs a language model");
-      }
-      SmallVector<Value> results{logits};
+      SmallVector<Value> results{buildModel()};
       results.append(generation->updated.begin(), generation->updated.end());
       func::ReturnOp::create(b, loc("logits"), results);
     }
@@ -182,6 +131,35 @@ public:
   }
 
 private:
+  /// The family's parameters, in Hugging Face state-dict order.
+  void declareParams() {
+    switch (config.family) {
+    case ModelFamily::Llama:
+      return declareLlamaParams();
+    case ModelFamily::GPT2:
+      return declareGPT2Params();
+    case ModelFamily::GPTNeoX:
+      return declareGPTNeoXParams();
+    case ModelFamily::MLP:
+      return declareMLPParams();
+    }
+  }
+
+  /// The family's graph: the loss in training, the logits in generation.
+  Value buildModel() {
+    switch (config.family) {
+    case ModelFamily::Llama:
+      return buildLlama();
+    case ModelFamily::GPT2:
+      return buildGPT2();
+    case ModelFamily::GPTNeoX:
+      return buildGPTNeoX();
+    case ModelFamily::MLP:
+      return buildMLP();
+    }
+    llvm_unreachable("unknown model family");
+  }
+
   int64_t B() const { return generation ? 1 : config.training.batchSize; }
   int64_t S() const {
     return generation ? generation->tokens : config.seqLen();

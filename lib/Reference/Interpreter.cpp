@@ -332,12 +332,6 @@ std::vector<Tensor> normGrad(const Tensor &g, const Tensor &x, const Tensor &w,
 
 /// RoPE over the first 2 · |frequencies| dimensions of each head; the rest
 /// pass through.
-/// Position `index` of `positions`, clamped to [0, limit).
-int64_t clampPosition(const Tensor &positions, int64_t index, int64_t limit) {
-  return std::clamp<int64_t>(static_cast<int64_t>(positions[index]), 0,
-                             limit - 1);
-}
-
 /// RoPE at positions 0..S-1, or at `positions[b, s]` (below `limit`).
 Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse,
             const Tensor *positions = nullptr, int64_t limit = 0) {
@@ -347,7 +341,7 @@ Tensor rope(const Tensor &x, ArrayRef<double> frequencies, bool inverse,
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t i = 0; i < half; ++i) {
-        int64_t at = positions ? clampPosition(*positions, b * S + s, limit) : s;
+        int64_t at = positions ? clampId((*positions)[b * S + s], limit) : s;
         double angle = at * frequencies[i] * (inverse ? -1 : 1);
         double c = std::cos(angle), sn = std::sin(angle);
         for (int64_t h = 0; h < H; ++h) {
@@ -757,7 +751,7 @@ private:
           int64_t L = out.shape[1], row = rows.shape[2] * rows.shape[3];
           for (int64_t b = 0; b < B; ++b)
             for (int64_t s = 0; s < S; ++s) {
-              int64_t at = clampPosition(positions, b * S + s, L);
+              int64_t at = clampId(positions[b * S + s], L);
               for (int64_t e = 0; e < row; ++e)
                 out[(b * L + at) * row + e] = rows[(b * S + s) * row + e];
             }

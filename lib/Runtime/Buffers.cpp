@@ -43,6 +43,18 @@ std::string tgc::rt::shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+void tgc::rt::checkWeightTensor(const Buffer &b, const TensorData &t,
+                                const std::string &file) {
+  if (t.shape != shapeOf(*b.info))
+    die(file + ": tensor '" + b.info->name + "' has shape " +
+        shapeText(t.shape) + " but the model needs " +
+        shapeText(shapeOf(*b.info)));
+  if (t.dtype != DType::F32 && t.dtype != DType::F64 &&
+      t.dtype != DType::BF16 && t.dtype != DType::F16)
+    die(file + ": tensor '" + b.info->name + "' has dtype " +
+        dtypeName(t.dtype) + "; weights must be floating point");
+}
+
 /// Deterministic per-tensor stream: the init of one tensor does not depend
 /// on the order or number of the others.
 static uint64_t nameSeed(const std::string &name, uint64_t seed) {

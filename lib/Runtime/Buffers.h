@@ -9,6 +9,7 @@
 #define TGC_RUNTIME_BUFFERS_H
 
 #include "tgc/Runtime/ABI.h"
+#include "tgc/Runtime/SafeTensors.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,11 @@ int64_t numelOf(const tgc_buffer_info &b);
 std::vector<int64_t> shapeOf(const tgc_buffer_info &b);
 /// "[2, 3]", for messages.
 std::string shapeText(const std::vector<int64_t> &shape);
+
+/// Stops the program, naming `file`, unless `t` can be loaded into `b`: the
+/// same shape, a floating-point dtype.
+void checkWeightTensor(const Buffer &b, const TensorData &t,
+                       const std::string &file);
 
 /// Fills `b` as its table entry says (normal, uniform, ones, constant or
 /// zeros) from a stream seeded by `seed` and the buffer's name.

@@ -10,14 +10,7 @@
 using namespace tgc::rt;
 
 static void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
-  if (t.shape != shapeOf(*b.info))
-    die(file + ": tensor '" + b.info->name + "' has shape " +
-        shapeText(t.shape) + " but the model needs " +
-        shapeText(shapeOf(*b.info)));
-  if (t.dtype != DType::F32 && t.dtype != DType::F64 &&
-      t.dtype != DType::BF16 && t.dtype != DType::F16)
-    die(file + ": tensor '" + b.info->name + "' has dtype " +
-        dtypeName(t.dtype) + "; weights must be floating point");
+  checkWeightTensor(b, t, file);
   float *p = static_cast<float *>(b.data);
   for (int64_t i = 0; i < b.numel; ++i)
     p[i] = static_cast<float>(t.get(i));

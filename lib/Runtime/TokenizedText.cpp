@@ -59,18 +59,6 @@ bool writeCache(const std::string &path, const std::vector<uint32_t> &ids) {
   return true;
 }
 
-std::string position(std::string_view text, size_t offset) {
-  size_t line = 1, lineStart = 0;
-  for (size_t i = 0; i < offset; ++i)
-    if (text[i] == '\n') {
-      ++line;
-      lineStart = i + 1;
-    }
-  return "line " + std::to_string(line) + ", column " +
-         std::to_string(offset - lineStart + 1) + " (byte " +
-         std::to_string(offset) + ")";
-}
-
 } // namespace
 
 std::vector<std::string_view>
@@ -113,7 +101,8 @@ bool tgc::rt::loadTokenizedText(const std::string &corpus,
     return false;
   size_t bad = tok::findInvalidUtf8(text);
   if (bad != std::string_view::npos) {
-    error = corpus + ": " + position(text, bad) +
+    error = corpus + ": " + tok::textPosition(text, bad) + " (byte " +
+            std::to_string(bad) + ")" +
             ": not valid UTF-8 (--tokenizer reads UTF-8 text; without it "
             "a text file is read as bytes)";
     return false;

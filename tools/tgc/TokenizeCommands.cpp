@@ -30,11 +30,11 @@ cl::OptionCategory &tgc::tokenizerCategory() {
 
 namespace {
 
-cl::SubCommand tokenizeCommand(
-    "tokenize", "Print the token ids of a text as a Hugging Face "
-                "tokenizer.json encodes it");
-cl::SubCommand detokenizeCommand("detokenize",
-                                 "Print the text of token ids");
+cl::SubCommand
+    tokenizeCommand("tokenize",
+                    "Print the token ids of a text as a Hugging Face "
+                    "tokenizer.json encodes it");
+cl::SubCommand detokenizeCommand("detokenize", "Print the text of token ids");
 
 cl::opt<std::string> tokenizerPath(cl::Positional,
                                    cl::desc("<tokenizer.json|directory>"),
@@ -49,13 +49,12 @@ cl::opt<bool> addSpecialTokens(
              "tokenizer.json's post-processor or tokenizer_config.json says)"),
     cl::sub(tokenizeCommand), cl::cat(tokenizerCategory()));
 cl::opt<bool> printStats(
-    "stats",
-    cl::desc("Also print to stderr the bytes, ids and encoding speed"),
+    "stats", cl::desc("Also print to stderr the bytes, ids and encoding speed"),
     cl::sub(tokenizeCommand), cl::cat(tokenizerCategory()));
-cl::opt<bool> skipSpecialTokens("skip-special-tokens",
-                                cl::desc("Leave special tokens out of the text"),
-                                cl::sub(detokenizeCommand),
-                                cl::cat(tokenizerCategory()));
+cl::opt<bool>
+    skipSpecialTokens("skip-special-tokens",
+                      cl::desc("Leave special tokens out of the text"),
+                      cl::sub(detokenizeCommand), cl::cat(tokenizerCategory()));
 
 int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "tgc") << message << "\n";
@@ -66,21 +65,12 @@ std::string inputName() {
   return inputPath == "-" ? std::string("<stdin>") : inputPath.getValue();
 }
 
-/// Line and column (1-based, in bytes) of `offset` in `text`.
-std::string position(llvm::StringRef text, size_t offset) {
-  size_t line = 1 + text.take_front(offset).count('\n');
-  size_t lineStart = text.take_front(offset).rfind('\n');
-  size_t column = offset - (lineStart == llvm::StringRef::npos
-                                ? 0
-                                : lineStart + 1) + 1;
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
 int tokenize(const rt::tok::Tokenizer &tokenizer, llvm::StringRef text) {
   size_t bad = rt::tok::findInvalidUtf8({text.data(), text.size()});
   if (bad != std::string_view::npos)
-    return fail(inputName() + ": " + position(text, bad) + " (byte " +
-                std::to_string(bad) + "): not valid UTF-8");
+    return fail(inputName() + ": " +
+                rt::tok::textPosition({text.data(), text.size()}, bad) +
+                " (byte " + std::to_string(bad) + "): not valid UTF-8");
   auto start = std::chrono::steady_clock::now();
   std::vector<uint32_t> ids =
       tokenizer.encode({text.data(), text.size()}, addSpecialTokens);
@@ -115,18 +105,21 @@ int detokenize(const rt::tok::Tokenizer &tokenizer, llvm::StringRef text) {
     size_t start = i;
     uint64_t value = 0;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
-      value = std::min<uint64_t>(value * 10 + (text[i++] - '0'), UINT64_MAX / 20);
+      value =
+          std::min<uint64_t>(value * 10 + (text[i++] - '0'), UINT64_MAX / 20);
     if (i == start || (i < text.size() &&
                        !std::isspace(static_cast<unsigned char>(text[i])))) {
       size_t end = text.find_first_of(" \t\r\n", start);
-      return fail(inputName() + ": " + position(text, start) + ": \"" +
-                  text.slice(start, end).str() +
+      return fail(inputName() + ": " +
+                  rt::tok::textPosition({text.data(), text.size()}, start) +
+                  ": \"" + text.slice(start, end).str() +
                   "\" is not a token id (expected decimal numbers "
                   "separated by white space)");
     }
     if (value >= tokenizer.vocabSize())
-      return fail(inputName() + ": " + position(text, start) + ": token id " +
-                  text.slice(start, i).str() + " is not in " +
+      return fail(inputName() + ": " +
+                  rt::tok::textPosition({text.data(), text.size()}, start) +
+                  ": token id " + text.slice(start, i).str() + " is not in " +
                   tokenizer.path() + " (" +
                   std::to_string(tokenizer.vocabSize()) + " ids)");
     ids.push_back(static_cast<uint32_t>(value));

@@ -77,6 +77,10 @@ uint64_t hashBytes(std::string_view bytes, uint64_t seed = 0);
 /// Where `text` first stops being UTF-8 (its byte offset); npos if valid.
 size_t findInvalidUtf8(std::string_view text);
 
+/// "line L, column C" (1-based, columns in bytes) of byte `offset` of
+/// `text`, for messages.
+std::string textPosition(std::string_view text, size_t offset);
+
 } // namespace tgc::rt::tok
 
 #endif // TGC_RUNTIME_TOKENIZER_H

@@ -112,14 +112,7 @@ void tgc::rt::loadGenerateWeights(GenerateBuffers &g, const std::string &init,
     if (it == st.tensors.end())
       die(init + ": missing tensor '" + std::string(b.info->name) + "'");
     const TensorData &t = it->second;
-    if (t.shape != shapeOf(*b.info))
-      die(init + ": tensor '" + b.info->name + "' has shape " +
-          shapeText(t.shape) + " but the model needs " +
-          shapeText(shapeOf(*b.info)));
-    if (t.dtype != DType::F32 && t.dtype != DType::F64 &&
-        t.dtype != DType::BF16 && t.dtype != DType::F16)
-      die(init + ": tensor '" + b.info->name + "' has dtype " +
-          dtypeName(t.dtype) + "; weights must be floating point");
+    checkWeightTensor(b, t, init);
     values.resize(b.numel);
     for (int64_t k = 0; k < b.numel; ++k)
       values[k] = static_cast<float>(t.get(k));

@@ -71,6 +71,18 @@ size_t tgc::rt::tok::findInvalidUtf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string tgc::rt::tok::textPosition(std::string_view text, size_t offset) {
+  std::string_view before = text.substr(0, offset);
+  size_t line = 1, lineStart = 0;
+  for (size_t i = 0; i < before.size(); ++i)
+    if (before[i] == '\n') {
+      ++line;
+      lineStart = i + 1;
+    }
+  return "line " + std::to_string(line) + ", column " +
+         std::to_string(offset - lineStart + 1);
+}
+
 namespace {
 struct ByteMap {
   std::array<uint32_t, 256> toCodepoint;

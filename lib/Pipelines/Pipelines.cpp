@@ -13,6 +13,14 @@
 
 void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                      const TrainingGraphOptions &options) {
+  if (options.loraRank > 0) {
+    mlir::tg::TGLoraPassOptions lora;
+    lora.rank = options.loraRank;
+    lora.alpha = options.loraAlpha;
+    lora.rslora = options.loraRslora;
+    lora.targets.assign(options.loraTargets.begin(), options.loraTargets.end());
+    pm.addPass(mlir::tg::createTGLoraPass(lora));
+  }
   if (!options.freeze.empty()) {
     mlir::tg::TGFreezePassOptions freeze;
     freeze.pattern = options.freeze;

@@ -37,6 +37,19 @@ struct TrainingGraphOptions
   Option<double> gradClip{*this, "grad-clip",
                           llvm::cl::desc("Global-norm clipping (0: off)"),
                           llvm::cl::init(0.0)};
+  Option<int64_t> loraRank{
+      *this, "lora-rank",
+      llvm::cl::desc("LoRA adapters of this rank (tg-lora; 0: none)"),
+      llvm::cl::init(0)};
+  Option<double> loraAlpha{*this, "lora-alpha",
+                           llvm::cl::desc("LoRA alpha (scale alpha / r)"),
+                           llvm::cl::init(8.0)};
+  Option<bool> loraRslora{*this, "lora-rslora",
+                          llvm::cl::desc("LoRA scale alpha / sqrt(r)"),
+                          llvm::cl::init(false)};
+  ListOption<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Modules LoRA adapts (names or suffixes, all-linear)")};
   Option<std::string> freeze{
       *this, "freeze",
       llvm::cl::desc("Freeze the parameters whose whole name matches this "

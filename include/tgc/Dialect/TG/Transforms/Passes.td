@@ -5,6 +5,55 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
+  let summary = "Adds LoRA adapters beside linear layers and freezes the rest";
+  let description = [{
+    Runs on the forward function (`@forward` by default) first of all;
+    tgc adds it for `--lora-r` (the model file's `training.lora`). It
+    follows Hugging Face PEFT's `LoraConfig`: a module is the parameter
+    `NAME.weight` of a product (`tg.linear`, or `tg.matmul` reading a
+    Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`), and it is
+    targeted when `NAME` equals one of `targets` or ends with "." and one
+    of them; `all-linear` targets every product but the one that feeds the
+    loss. Each targeted module gets the parameters `NAME.lora_A.weight`
+    [r, in] and `NAME.lora_B.weight` [out, r] right after its weight, and
+    each of its products `y` becomes `y + ((x·Aᵀ)·s)·Bᵀ` with
+    s = alpha / r (alpha / sqrt(r) with `rslora`). Every other parameter
+    gets `tg.frozen` (as from tg-freeze).
+
+    A target that matches no module, a rank outside 1..min(in, out) of a
+    targeted module, and a target whose weight is also an embedding table
+    (a tied output layer) are errors.
+
+    ```mlir
+    %y = tg.linear %x, %w : tensor<2x8x64xf32>, tensor<32x64xf32> -> tensor<2x8x32xf32>
+    ```
+    with `rank=4 alpha=8 targets=q_proj` and `%w` named
+    `layers.0.q_proj.weight` becomes
+    ```mlir
+    %y = tg.linear %x, %w : ...
+    %t = tg.linear %x, %a : tensor<2x8x64xf32>, tensor<4x64xf32> -> tensor<2x8x4xf32>
+    %s = tg.scale %t {factor = 2.0 : f64} : tensor<2x8x4xf32>
+    %u = tg.linear %s, %b : tensor<2x8x4xf32>, tensor<32x4xf32> -> tensor<2x8x32xf32>
+    %z = tg.add %y, %u : ...
+    ```
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", "0",
+           "Adapter rank r (0: no adapters)">,
+    Option<"alpha", "alpha", "double", "8.0",
+           "lora_alpha: the low-rank path is scaled by alpha / r">,
+    Option<"rslora", "rslora", "bool", "false",
+           "Scale by alpha / sqrt(r) (PEFT's use_rslora)">,
+    ListOption<"targets", "targets", "std::string",
+               "Module names or suffixes to adapt (PEFT's target_modules), "
+               "or all-linear">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Name of the forward function">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGFreezePass : Pass<"tg-freeze", "::mlir::ModuleOp"> {
   let summary = "Marks the parameters a regular expression names as frozen";
   let description = [{

@@ -14,8 +14,30 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir::tg {
+
+/// LoRA adapters (tg-lora), as far as PEFT's LoraConfig changes the graph.
+struct LoraSettings {
+  /// The adapters' rank r; 0: no adapters.
+  int64_t rank = 0;
+  double alpha = 8;
+  /// Scale by alpha / sqrt(rank) instead of alpha / rank (PEFT's
+  /// use_rslora).
+  bool rslora = false;
+  /// Module names matched as PEFT matches a list of `target_modules`: a
+  /// module is targeted when its name equals an entry or ends with "." and
+  /// the entry. "all-linear" targets every product but the output layer.
+  std::vector<std::string> targets;
+
+  bool enabled() const { return rank > 0; }
+  double scale() const {
+    return rslora ? alpha / std::sqrt(static_cast<double>(rank))
+                  : alpha / static_cast<double>(rank);
+  }
+};
 
 /// The optimizer tg-optimizer appends.
 enum class OptimizerKind { SGD, AdamW };

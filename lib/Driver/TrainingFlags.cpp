@@ -14,6 +14,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace tgc;
 namespace cl = llvm::cl;
 
@@ -82,6 +84,29 @@ Flag<std::string>
            "regular expression (ECMAScript syntax, matched as Python's "
            "re.fullmatch): no gradient, no optimizer state, no update",
            "regex");
+Flag<int64_t> loraRank(
+    "lora-r",
+    "Train LoRA adapters of rank r beside the target modules and freeze "
+    "every other parameter (PEFT's LoraConfig; docs/lora.md)",
+    "r");
+Flag<double> loraAlpha("lora-alpha",
+                       "LoRA alpha: the adapters' path is scaled by alpha / r "
+                       "(default 8, as PEFT's)",
+                       "alpha");
+cl::list<std::string> loraTargets(
+    "lora-targets",
+    cl::desc("Modules to adapt, by name or name suffix as PEFT's "
+             "target_modules (default: PEFT's for the family, e.g. "
+             "q_proj,v_proj), or all-linear"),
+    cl::value_desc("m1,m2,..."), cl::CommaSeparated,
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+cl::opt<bool> loraRslora(
+    "lora-rslora",
+    cl::desc("Scale the LoRA path by alpha / sqrt(r) (PEFT's use_rslora)"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+Flag<double> loraDropout("lora-dropout",
+                         "LoRA dropout: only 0 (tgc trains without dropout)",
+                         "p");
 Flag<int64_t> dpBucketKiB(
     "dp-bucket-kib",
     "With --data-parallel: gradients smaller than this many KiB share "
@@ -207,6 +232,40 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
                                      llvm::toString(re.takeError()));
     t.freeze = freeze;
   }
+  if (loraRank.given()) {
+    if (loraRank < 1)
+      return llvm::createStringError(
+          "--lora-r: expected a positive rank, got " +
+          std::to_string(int64_t(loraRank)));
+    t.lora.rank = loraRank;
+  }
+  if (loraAlpha.given()) {
+    if (!(loraAlpha > 0) || !std::isfinite(double(loraAlpha)))
+      return llvm::createStringError(
+          llvm::formatv("--lora-alpha: expected a positive number, got {0}",
+                        double(loraAlpha))
+              .str());
+    t.lora.alpha = loraAlpha;
+  }
+  if (loraTargets.getNumOccurrences()) {
+    t.lora.targets.assign(loraTargets.begin(), loraTargets.end());
+    if (llvm::is_contained(t.lora.targets, ""))
+      return llvm::createStringError("--lora-targets: an empty module name");
+  }
+  if (loraRslora.getNumOccurrences())
+    t.lora.rslora = loraRslora;
+  if (loraDropout.given() && loraDropout != 0.0)
+    return llvm::createStringError(
+        llvm::formatv("--lora-dropout: {0} is not supported: tgc trains "
+                      "without dropout",
+                      double(loraDropout))
+            .str());
+  if (!t.lora.enabled() &&
+      (loraAlpha.given() || loraTargets.getNumOccurrences() ||
+       loraRslora.getNumOccurrences()))
+    return llvm::createStringError(
+        "--lora-alpha, --lora-targets and --lora-rslora set up LoRA "
+        "adapters: give their rank with --lora-r");
   if (dpBucketKiB.given())
     t.dpBucketKiB = dpBucketKiB;
   if (zeroStage.given()) {
@@ -296,6 +355,15 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
               .str());
   if (llvm::Error err = applyTrainingFlags(config.training))
     return err;
+  mlir::tg::LoraSettings &lora = config.training.lora;
+  if (lora.enabled() && lora.targets.empty()) {
+    lora.targets = defaultLoraTargets(config.modelType);
+    if (lora.targets.empty())
+      return llvm::createStringError(
+          config.path + ": LoRA has no default target modules for model type "
+          "\"" + config.modelType + "\": name them with --lora-targets (or "
+          "the training object's lora.target_modules)");
+  }
   if (llvm::Error err = checkRematFlags(config.training))
     return err;
   return validateModelConfig(config);
@@ -324,4 +392,8 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.guardUpdates = t.guardsUpdates();
   options.microBatches = t.gradAccum;
   options.freeze = t.freeze;
+  options.loraRank = t.lora.rank;
+  options.loraAlpha = t.lora.alpha;
+  options.loraRslora = t.lora.rslora;
+  options.loraTargets = t.lora.targets;
 }

@@ -166,6 +166,9 @@ void readPartialRotary(ConfigReader &r, llvm::StringRef key, double fallback,
                        std::optional<double> nested, bool supported,
                        ModelConfig &c);
 
+/// The training object's "lora": PEFT's LoraConfig keys (LoraConfig.cpp).
+void readLora(ConfigReader &r, mlir::tg::LoraSettings &lora);
+
 /// The family readers (FamilyConfigs.cpp), chosen by model_type.
 void readLlama(ConfigReader &r, ModelConfig &c);
 void readGPT2(ConfigReader &r, ModelConfig &c);

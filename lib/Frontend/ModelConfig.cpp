@@ -120,6 +120,16 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     else
       r.error("freeze", llvm::toString(re.takeError()));
   }
+  if (const llvm::json::Value *v = r.value("lora", false)) {
+    if (const llvm::json::Object *obj = v->getAsObject()) {
+      ConfigReader sub(r.getPath(), *obj, r.getPrefix().str() + "lora.");
+      readLora(sub, t.lora);
+      r.adoptError(sub);
+    } else {
+      r.error("lora", "expected an object (PEFT's LoraConfig keys), got " +
+                          describe(*v));
+    }
+  }
   // "dynamic", "none", or a fixed scale as a number (or its text).
   if (const llvm::json::Value *v = r.value("loss_scale", false)) {
     std::optional<LossScaleSetting> setting;

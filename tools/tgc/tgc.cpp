@@ -14,6 +14,7 @@
 #include "TokenizeCommands.h"
 
 #include "tgc/Dialect/TG/Transforms/Freeze.h"
+#include "tgc/Dialect/TG/Transforms/Lora.h"
 #include "tgc/Driver/Compile.h"
 #include "tgc/Driver/Generation.h"
 #include "tgc/Driver/Stats.h"
@@ -332,9 +333,23 @@ int main(int argc, char **argv) {
         return reportError(inputFile + ": --freeze (training.freeze): " +
                            llvm::toString(std::move(err)));
 
+  // LoRA settings that select nothing or do not fit a module, reported
+  // with their flags (tg-lora then adds the adapters to the step).
+  if (training.lora.enabled())
+    if (auto forward = module->lookupSymbol<func::FuncOp>("forward")) {
+      OwningOpRef<func::FuncOp> trial = forward.clone();
+      if (llvm::Error err = tg::addLoraAdapters(*trial, training.lora))
+        return reportError(inputFile + ": --lora-* (training.lora): " +
+                           llvm::toString(std::move(err)));
+    }
   if (program == Program::Generate) {
     if (statsCommand)
       return reportError("tgc stats: --program=generate is not counted yet");
+    if (training.lora.enabled())
+      return reportError(inputFile + ": --program=generate builds the plain "
+                                     "model: merge the adapters into its "
+                                     "weights with the training executable's "
+                                     "--merge-to and load those with --init");
     if (!model)
       return reportError(inputFile + ": --program=generate needs a model "
                                      "file (.json), not tg IR");

@@ -98,6 +98,9 @@ struct TrainingConfig {
   /// tg-freeze: parameters whose whole Hugging Face name matches this
   /// regular expression (tgc::NamePattern) are frozen; empty: none.
   std::string freeze;
+  /// tg-lora: adapters beside the targeted linear layers, everything else
+  /// frozen. Targets left empty take PEFT's default for the family.
+  mlir::tg::LoraSettings lora;
   /// Loss scaling as given (unset: dynamic for fp16-mixed, none otherwise).
   /// A dynamic scale starts at lossScaleInit and doubles after
   /// lossScaleGrowthInterval clean steps.
@@ -239,6 +242,10 @@ llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
 /// sequence length beyond the model's positions, or past its sliding window);
 /// callers of loadModelConfig call it after applying their flags.
 llvm::Error validateModelConfig(const ModelConfig &config);
+
+/// PEFT's default LoRA target modules for a model type (empty where PEFT
+/// has none: the targets must then be given).
+std::vector<std::string> defaultLoraTargets(llvm::StringRef modelType);
 
 /// Checks the loss-scaling settings of `training` (from `path`).
 llvm::Error checkLossScale(const TrainingConfig &training,

@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 using namespace tgc;
@@ -40,6 +41,17 @@ int dtypeOf(Type type) {
 /// The family's initialisation of parameter `name` with shape `shape`.
 void chooseInit(BufferDesc &b, const ModelConfig *config) {
   llvm::StringRef name = b.name;
+  // PEFT's init_lora_weights=True: A Kaiming-uniform with a = sqrt(5), that
+  // is U(-1/sqrt(in), 1/sqrt(in)); B zero, so training starts at the base.
+  if (name.ends_with(".lora_A.weight")) {
+    b.init = TGC_INIT_UNIFORM;
+    b.initScale = 1.0 / std::sqrt(static_cast<double>(b.shape.back()));
+    return;
+  }
+  if (name.ends_with(".lora_B.weight")) {
+    b.init = TGC_INIT_ZEROS;
+    return;
+  }
   if (config && config->family == ModelFamily::MLP) {
     // torch.nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
     int64_t fanIn = 1;
@@ -240,9 +252,18 @@ std::string tgc::generateHeader(const std::vector<BufferDesc> &buffers,
 std::string tgc::cStringLiteral(llvm::StringRef s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\')
+    if (c == '"' || c == '\\') {
       out += '\\';
-    out += c;
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char octal[5];
+      std::snprintf(octal, sizeof octal, "\\%03o", static_cast<unsigned>(c));
+      out += octal;
+    } else {
+      out += c;
+    }
   }
   return out + "\"";
 }
@@ -281,6 +302,9 @@ std::string tgc::generateModelInfo(const std::vector<BufferDesc> &buffers,
      << "  " << llvm::formatv("{0:e16}", s.lr) << ", " << s.seed << "ull,\n"
      << "  " << buffers.size() << ", buffers,\n"
      << "  " << s.arenaBytes << ", " << (s.updateInPlace ? 1 : 0) << ", "
-     << s.zeroProcesses << ",\n};\n";
+     << s.zeroProcesses << ",\n"
+     << "  " << s.loraRank << ", " << llvm::formatv("{0:e16}", s.loraScale)
+     << ", " << (s.loraFanInFanOut ? 1 : 0) << ",\n"
+     << "  " << cStringLiteral(s.loraConfig) << ",\n};\n";
   return out;
 }

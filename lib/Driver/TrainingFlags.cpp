@@ -243,7 +243,7 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
     if (!(loraAlpha > 0) || !std::isfinite(double(loraAlpha)))
       return llvm::createStringError(
           llvm::formatv("--lora-alpha: expected a positive number, got {0}",
-                        double(loraAlpha))
+                        llvm::format("%g", double(loraAlpha)))
               .str());
     t.lora.alpha = loraAlpha;
   }
@@ -258,7 +258,7 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
     return llvm::createStringError(
         llvm::formatv("--lora-dropout: {0} is not supported: tgc trains "
                       "without dropout",
-                      double(loraDropout))
+                      llvm::format("%g", double(loraDropout)))
             .str());
   if (!t.lora.enabled() &&
       (loraAlpha.given() || loraTargets.getNumOccurrences() ||

@@ -10,6 +10,7 @@
 #include "tgc/Frontend/ModelConfig.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 
 using namespace tgc;
 using namespace tgc::config;
@@ -63,7 +64,7 @@ void tgc::config::readLora(ConfigReader &r, mlir::tg::LoraSettings &lora) {
     r.error("lora_dropout",
             llvm::formatv("{0} is not supported: tgc trains without dropout "
                           "(write 0)",
-                          *v));
+                          llvm::format("%g", *v)));
   if (auto v = r.string("bias", false); v && *v != "none")
     r.error("bias", "\"" + *v +
                         "\" is not supported: the adapters train no bias "

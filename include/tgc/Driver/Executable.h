@@ -36,7 +36,18 @@ struct ModelSummary {
   bool updateInPlace = false;
   /// tgc --zero=1: the processes the step runs as (0: any number).
   int64_t zeroProcesses = 0;
+  /// tgc --lora-r: rank (0: none), scale, Conv1D weights, and the
+  /// adapter_config.json text.
+  int64_t loraRank = 0;
+  double loraScale = 0;
+  bool loraFanInFanOut = false;
+  std::string loraConfig;
 };
+
+/// With --lora-r, the adapters' settings in `summary`: rank, scale, layout
+/// and the adapter_config.json PEFT would write for them (AdapterConfig.cpp).
+void describeLora(ModelSummary &summary, mlir::func::FuncOp trainStep,
+                  const TrainingConfig &training, const ModelConfig *config);
 
 /// Whether the step may write each new parameter and optimizer state over
 /// its input: every new value comes from an optimizer update op, and no op

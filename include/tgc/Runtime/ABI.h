@@ -102,6 +102,15 @@ typedef struct {
   int32_t zero_processes;  /* tgc --zero=1: the step runs as exactly this many
                               processes (their optimizer state sharded); 0
                               otherwise */
+  /* tgc --lora-r: the parameters NAME.lora_A.weight [r, in] and
+   * NAME.lora_B.weight [out, r] adapt the frozen NAME.weight, whose product
+   * gains lora_scale * B·A ([in, out] weights, GPT-2's Conv1D, gain its
+   * transpose: lora_fan_in_fan_out). lora_config is the adapter_config.json
+   * PEFT would write. lora_rank is 0 and lora_config "" without adapters. */
+  int64_t lora_rank;
+  double lora_scale;
+  int32_t lora_fan_in_fan_out;
+  const char *lora_config;
 } tgc_model_info;
 
 extern const tgc_model_info tgc_model;

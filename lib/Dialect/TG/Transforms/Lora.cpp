@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -156,7 +157,7 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
                                settings.rank));
   if (!(settings.alpha > 0) || !std::isfinite(settings.alpha))
     return error(llvm::formatv("lora_alpha = {0}: expected a positive number",
-                               settings.alpha));
+                               llvm::format("%g", settings.alpha)));
   if (settings.targets.empty())
     return error("no LoRA target modules");
   llvm::MapVector<unsigned, Module> modules = findModules(forward);

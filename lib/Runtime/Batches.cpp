@@ -9,6 +9,33 @@
 
 using namespace tgc::rt;
 
+namespace {
+
+/// A token file read as --data is read: bytes, a .bin of ids, or a text
+/// through --tokenizer (cached beside it). Stops naming the file when it
+/// cannot be read or holds fewer tokens than one sequence needs; `flag`
+/// prefixes the message ("--eval-data ", or nothing for --data).
+TokenData loadTokenFile(const tgc_model_info &m, const Options &opt,
+                        const std::string &path, const std::string &flag,
+                        const std::string &purpose) {
+  TokenData data;
+  std::string error;
+  bool loaded = opt.tokenizer.empty()
+                    ? loadTokens(path, m.vocab_size, data, error)
+                    : loadTokenizedText(path, opt.tokenizer, m.vocab_size,
+                                        opt.threads, data, error);
+  if (!loaded)
+    die(flag + error);
+  int64_t S = m.seq_len;
+  if (static_cast<int64_t>(data.tokens.size()) < S + 2)
+    die(flag + path + ": " + std::to_string(data.tokens.size()) +
+        " tokens is too few for " + purpose + "sequences of " +
+        std::to_string(S) + " (need at least " + std::to_string(S + 2) + ")");
+  return data;
+}
+
+} // namespace
+
 Dataset tgc::rt::loadData(const tgc_model_info &m, const Options &opt,
                           uint64_t seed) {
   Dataset d;
@@ -18,16 +45,7 @@ Dataset tgc::rt::loadData(const tgc_model_info &m, const Options &opt,
   if (d.lm) {
     std::string path =
         opt.data.empty() ? "/usr/share/common-licenses/GPL-3" : opt.data;
-    bool loaded = opt.tokenizer.empty()
-                      ? loadTokens(path, m.vocab_size, d.tokens, error)
-                      : loadTokenizedText(path, opt.tokenizer, m.vocab_size,
-                                          opt.threads, d.tokens, error);
-    if (!loaded)
-      die(error);
-    if (static_cast<int64_t>(d.tokens.tokens.size()) < S + 2)
-      die(path + ": " + std::to_string(d.tokens.tokens.size()) +
-          " tokens is too few for sequences of " + std::to_string(S) +
-          " (need at least " + std::to_string(S + 2) + ")");
+    d.tokens = loadTokenFile(m, opt, path, "", "");
   } else if (!opt.tokenizer.empty()) {
     die("--tokenizer: the model (" + std::string(m.model_type) +
         ") is not a language model");
@@ -39,6 +57,17 @@ Dataset tgc::rt::loadData(const tgc_model_info &m, const Options &opt,
   }
   if (!opt.evalEvery)
     return d;
+  // --eval-data: the held-out data is that file's, all of --data trains.
+  if (!opt.evalData.empty()) {
+    if (d.lm) {
+      d.evalTokens = loadTokenFile(m, opt, opt.evalData, "--eval-data ",
+                                   "one evaluation batch of ");
+    } else if (!loadCsv(opt.evalData, m.num_features, m.vocab_size,
+                        d.evalTable, error)) {
+      die("--eval-data " + error);
+    }
+    return d;
+  }
   if (d.lm) {
     std::vector<int32_t> &all = d.tokens.tokens;
     size_t cut = all.size() * 9 / 10;

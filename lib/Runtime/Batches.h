@@ -1,7 +1,8 @@
 //===- Batches.h - feeding the compiled step --------------------*- C++ -*-===//
 //
-// The data set of a run (--data, with --eval-every's held-out 10%) and the
-// batch each step reads, this process's slice of it in a data-parallel job.
+// The data set of a run (--data, with --eval-every's held-out data: its
+// last 10%, or --eval-data) and the batch each step reads, this process's
+// slice of it in a data-parallel job.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_BATCHES_H
@@ -16,13 +17,19 @@
 
 namespace tgc::rt {
 
-/// Training data and, with --eval-every, the held-out last 10%.
+/// Training data and, with --eval-every, the held-out data: the last 10%
+/// of the training data, or all of --eval-data (then the training data is
+/// all of --data).
 struct Dataset {
   bool lm = true;
   TokenData tokens, evalTokens;
   TableData table, evalTable;
+  /// The training data, and the --eval-data file when there is one.
   std::string description() const {
-    return lm ? tokens.description : table.description;
+    const std::string &held = lm ? evalTokens.description
+                                 : evalTable.description;
+    return (lm ? tokens.description : table.description) +
+           (held.empty() ? "" : ", eval data " + held);
   }
 };
 

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 using namespace tgc::rt;
@@ -114,11 +113,10 @@ void tgc::rt::fillTokenBatch(const std::vector<int32_t> &tokens, int64_t batch,
 
 bool tgc::rt::loadCsv(const std::string &path, int64_t features,
                       int64_t classes, TableData &data, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
+  std::string text;
+  if (!readFileBytes(path, text, error))
     return false;
-  }
+  std::istringstream in(text);
   data = TableData();
   data.features = features;
   std::string line;

@@ -6,8 +6,9 @@
 
 namespace tgc::rt {
 
-/// The bytes of `path`; false and `error` ("PATH: cannot open: REASON")
-/// when it cannot be read.
+/// The bytes of `path`; false and `error` ("PATH: cannot open: REASON", or
+/// "PATH: cannot read: REASON" for one that opens but cannot be read, as a
+/// directory) when it cannot be read.
 bool readFileBytes(const std::string &path, std::string &bytes,
                    std::string &error);
 

@@ -60,7 +60,8 @@ static void checkJob(Options &opt) {
   }
   mixBytes(&m.batch_size, sizeof m.batch_size);
   mixBytes(&m.seq_len, sizeof m.seq_len);
-  for (const std::string *text : {&opt.data, &opt.init, &opt.resume})
+  for (const std::string *text :
+       {&opt.data, &opt.evalData, &opt.init, &opt.resume})
     mixString(*text);
   mixBytes(&opt.seed, sizeof opt.seed);
   mixBytes(&opt.lr, sizeof opt.lr);

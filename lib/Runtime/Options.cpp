@@ -59,7 +59,11 @@ static void usage() {
               "                         a run that fails keeps the last one)\n"
               "  --eval-every N         every N steps, report the loss on "
               "held-out data (the last\n"
-              "                         10%% of the data)\n"
+              "                         10%% of the data, or --eval-data)\n"
+              "  --eval-data FILE       evaluate on FILE (read as --data is; "
+              "--tokenizer\n"
+              "                         caches its ids beside it): all of "
+              "--data trains\n"
               "  --log FILE             one JSON object per step (step, loss, "
               "grad_norm, ms, tokens_per_s)\n"
               "  --threads N            threads of the step (default: "
@@ -97,6 +101,8 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--data")
       o.data = next();
+    else if (arg == "--eval-data")
+      o.evalData = next();
     else if (arg == "--tokenizer")
       o.tokenizer = next();
     else if (arg == "--init")
@@ -152,5 +158,7 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
     die("--save-dtype needs --save FILE");
   if (o.saveEvery && o.save.empty())
     die("--save-every needs --save FILE");
+  if (!o.evalData.empty() && !o.evalEvery)
+    die("--eval-data needs --eval-every N (when to evaluate on it)");
   return o;
 }

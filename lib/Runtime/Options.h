@@ -21,6 +21,9 @@ struct Options {
   /// --tokenizer: a tokenizer.json (or its directory) that turns --data's
   /// text into ids.
   std::string tokenizer;
+  /// --eval-data: the held-out data of --eval-every, read as --data is;
+  /// all of --data then trains. Empty: the last 10% of --data is held out.
+  std::string evalData;
   /// --save-dtype: f32 saves a checkpoint to resume from; bf16/f16 export
   /// the parameters alone, for inference.
   DType saveDtype = DType::F32;

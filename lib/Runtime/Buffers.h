@@ -53,6 +53,9 @@ struct StepBuffers {
   int64_t updatesApplied = 0;
   /// New parameters and state share their inputs' storage.
   bool inPlace = false;
+  /// tgc --lora-r: a fingerprint of the frozen base weights, saved with the
+  /// adapters so that --resume refuses another base.
+  uint64_t baseFingerprint = 0;
 
   float scalar(int i) const { return *static_cast<float *>(buffers[i].data); }
 

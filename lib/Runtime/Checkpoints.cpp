@@ -1,10 +1,12 @@
 //===- Checkpoints.cpp - weights in and out -------------------------------===//
 
 #include "Checkpoints.h"
+#include "Adapters.h"
 #include "Distributed.h"
 #include "Fatal.h"
 #include "tgc/Runtime/SafeTensors.h"
 
+#include <functional>
 #include <map>
 
 using namespace tgc::rt;
@@ -33,7 +35,7 @@ static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
     p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
 }
 
-static TensorData toTensor(const Buffer &b) {
+TensorData tgc::rt::toTensor(const Buffer &b) {
   TensorData t;
   t.dtype = DType::F32;
   t.shape = shapeOf(*b.info);
@@ -42,69 +44,129 @@ static TensorData toTensor(const Buffer &b) {
   return t;
 }
 
+/// Copies the parameters `st` holds into `s`. Each parameter `required`
+/// says it must hold is an error when missing; the others keep their
+/// values. Returns whether each tensor was used, by name.
+static std::map<std::string, bool>
+copyParameters(StepBuffers &s, const SafeTensorsFile &st,
+               const std::string &file,
+               const std::function<bool(const Buffer &)> &required) {
+  std::map<std::string, bool> used;
+  for (int i : s.params) {
+    Buffer &b = s.buffers[i];
+    auto it = st.tensors.find(b.info->name);
+    if (it == st.tensors.end()) {
+      if (required(b))
+        die(file + ": missing tensor '" + std::string(b.info->name) + "'");
+      continue;
+    }
+    copyFrom(b, it->second, file);
+    used[it->first] = true;
+  }
+  return used;
+}
+
+static void refuseUnknownTensors(const SafeTensorsFile &st,
+                                 const std::map<std::string, bool> &used,
+                                 const std::string &file) {
+  for (auto &[name, t] : st.tensors)
+    if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
+      die(file + ": tensor '" + name + "' is not a parameter of this model");
+}
+
+static SafeTensorsFile readWeights(const std::string &file) {
+  SafeTensorsFile st;
+  std::string error;
+  if (!readCheckpoint(file, st, error))
+    die(error);
+  return st;
+}
+
+/// Optimizer state and the step counts from a file --save wrote; returns
+/// the step to go on from.
+static int64_t resumeState(StepBuffers &s, const SafeTensorsFile &st,
+                           const std::string &file,
+                           std::map<std::string, bool> &used) {
+  auto exported = st.metadata.find(kExportKey);
+  if (exported != st.metadata.end())
+    die(file + ": inference weights exported with --save-dtype (" +
+        exported->second +
+        "; no optimizer state, no f32 masters): --init can load them, "
+        "--resume needs a file --save wrote without --save-dtype");
+  for (int i : s.states) {
+    std::string key = std::string("optimizer.") + s.buffers[i].info->name;
+    auto it = st.tensors.find(key);
+    // A checkpoint without loss scaling: the scale starts afresh.
+    if (it == st.tensors.end() && s.buffers[i].info->init != TGC_INIT_NONE)
+      continue;
+    if (it == st.tensors.end())
+      die(file + ": missing optimizer state '" + key +
+          "' (--resume needs a file --save wrote)");
+    if (s.buffers[i].info->shard_of >= 0)
+      copyShardFrom(s.buffers[i], s.buffers[s.buffers[i].info->shard_of],
+                    it->second, file);
+    else
+      copyFrom(s.buffers[i], it->second, file);
+    used[key] = true;
+  }
+  auto step = st.metadata.find("step");
+  if (step == st.metadata.end())
+    die(file +
+        ": no 'step' in its metadata (--resume needs a file --save wrote)");
+  int64_t firstStep =
+      parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
+  auto updates = st.metadata.find("optimizer_step");
+  s.updatesApplied = updates == st.metadata.end()
+                         ? firstStep
+                         : parseInt(file + ": metadata 'optimizer_step'",
+                                    updates->second.c_str(), 0);
+  return firstStep;
+}
+
 int64_t tgc::rt::loadWeights(StepBuffers &s, const Options &opt,
                              uint64_t seed) {
   // State that does not start at zero (the loss scale), unless resumed.
   for (int i : s.states)
     if (s.buffers[i].info->init != TGC_INIT_NONE)
       initialise(s.buffers[i], seed);
-  if (opt.resume.empty() && opt.init.empty()) {
+  bool lora = hasAdapters(s);
+  auto everyParameter = [](const Buffer &) { return true; };
+  auto baseParameter = [](const Buffer &b) { return !isAdapter(*b.info); };
+
+  // The base weights: --init (whose adapters, if any, are used too), the
+  // family's initialisation, or --resume's file below.
+  if (!opt.init.empty()) {
+    SafeTensorsFile st = readWeights(opt.init);
+    for (int i : s.params)
+      if (isAdapter(*s.buffers[i].info))
+        initialise(s.buffers[i], seed);
+    refuseUnknownTensors(st, copyParameters(s, st, opt.init, baseParameter),
+                         opt.init);
+  } else if (opt.resume.empty() || lora) {
     for (int i : s.params)
       initialise(s.buffers[i], seed);
+  }
+  if (lora)
+    s.baseFingerprint = frozenFingerprint(s);
+  if (!opt.initAdapter.empty())
+    loadAdapters(s, opt.initAdapter);
+  if (opt.resume.empty())
     return 0;
-  }
-  const std::string &file = opt.resume.empty() ? opt.init : opt.resume;
-  SafeTensorsFile st;
-  std::string error;
-  if (!readCheckpoint(file, st, error))
-    die(error);
-  std::map<std::string, bool> used;
-  for (int i : s.params) {
-    auto it = st.tensors.find(s.buffers[i].info->name);
-    if (it == st.tensors.end())
-      die(file + ": missing tensor '" + std::string(s.buffers[i].info->name) +
-          "'");
-    copyFrom(s.buffers[i], it->second, file);
-    used[it->first] = true;
-  }
-  int64_t firstStep = 0;
-  if (!opt.resume.empty()) {
-    auto exported = st.metadata.find(kExportKey);
-    if (exported != st.metadata.end())
-      die(file + ": inference weights exported with --save-dtype (" +
-          exported->second +
-          "; no optimizer state, no f32 masters): --init can load them, "
-          "--resume needs a file --save wrote without --save-dtype");
-    for (int i : s.states) {
-      std::string key = std::string("optimizer.") + s.buffers[i].info->name;
-      auto it = st.tensors.find(key);
-      // A checkpoint without loss scaling: the scale starts afresh.
-      if (it == st.tensors.end() && s.buffers[i].info->init != TGC_INIT_NONE)
-        continue;
-      if (it == st.tensors.end())
-        die(file + ": missing optimizer state '" + key +
-            "' (--resume needs a file --save wrote)");
-      if (s.buffers[i].info->shard_of >= 0)
-        copyShardFrom(s.buffers[i], s.buffers[s.buffers[i].info->shard_of],
-                      it->second, file);
-      else
-        copyFrom(s.buffers[i], it->second, file);
-      used[key] = true;
-    }
-    auto step = st.metadata.find("step");
-    if (step == st.metadata.end())
-      die(file +
-          ": no 'step' in its metadata (--resume needs a file --save wrote)");
-    firstStep = parseInt(file + ": metadata 'step'", step->second.c_str(), 0);
-    auto updates = st.metadata.find("optimizer_step");
-    s.updatesApplied = updates == st.metadata.end()
-                           ? firstStep
-                           : parseInt(file + ": metadata 'optimizer_step'",
-                                      updates->second.c_str(), 0);
-  }
-  for (auto &[name, t] : st.tensors)
-    if (!used.count(name) && name.rfind("optimizer.", 0) != 0)
-      die(file + ": tensor '" + name + "' is not a parameter of this model");
+
+  // A LoRA run resumes its adapters and their state from the directory
+  // --save wrote, on the base of --init.
+  std::string file = lora ? trainingStatePath(opt.resume) : opt.resume;
+  SafeTensorsFile st = readWeights(file);
+  std::map<std::string, bool> used =
+      copyParameters(s, st, file, lora ? std::function<bool(const Buffer &)>(
+                                             [](const Buffer &b) {
+                                               return isAdapter(*b.info);
+                                             })
+                                       : everyParameter);
+  if (lora)
+    checkBaseFingerprint(s, st, file, opt.init);
+  int64_t firstStep = resumeState(s, st, file, used);
+  refuseUnknownTensors(st, used, file);
   return firstStep;
 }
 
@@ -122,9 +184,30 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
     die(error);
 }
 
+void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {
+  download(s, s.states);
+  for (int i : s.states) {
+    const Buffer &b = s.buffers[i];
+    TensorData t = toTensor(b);
+    if (b.info->shard_of >= 0) {
+      // ZeRO-1: every process's shard, gathered whole on rank 0, under the
+      // names and shape of the unsharded state.
+      const Buffer &param = s.buffers[b.info->shard_of];
+      t.shape = shapeOf(*param.info);
+      t.bytes.assign(param.bytes, 0);
+      tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
+                             reinterpret_cast<float *>(t.bytes.data()),
+                             param.numel);
+    }
+    out.tensors[std::string("optimizer.") + b.info->name] = std::move(t);
+  }
+}
+
 void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                              const std::string &path, int64_t step, DType dtype,
                              bool writes) {
+  if (hasAdapters(s))
+    return saveAdapters(m, s, path, step, dtype, writes);
   if (!writes && dtype != DType::F32)
     return;
   download(s, s.params);
@@ -146,24 +229,9 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
       die(error);
     return;
   }
-  download(s, s.states);
   for (int i : s.params)
     out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
-  for (int i : s.states) {
-    const Buffer &b = s.buffers[i];
-    TensorData t = toTensor(b);
-    if (b.info->shard_of >= 0) {
-      // ZeRO-1: every process's shard, gathered whole on rank 0, under the
-      // names and shape of the unsharded state.
-      const Buffer &param = s.buffers[b.info->shard_of];
-      t.shape = shapeOf(*param.info);
-      t.bytes.assign(param.bytes, 0);
-      tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
-                             reinterpret_cast<float *>(t.bytes.data()),
-                             param.numel);
-    }
-    out.tensors[std::string("optimizer.") + b.info->name] = std::move(t);
-  }
+  addOptimizerState(s, out);
   if (!writes)
     return;
   out.metadata["step"] = std::to_string(step);

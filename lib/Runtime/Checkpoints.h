@@ -20,7 +20,9 @@ namespace tgc::rt {
 constexpr const char *kExportKey = "tgc_export";
 
 /// Weights from --resume (with optimizer state; returns the step to go on
-/// from), --init, or the model family's initialisation (returns 0).
+/// from), --init, or the model family's initialisation (returns 0). With
+/// LoRA adapters: the base from --init (or the initialisation), adapters
+/// from --init-adapter, or from --resume's directory with their state.
 int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed);
 
 /// Parameters, optimizer state (as optimizer.<name>) and the step reached;
@@ -29,6 +31,13 @@ int64_t loadWeights(StepBuffers &s, const Options &opt, uint64_t seed);
 void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                     const std::string &path, int64_t step, DType dtype,
                     bool writes);
+
+/// The optimizer state as optimizer.<name> (ZeRO-1 shards gathered whole:
+/// every process calls it).
+void addOptimizerState(const StepBuffers &s, SafeTensorsFile &out);
+
+/// A host copy of `b` as an f32 tensor of its shape.
+TensorData toTensor(const Buffer &b);
 
 /// The first step's gradients and loss, for tests (--dump-grads).
 void dumpGradients(const StepBuffers &s, const std::string &path);

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/stat.h>
+
 bool tgc::rt::readFileBytes(const std::string &path, std::string &bytes,
                             std::string &error) {
   std::FILE *f = std::fopen(path.c_str(), "rb");
@@ -25,6 +27,45 @@ bool tgc::rt::readFileBytes(const std::string &path, std::string &bytes,
   if (readError) {
     error = path + ": cannot read: " + std::strerror(readError);
     bytes.clear();
+    return false;
+  }
+  return true;
+}
+
+bool tgc::rt::isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool tgc::rt::isFile(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool tgc::rt::makeDirectory(const std::string &path, std::string &error) {
+  if (isDirectory(path))
+    return true;
+  if (::mkdir(path.c_str(), 0777) != 0 && !isDirectory(path)) {
+    error = path + ": cannot create the directory: " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool tgc::rt::writeFileAtomically(const std::string &path,
+                                  const std::string &bytes,
+                                  std::string &error) {
+  std::string tmp = path + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    return false;
+  }
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    std::remove(tmp.c_str());
     return false;
   }
   return true;

@@ -12,6 +12,18 @@ namespace tgc::rt {
 bool readFileBytes(const std::string &path, std::string &bytes,
                    std::string &error);
 
+bool isDirectory(const std::string &path);
+bool isFile(const std::string &path);
+
+/// Creates the directory `path` unless it is one; false and `error` when
+/// it cannot (its parent missing, or a file of that name).
+bool makeDirectory(const std::string &path, std::string &error);
+
+/// Writes `bytes` to `path` through a temporary file renamed over it, so a
+/// reader never sees half a file; false and `error` on failure.
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &error);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_FILES_H

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Adapters.h"
 #include "Batches.h"
 #include "Buffers.h"
 #include "Checkpoints.h"
@@ -133,6 +134,9 @@ int main(int argc, char **argv) {
   if (!opt.save.empty())
     saveCheckpoint(m, buffers, opt.save, firstStep + done, opt.saveDtype,
                    opt.writes);
+  if (!opt.mergeTo.empty() && opt.writes)
+    writeMergedWeights(m, buffers, opt.mergeTo, firstStep + done,
+                       opt.saveDtype);
   if (int signo = trainer.stoppedBy(); signo && tgc_dist_rank() == 0) {
     std::string saved = opt.save.empty() ? ""
                                          : "; " + opt.save + " holds step " +

@@ -42,7 +42,10 @@ static void usage() {
               "  --save FILE            save weights and optimizer state at "
               "the end (.safetensors,\n"
               "                         written atomically; state as "
-              "'optimizer.<name>')\n"
+              "'optimizer.<name>'); LoRA: a directory\n"
+              "                         with PEFT's adapter_model.safetensors"
+              ", adapter_config.json\n"
+              "                         and training_state.safetensors\n"
               "  --save-dtype T         f32 (default); bf16 or f16: save only "
               "the parameters,\n"
               "                         rounded, as inference weights (--init "
@@ -50,7 +53,17 @@ static void usage() {
               "                         nothing to --resume from)\n"
               "  --resume FILE          continue from a file --save wrote "
               "(same losses as an\n"
-              "                         uninterrupted run)\n"
+              "                         uninterrupted run); LoRA: its "
+              "directory, with --init\n"
+              "                         giving the same base weights\n"
+              "  --init-adapter PATH    LoRA: load adapters PEFT or --save "
+              "wrote (a directory\n"
+              "                         with adapter_model.safetensors and "
+              "adapter_config.json)\n"
+              "  --merge-to FILE        LoRA: at the end, write the base "
+              "weights merged with\n"
+              "                         the adapters (W + scale B A) under "
+              "Hugging Face names\n"
               "  --dump-grads FILE      write the first step's gradients by "
               "parameter name\n"
               "  --data-order ORDER     sequential (default) or random\n"
@@ -111,6 +124,10 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
       o.save = next();
     else if (arg == "--resume")
       o.resume = next();
+    else if (arg == "--init-adapter")
+      o.initAdapter = next();
+    else if (arg == "--merge-to")
+      o.mergeTo = next();
     else if (arg == "--save-dtype") {
       std::string v = next();
       if (v == "f32")
@@ -152,10 +169,17 @@ Options tgc::rt::parseOptions(int argc, char **argv) {
       die("unknown option '" + std::string(flags.written()) +
           "' (see --help)");
   }
-  if (!o.init.empty() && !o.resume.empty())
+  bool lora = tgc_model.lora_rank > 0;
+  if (!lora && !o.init.empty() && !o.resume.empty())
     die("--init and --resume both give the weights: use one");
-  if (o.saveDtype != DType::F32 && o.save.empty())
-    die("--save-dtype needs --save FILE");
+  if (!lora && (!o.initAdapter.empty() || !o.mergeTo.empty()))
+    die(std::string(!o.initAdapter.empty() ? "--init-adapter" : "--merge-to") +
+        ": this executable has no LoRA adapters (compile it with tgc "
+        "--lora-r)");
+  if (!o.initAdapter.empty() && !o.resume.empty())
+    die("--init-adapter and --resume both give the adapters: use one");
+  if (o.saveDtype != DType::F32 && o.save.empty() && o.mergeTo.empty())
+    die("--save-dtype needs --save FILE (or --merge-to FILE)");
   if (o.saveEvery && o.save.empty())
     die("--save-every needs --save FILE");
   if (!o.evalData.empty() && !o.evalEvery)

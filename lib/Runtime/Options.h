@@ -24,6 +24,10 @@ struct Options {
   /// --eval-data: the held-out data of --eval-every, read as --data is;
   /// all of --data then trains. Empty: the last 10% of --data is held out.
   std::string evalData;
+  /// LoRA executables (tgc --lora-r): --init-adapter, adapters PEFT or
+  /// --save wrote; --merge-to, the base weights merged with the adapters,
+  /// written at the end.
+  std::string initAdapter, mergeTo;
   /// --save-dtype: f32 saves a checkpoint to resume from; bf16/f16 export
   /// the parameters alone, for inference.
   DType saveDtype = DType::F32;

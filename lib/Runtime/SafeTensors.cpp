@@ -7,8 +7,8 @@
 
 #include "tgc/Runtime/SafeTensors.h"
 #include "tgc/Runtime/Json.h"
+#include "Files.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -321,16 +321,6 @@ bool tgc::rt::readSafeTensors(const std::string &path, SafeTensorsFile &file,
 }
 
 namespace {
-bool isDirectory(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool isFile(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -9,7 +9,6 @@
 #include "Unicode.h"
 
 #include <cstring>
-#include <sys/stat.h>
 
 using namespace tgc::rt;
 using namespace tgc::rt::tok;
@@ -208,11 +207,6 @@ uint64_t tgc::rt::tok::hashBytes(std::string_view bytes, uint64_t seed) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
 
 
 /// A special token named in tokenizer_config.json: a string, or an

@@ -1,0 +1,294 @@
+//===- Adapters.cpp - LoRA adapters in and out ----------------------------===//
+
+#include "Adapters.h"
+#include "Checkpoints.h"
+#include "Data.h"
+#include "Device.h"
+#include "Fatal.h"
+#include "Files.h"
+#include "tgc/Runtime/Json.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+using namespace tgc::rt;
+
+namespace {
+
+constexpr const char *kPeftPrefix = "base_model.model.";
+constexpr const char *kAdapterFile = "adapter_model.safetensors";
+constexpr const char *kAdapterConfig = "adapter_config.json";
+constexpr const char *kTrainingState = "training_state.safetensors";
+constexpr const char *kFingerprintKey = "lora_base_fingerprint";
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string joinPath(const std::string &directory, const std::string &name) {
+  return endsWith(directory, "/") ? directory + name : directory + "/" + name;
+}
+
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, v);
+  return text;
+}
+
+json::Value parseJson(const std::string &text, const std::string &what) {
+  json::Value v;
+  std::string error;
+  if (!json::parse(text, v, error) || !v.isObject())
+    die(what + ": " + (error.empty() ? "not a JSON object" : error));
+  return v;
+}
+
+/// target_modules as a sorted list ("all-linear" stays as written).
+std::vector<std::string> targetSet(const json::Value *targets) {
+  std::vector<std::string> out;
+  if (targets && targets->isString())
+    out.push_back(targets->string);
+  if (targets && targets->isArray())
+    for (const json::Value &t : targets->items)
+      out.push_back(t.isString() ? t.string : t.describe());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string listText(const std::vector<std::string> &items) {
+  std::string s = "[";
+  for (size_t i = 0; i < items.size(); ++i)
+    s += (i ? ", " : "") + items[i];
+  return s + "]";
+}
+
+/// The adapter settings of `file` (an adapter_config.json) must be this
+/// executable's: another r, alpha or set of targets trains another model.
+void checkAdapterConfig(const std::string &file) {
+  std::string text, error;
+  if (!readFileBytes(file, text, error))
+    die(error);
+  json::Value theirs = parseJson(text, file);
+  json::Value ours = parseJson(tgc_model.lora_config, "the compiled adapter "
+                                                      "settings");
+  auto number = [](const json::Value *v) {
+    return v && v->isNumber() ? v->number : -1.0;
+  };
+  auto flag = [](const json::Value *v) { return v && v->boolean; };
+  const char *rebuild = " (compile with the same --lora-r, --lora-alpha, "
+                        "--lora-targets and --lora-rslora)";
+  if (const json::Value *type = theirs.get("peft_type");
+      type && (!type->isString() || type->string != "LORA"))
+    die(file + ": peft_type " + type->describe() + " is not LoRA");
+  if (number(theirs.get("r")) != number(ours.get("r")))
+    die(file + ": r is " + (theirs.get("r") ? theirs.get("r")->describe()
+                                             : std::string("missing")) +
+        " but this executable's adapters have r = " +
+        std::to_string(tgc_model.lora_rank) + rebuild);
+  if (number(theirs.get("lora_alpha")) != number(ours.get("lora_alpha")))
+    die(file + ": lora_alpha is " +
+        (theirs.get("lora_alpha") ? theirs.get("lora_alpha")->describe()
+                                  : std::string("missing")) +
+        " but this executable's is " + ours.get("lora_alpha")->describe() +
+        rebuild);
+  if (flag(theirs.get("use_rslora")) != flag(ours.get("use_rslora")))
+    die(file + ": use_rslora differs from this executable's" +
+        std::string(rebuild));
+  std::vector<std::string> a = targetSet(theirs.get("target_modules")),
+                           b = targetSet(ours.get("target_modules"));
+  if (a != b)
+    die(file + ": target_modules " + listText(a) +
+        " differ from this executable's " + listText(b) + rebuild);
+}
+
+} // namespace
+
+bool tgc::rt::isAdapter(const tgc_buffer_info &b) {
+  std::string name = b.name;
+  return endsWith(name, ".lora_A.weight") || endsWith(name, ".lora_B.weight");
+}
+
+bool tgc::rt::hasAdapters(const StepBuffers &s) {
+  return std::any_of(s.params.begin(), s.params.end(), [&](int i) {
+    return isAdapter(*s.buffers[i].info);
+  });
+}
+
+std::string tgc::rt::peftName(const std::string &name) {
+  return kPeftPrefix + name;
+}
+
+uint64_t tgc::rt::frozenFingerprint(const StepBuffers &s) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int i : s.params) {
+    const Buffer &b = s.buffers[i];
+    if (isAdapter(*b.info))
+      continue;
+    const uint8_t *p = static_cast<const uint8_t *>(b.data);
+    for (size_t k = 0; k < b.bytes; k += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, p + k, std::min<size_t>(8, b.bytes - k));
+      h = mix64(h ^ word);
+    }
+  }
+  return h;
+}
+
+std::string tgc::rt::trainingStatePath(const std::string &directory) {
+  if (!isDirectory(directory))
+    die(directory + ": not a directory (a LoRA run resumes from the "
+                    "directory its --save wrote)");
+  return joinPath(directory, kTrainingState);
+}
+
+void tgc::rt::checkBaseFingerprint(const StepBuffers &s,
+                                   const SafeTensorsFile &state,
+                                   const std::string &file,
+                                   const std::string &init) {
+  auto saved = state.metadata.find(kFingerprintKey);
+  if (saved == state.metadata.end())
+    die(file + ": no '" + kFingerprintKey +
+        "' in its metadata (--resume needs the directory a LoRA run's --save "
+        "wrote)");
+  if (saved->second != hex(s.baseFingerprint))
+    die(file + ": its adapters were trained on other base weights than " +
+        (init.empty() ? std::string("this run's initialisation")
+                      : "those of --init " + init) +
+        ": give the --init (and --seed) of the run that saved them");
+}
+
+void tgc::rt::loadAdapters(StepBuffers &s, const std::string &path) {
+  std::string file = path, directory;
+  if (isDirectory(path)) {
+    directory = path;
+    file = joinPath(path, kAdapterFile);
+    if (!isFile(file))
+      die(path + ": a directory without " + kAdapterFile);
+    if (!isFile(joinPath(directory, kAdapterConfig)))
+      die(path + ": a directory without " + kAdapterConfig);
+  } else {
+    size_t slash = path.rfind('/');
+    directory = slash == std::string::npos ? "." : path.substr(0, slash);
+  }
+  if (isFile(joinPath(directory, kAdapterConfig)))
+    checkAdapterConfig(joinPath(directory, kAdapterConfig));
+  SafeTensorsFile st;
+  std::string error;
+  if (!readSafeTensors(file, st, error))
+    die(error);
+  std::map<std::string, bool> used;
+  std::string example;
+  for (int i : s.params) {
+    Buffer &b = s.buffers[i];
+    if (!isAdapter(*b.info))
+      continue;
+    std::string name = peftName(b.info->name);
+    if (example.empty())
+      example = name;
+    auto it = st.tensors.find(name);
+    if (it == st.tensors.end())
+      die(file + ": missing adapter '" + name + "'");
+    checkWeightTensor(b, it->second, file);
+    float *p = static_cast<float *>(b.data);
+    for (int64_t k = 0; k < b.numel; ++k)
+      p[k] = static_cast<float>(it->second.get(k));
+    used[name] = true;
+  }
+  for (auto &[name, t] : st.tensors)
+    if (!used.count(name))
+      die(file + ": tensor '" + name +
+          "' is not an adapter of this model (whose adapters are named as '" +
+          example + "')");
+}
+
+void tgc::rt::saveAdapters(const tgc_model_info &m, const StepBuffers &s,
+                           const std::string &path, int64_t step, DType dtype,
+                           bool writes) {
+  if (!writes && dtype != DType::F32)
+    return;
+  SafeTensorsFile adapters, state;
+  adapters.metadata["format"] = "pt";
+  for (int i : s.params) {
+    const Buffer &b = s.buffers[i];
+    if (!isAdapter(*b.info))
+      continue;
+    download(b);
+    state.tensors[b.info->name] = toTensor(b);
+    adapters.tensors[peftName(b.info->name)] =
+        dtype == DType::F32
+            ? toTensor(b)
+            : narrowFloats(static_cast<const float *>(b.data), b.numel,
+                           shapeOf(*b.info), dtype);
+  }
+  if (dtype == DType::F32)
+    addOptimizerState(s, state);
+  if (!writes)
+    return;
+  std::string error;
+  if (!makeDirectory(path, error) ||
+      !writeSafeTensors(joinPath(path, kAdapterFile), adapters, error) ||
+      !writeFileAtomically(joinPath(path, kAdapterConfig), m.lora_config,
+                           error))
+    die(error);
+  if (dtype != DType::F32)
+    return;
+  state.metadata["model_type"] = m.model_type;
+  state.metadata["step"] = std::to_string(step);
+  state.metadata["optimizer_step"] = std::to_string(s.updatesApplied);
+  state.metadata[kFingerprintKey] = hex(s.baseFingerprint);
+  if (!writeSafeTensors(joinPath(path, kTrainingState), state, error))
+    die(error);
+}
+
+void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
+                                 const std::string &path, int64_t step,
+                                 DType dtype) {
+  std::map<std::string, const Buffer *> byName;
+  for (int i : s.params) {
+    download(s.buffers[i]);
+    byName[s.buffers[i].info->name] = &s.buffers[i];
+  }
+  SafeTensorsFile out;
+  out.metadata["model_type"] = m.model_type;
+  out.metadata["format"] = "pt";
+  out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
+                             " parameters merged with their LoRA adapters at "
+                             "step " +
+                             std::to_string(step);
+  for (auto &[name, buffer] : byName) {
+    if (isAdapter(*buffer->info))
+      continue;
+    const Buffer &w = *buffer;
+    std::vector<float> merged(static_cast<const float *>(w.data),
+                              static_cast<const float *>(w.data) + w.numel);
+    auto a = byName.find(name.substr(0, name.size() - 7) + ".lora_A.weight");
+    auto b = byName.find(name.substr(0, name.size() - 7) + ".lora_B.weight");
+    if (endsWith(name, ".weight") && a != byName.end() && b != byName.end()) {
+      // A [r, in], B [out, r]; W [out, in], or [in, out] for Conv1D.
+      const float *A = static_cast<const float *>(a->second->data);
+      const float *B = static_cast<const float *>(b->second->data);
+      int64_t r = a->second->info->shape[0], in = a->second->info->shape[1],
+              outs = b->second->info->shape[0];
+      for (int64_t o = 0; o < outs; ++o)
+        for (int64_t i = 0; i < in; ++i) {
+          double delta = 0;
+          for (int64_t k = 0; k < r; ++k)
+            delta += double(B[o * r + k]) * double(A[k * in + i]);
+          float &target = m.lora_fan_in_fan_out ? merged[i * outs + o]
+                                                : merged[o * in + i];
+          target = static_cast<float>(double(target) + m.lora_scale * delta);
+        }
+    }
+    out.tensors[name] =
+        narrowFloats(merged.data(), w.numel, shapeOf(*w.info), dtype);
+  }
+  std::string error;
+  if (!writeSafeTensors(path, out, error))
+    die(error);
+}

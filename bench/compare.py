@@ -44,14 +44,14 @@ def run_tgc(exe, steps, threads):
     return {"median_ms": statistics.median(times), "peak_rss_mib": rss}
 
 
-def run_peer(model, steps, threads, precision="fp32"):
+def run_peer(model, steps, threads, precision="fp32", extra=()):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     # OpenBLAS keeps its own thread pool besides torch's intra-op threads.
     env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "peer_pytorch.py"),
                           "--model", model, "--threads", str(threads), "--steps", str(steps),
-                          "--precision", precision],
+                          "--precision", precision] + list(extra),
                          capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -84,6 +84,15 @@ Flag<std::string>
            "regular expression (ECMAScript syntax, matched as Python's "
            "re.fullmatch): no gradient, no optimizer state, no update",
            "regex");
+cl::opt<DType, false, EnumFlagParser<DType>> frozenDtype(
+    "frozen-dtype",
+    cl::desc("Element type of the frozen weight matrices (--freeze, "
+             "--lora-r): f32 (default), or bf16/f16 at half the memory, their "
+             "products on bf16/f16 operands accumulated in f32"),
+    cl::values(clEnumValN(DType::F32, "f32", "as the other parameters"),
+               clEnumValN(DType::BF16, "bf16", "bfloat16"),
+               clEnumValN(DType::F16, "f16", "IEEE half")),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<int64_t> loraRank(
     "lora-r",
     "Train LoRA adapters of rank r beside the target modules and freeze "
@@ -232,6 +241,8 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
                                      llvm::toString(re.takeError()));
     t.freeze = freeze;
   }
+  if (frozenDtype.getNumOccurrences())
+    t.frozenDtype = frozenDtype;
   if (loraRank.given()) {
     if (loraRank < 1)
       return llvm::createStringError(
@@ -392,6 +403,9 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.guardUpdates = t.guardsUpdates();
   options.microBatches = t.gradAccum;
   options.freeze = t.freeze;
+  options.frozenDtype = t.frozenDtype == DType::F32
+                            ? std::string()
+                            : stringifyDType(t.frozenDtype).str();
   options.loraRank = t.lora.rank;
   options.loraAlpha = t.lora.alpha;
   options.loraRslora = t.lora.rslora;

@@ -49,6 +49,16 @@ llvm::StringRef tgc::stringifyDType(DType dtype) {
 
 namespace {
 
+std::optional<DType> parseDTypeName(llvm::StringRef name) {
+  if (name == "f32" || name == "float32")
+    return DType::F32;
+  if (name == "bf16" || name == "bfloat16")
+    return DType::BF16;
+  if (name == "f16" || name == "float16")
+    return DType::F16;
+  return std::nullopt;
+}
+
 void readTraining(ConfigReader &r, TrainingConfig &t) {
   if (auto v = r.integer("batch_size", false))
     t.batchSize = *v;
@@ -86,17 +96,15 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     t.momentum = *v;
   if (auto v = r.number("grad_clip", false, /*positive=*/false))
     t.gradClip = *v;
-  if (auto name = r.string("dtype", false)) {
-    if (*name == "f32" || *name == "float32")
-      t.dtype = DType::F32;
-    else if (*name == "bf16" || *name == "bfloat16")
-      t.dtype = DType::BF16;
-    else if (*name == "f16" || *name == "float16")
-      t.dtype = DType::F16;
-    else
-      r.error("dtype",
-              "expected \"f32\", \"bf16\" or \"f16\", got \"" + *name + "\"");
-  }
+  for (auto [key, field] : {std::pair("dtype", &t.dtype),
+                             std::pair("frozen_dtype", &t.frozenDtype)})
+    if (auto name = r.string(key, false)) {
+      if (std::optional<DType> dtype = parseDTypeName(*name))
+        *field = *dtype;
+      else
+        r.error(key, "expected \"f32\", \"bf16\" or \"f16\", got \"" +
+                         *name + "\"");
+    }
   if (auto name = r.string("precision", false)) {
     if (std::optional<Precision> p = mlir::tg::parsePrecision(*name))
       t.precision = *p;
@@ -209,6 +217,18 @@ static llvm::Error validateSettings(const ModelConfig &c) {
         stringifyDType(c.training.dtype)));
   if (llvm::Error err = checkLossScale(c.training, c.path))
     return err;
+  if (c.training.frozenDtype != DType::F32) {
+    if (c.training.freeze.empty() && !c.training.lora.enabled())
+      return llvm::createStringError(llvm::formatv(
+          "{0}: frozen_dtype {1} stores the frozen weights narrower, but "
+          "nothing is frozen (give freeze or lora)",
+          c.path, stringifyDType(c.training.frozenDtype)));
+    if (c.training.dtype != DType::F32)
+      return llvm::createStringError(llvm::formatv(
+          "{0}: frozen_dtype {1} needs dtype f32, not {2}", c.path,
+          stringifyDType(c.training.frozenDtype),
+          stringifyDType(c.training.dtype)));
+  }
   return llvm::Error::success();
 }
 

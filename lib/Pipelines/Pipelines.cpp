@@ -26,6 +26,11 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     freeze.pattern = options.freeze;
     pm.addPass(mlir::tg::createTGFreezePass(freeze));
   }
+  if (!options.frozenDtype.empty()) {
+    mlir::tg::TGNarrowFrozenPassOptions narrow;
+    narrow.elementType = options.frozenDtype;
+    pm.addPass(mlir::tg::createTGNarrowFrozenPass(narrow));
+  }
   // Fused ops bring their own gradient rules: before autodiff.
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());

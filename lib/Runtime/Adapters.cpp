@@ -219,10 +219,10 @@ void tgc::rt::saveAdapters(const tgc_model_info &m, const StepBuffers &s,
     if (!isAdapter(*b.info))
       continue;
     download(b);
-    state.tensors[b.info->name] = toTensor(b);
+    state.tensors[b.info->name] = hostTensor(b);
     adapters.tensors[peftName(b.info->name)] =
         dtype == DType::F32
-            ? toTensor(b)
+            ? hostTensor(b)
             : narrowFloats(static_cast<const float *>(b.data), b.numel,
                            shapeOf(*b.info), dtype);
   }
@@ -265,8 +265,7 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
     if (isAdapter(*buffer->info))
       continue;
     const Buffer &w = *buffer;
-    std::vector<float> merged(static_cast<const float *>(w.data),
-                              static_cast<const float *>(w.data) + w.numel);
+    std::vector<float> merged = loadFloats(w);
     auto a = byName.find(name.substr(0, name.size() - 7) + ".lora_A.weight");
     auto b = byName.find(name.substr(0, name.size() - 7) + ".lora_B.weight");
     if (endsWith(name, ".weight") && a != byName.end() && b != byName.end()) {

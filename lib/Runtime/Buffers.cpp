@@ -64,8 +64,52 @@ static uint64_t nameSeed(const std::string &name, uint64_t seed) {
   return mix64(h ^ mix64(seed));
 }
 
+/// The safetensors dtype of a buffer's float element type.
+static DType floatDType(const Buffer &b) {
+  switch (b.info->dtype) {
+  case TGC_BF16:
+    return DType::BF16;
+  case TGC_F16:
+    return DType::F16;
+  default:
+    return DType::F32;
+  }
+}
+
+void tgc::rt::storeFloats(Buffer &b, const float *values) {
+  if (b.info->dtype == TGC_F32) {
+    if (values != b.data)
+      std::memcpy(b.data, values, b.bytes);
+    return;
+  }
+  TensorData t = narrowFloats(values, b.numel, shapeOf(*b.info), floatDType(b));
+  std::memcpy(b.data, t.bytes.data(), b.bytes);
+}
+
+std::vector<float> tgc::rt::loadFloats(const Buffer &b) {
+  if (b.info->dtype == TGC_F32)
+    return std::vector<float>(static_cast<const float *>(b.data),
+                              static_cast<const float *>(b.data) + b.numel);
+  TensorData t = hostTensor(b);
+  std::vector<float> values(b.numel);
+  for (int64_t i = 0; i < b.numel; ++i)
+    values[i] = static_cast<float>(t.get(i));
+  return values;
+}
+
+TensorData tgc::rt::hostTensor(const Buffer &b) {
+  TensorData t;
+  t.dtype = floatDType(b);
+  t.shape = shapeOf(*b.info);
+  t.bytes.assign(static_cast<uint8_t *>(b.data),
+                 static_cast<uint8_t *>(b.data) + b.bytes);
+  return t;
+}
+
 void tgc::rt::initialise(Buffer &b, uint64_t seed) {
-  float *p = static_cast<float *>(b.data);
+  // Narrow parameters (tgc --frozen-dtype) are drawn in f32 and rounded.
+  std::vector<float> wide(b.info->dtype == TGC_F32 ? 0 : b.numel);
+  float *p = wide.empty() ? static_cast<float *>(b.data) : wide.data();
   Rng rng(nameSeed(b.info->name, seed));
   for (int64_t i = 0; i < b.numel; ++i) {
     switch (b.info->init) {
@@ -85,6 +129,7 @@ void tgc::rt::initialise(Buffer &b, uint64_t seed) {
       p[i] = 0.0f;
     }
   }
+  storeFloats(b, p);
 }
 
 void *tgc::rt::allocateAligned(size_t bytes, const std::string &what) {
@@ -192,9 +237,11 @@ void tgc::rt::bindBuffers(const tgc_model_info &m, StepBuffers &s) {
       s.states.size() != s.newStates.size())
     die("the compiled step's buffer table is malformed (rebuild with this "
         "tgc)");
-  for (int i : s.params)
-    if (s.buffers[i].info->dtype != TGC_F32)
-      die("only f32 parameters are supported by this runtime");
+  // Trainable parameters are f32 (the optimizer's masters); frozen ones
+  // may be narrower (tgc --frozen-dtype).
+  for (auto [param, updated] : s.paramUpdates)
+    if (s.buffers[param].info->dtype != TGC_F32)
+      die("only f32 trainable parameters are supported by this runtime");
   if (s.inPlace) {
     auto share = [&](int from, int to) {
       s.buffers[to].data = s.buffers[from].data;

@@ -78,6 +78,14 @@ void checkWeightTensor(const Buffer &b, const TensorData &t,
 /// zeros) from a stream seeded by `seed` and the buffer's name.
 void initialise(Buffer &b, uint64_t seed);
 
+/// Writes `values` (b.numel floats) into b's host copy, rounded to b's
+/// element type (bf16/f16 for frozen weights of tgc --frozen-dtype).
+void storeFloats(Buffer &b, const float *values);
+/// b's host copy, widened to floats.
+std::vector<float> loadFloats(const Buffer &b);
+/// b's host copy as a tensor of its shape and element type.
+TensorData hostTensor(const Buffer &b);
+
 /// 64-byte aligned memory, or stops naming `what`.
 void *allocateAligned(size_t bytes, const std::string &what);
 

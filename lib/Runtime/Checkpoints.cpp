@@ -8,14 +8,18 @@
 
 #include <functional>
 #include <map>
+#include <vector>
 
 using namespace tgc::rt;
 
 static void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
   checkWeightTensor(b, t, file);
-  float *p = static_cast<float *>(b.data);
+  // A narrow frozen weight (tgc --frozen-dtype) is rounded once, from f32.
+  std::vector<float> wide(b.info->dtype == TGC_F32 ? 0 : b.numel);
+  float *p = wide.empty() ? static_cast<float *>(b.data) : wide.data();
   for (int64_t i = 0; i < b.numel; ++i)
     p[i] = static_cast<float>(t.get(i));
+  storeFloats(b, p);
 }
 
 /// ZeRO-1 state: this process's shard of the whole state in `t`, which has
@@ -35,14 +39,6 @@ static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
     p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
 }
 
-TensorData tgc::rt::toTensor(const Buffer &b) {
-  TensorData t;
-  t.dtype = DType::F32;
-  t.shape = shapeOf(*b.info);
-  t.bytes.assign(static_cast<uint8_t *>(b.data),
-                 static_cast<uint8_t *>(b.data) + b.bytes);
-  return t;
-}
 
 /// Copies the parameters `st` holds into `s`. Each parameter `required`
 /// says it must hold is an error when missing; the others keep their
@@ -177,8 +173,8 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
   download(s, s.grads);
   SafeTensorsFile out;
   for (int i : s.grads)
-    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
-  out.tensors["loss"] = toTensor(s.buffers[s.loss]);
+    out.tensors[s.buffers[i].info->name] = hostTensor(s.buffers[i]);
+  out.tensors["loss"] = hostTensor(s.buffers[s.loss]);
   std::string error;
   if (!writeSafeTensors(path, out, error))
     die(error);
@@ -188,7 +184,7 @@ void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {
   download(s, s.states);
   for (int i : s.states) {
     const Buffer &b = s.buffers[i];
-    TensorData t = toTensor(b);
+    TensorData t = hostTensor(b);
     if (b.info->shard_of >= 0) {
       // ZeRO-1: every process's shard, gathered whole on rank 0, under the
       // names and shape of the unsharded state.
@@ -219,8 +215,8 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
     // and no f32 masters, so nothing to resume training from.
     for (int i : s.params) {
       const Buffer &b = s.buffers[i];
-      out.tensors[b.info->name] = narrowFloats(
-          static_cast<const float *>(b.data), b.numel, shapeOf(*b.info), dtype);
+      out.tensors[b.info->name] =
+          narrowFloats(loadFloats(b).data(), b.numel, shapeOf(*b.info), dtype);
     }
     out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
                                " parameters at step " + std::to_string(step);
@@ -230,7 +226,7 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
     return;
   }
   for (int i : s.params)
-    out.tensors[s.buffers[i].info->name] = toTensor(s.buffers[i]);
+    out.tensors[s.buffers[i].info->name] = hostTensor(s.buffers[i]);
   addOptimizerState(s, out);
   if (!writes)
     return;

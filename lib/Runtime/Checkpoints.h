@@ -36,9 +36,6 @@ void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
 /// every process calls it).
 void addOptimizerState(const StepBuffers &s, SafeTensorsFile &out);
 
-/// A host copy of `b` as an f32 tensor of its shape.
-TensorData toTensor(const Buffer &b);
-
 /// The first step's gradients and loss, for tests (--dump-grads).
 void dumpGradients(const StepBuffers &s, const std::string &path);
 

@@ -45,6 +45,12 @@ llvm::Error tgc::checkF32Parameters(mlir::func::FuncOp step,
         arg.getArgNumber(), mlir::tg::TGDialect::kParamAttrName);
     if (!name || !type || type.getElementType().isF32())
       continue;
+    // Frozen weights may be stored narrower (tg-narrow-frozen): only
+    // products read them, on bf16/f16 operands.
+    if (step.getArgAttr(arg.getArgNumber(),
+                        mlir::tg::TGDialect::kFrozenAttrName) &&
+        (type.getElementType().isBF16() || type.getElementType().isF16()))
+      continue;
     return llvm::createStringError("the " + targetName.str() +
                                    " target compiles f32 models only "
                                    "(parameter '" +

@@ -101,6 +101,9 @@ struct TrainingConfig {
   /// tg-lora: adapters beside the targeted linear layers, everything else
   /// frozen. Targets left empty take PEFT's default for the family.
   mlir::tg::LoraSettings lora;
+  /// tg-narrow-frozen: frozen weight matrices stored in bf16 or f16 (f32:
+  /// as the rest).
+  DType frozenDtype = DType::F32;
   /// Loss scaling as given (unset: dynamic for fp16-mixed, none otherwise).
   /// A dynamic scale starts at lossScaleInit and doubles after
   /// lossScaleGrowthInterval clean steps.

@@ -55,6 +55,11 @@ struct TrainingGraphOptions
       llvm::cl::desc("Freeze the parameters whose whole name matches this "
                      "regular expression (tg-freeze)"),
       llvm::cl::init("")};
+  Option<std::string> frozenDtype{
+      *this, "frozen-dtype",
+      llvm::cl::desc("Keep frozen weight matrices in bf16 or f16 "
+                     "(tg-narrow-frozen; empty: f32)"),
+      llvm::cl::init("")};
   Option<bool> returnGradients{
       *this, "return-gradients",
       llvm::cl::desc("Also return the gradients from the train step"),

@@ -54,6 +54,39 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGNarrowFrozenPass : Pass<"tg-narrow-frozen", "::mlir::ModuleOp"> {
+  let summary = "Keeps frozen weight matrices in bf16 (or f16)";
+  let description = [{
+    Runs on the forward function (`@forward` by default) after tg-lora and
+    tg-freeze; tgc adds it for `--frozen-dtype=bf16`. Every frozen
+    (`tg.frozen`) rank-2 f32 argument that only matrix products read as
+    their weight (`tg.linear`'s weight, `tg.matmul`'s right operand), none
+    of which feeds the loss, becomes an argument of `element-type`: the
+    runtime stores it so, at half the bytes, and each of its products casts
+    its other operands to that type and accumulates in f32, as
+    tg-mixed-precision's products do. Embedding tables, norm weights,
+    biases and the output layer keep f32.
+
+    ```mlir
+    func.func @forward(%w: tensor<32x64xf32> {tg.frozen, tg.param = "q.weight"}, ...)
+      %y = tg.linear %x, %w : tensor<8x64xf32>, tensor<32x64xf32> -> tensor<8x32xf32>
+    ```
+    becomes
+    ```mlir
+    func.func @forward(%w: tensor<32x64xbf16> {tg.frozen, tg.param = "q.weight"}, ...)
+      %xl = tg.cast %x : tensor<8x64xf32> -> tensor<8x64xbf16>
+      %y = tg.linear %xl, %w : tensor<8x64xbf16>, tensor<32x64xbf16> -> tensor<8x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"elementType", "element-type", "std::string", "\"\"",
+           "The frozen weights' type: bf16 or f16 (empty: f32, no change)">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Name of the forward function">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGFreezePass : Pass<"tg-freeze", "::mlir::ModuleOp"> {
   let summary = "Marks the parameters a regular expression names as frozen";
   let description = [{

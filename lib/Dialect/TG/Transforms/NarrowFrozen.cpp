@@ -1,0 +1,110 @@
+//===- NarrowFrozen.cpp - tg-narrow-frozen: frozen weights in bf16 --------===//
+//
+// Stores the frozen weight matrices that only matrix products read in a
+// low-precision type, and puts those products on low-precision operands
+// (accumulated in f32, as tg-mixed-precision's). See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/LowPrecisionSaves.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGNARROWFROZENPASS
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// Whether `op` reads `weight` as the weight of an f32 product whose result
+/// does not feed the loss (the fused LM head keeps f32 operands).
+bool isNarrowableProduct(Operation *op, Value weight) {
+  Value read;
+  if (auto linear = dyn_cast<LinearOp>(op))
+    read = linear.getWeight();
+  else if (auto matmul = dyn_cast<MatmulOp>(op))
+    read = matmul.getRhs();
+  if (read != weight || op->getOperand(0) == weight)
+    return false;
+  if (!llvm::all_of(op->getOperandTypes(),
+                    [](Type t) { return getElementTypeOrSelf(t).isF32(); }) ||
+      !getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+    return false;
+  return llvm::none_of(op->getUsers(), [](Operation *user) {
+    return isa<CrossEntropyOp, LinearCrossEntropyOp>(user);
+  });
+}
+
+struct TGNarrowFrozenPass
+    : mlir::tg::impl::TGNarrowFrozenPassBase<TGNarrowFrozenPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (elementType.empty())
+      return;
+    Type low = parseLowPrecisionType(&getContext(), elementType);
+    if (!low) {
+      getOperation().emitError("tg-narrow-frozen: element-type='")
+          << elementType << "' is not bf16 or f16";
+      return signalPassFailure();
+    }
+    auto forward = getOperation().lookupSymbol<func::FuncOp>(forwardName);
+    if (!forward) {
+      getOperation().emitError() << "tg-narrow-frozen: no function @"
+                                 << forwardName;
+      return signalPassFailure();
+    }
+    narrow(forward, low);
+  }
+
+  void narrow(func::FuncOp forward, Type low) {
+    OpBuilder b(forward.getContext());
+    // One cast per value, before its first product (Q, K and V read one
+    // input).
+    DenseMap<Value, Value> casts;
+    auto lowered = [&](Operation *user, Value v) -> Value {
+      if (getElementTypeOrSelf(v.getType()) == low)
+        return v;
+      Value &lowValue = casts[v];
+      if (!lowValue) {
+        b.setInsertionPoint(user);
+        auto type = cast<RankedTensorType>(v.getType());
+        auto op = CastOp::create(b, user->getLoc(), type.clone(low), v);
+        if (Attribute layer = user->getAttr(TGDialect::kLayerAttrName))
+          op->setAttr(TGDialect::kLayerAttrName, layer);
+        lowValue = op;
+      }
+      return lowValue;
+    };
+    SmallVector<Type> argTypes(forward.getArgumentTypes());
+    for (BlockArgument arg : forward.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!forward.getArgAttr(i, TGDialect::kFrozenAttrName) || !type ||
+          type.getRank() != 2 || !type.getElementType().isF32() ||
+          arg.use_empty() ||
+          !llvm::all_of(arg.getUsers(), [&](Operation *user) {
+            return isNarrowableProduct(user, arg);
+          }))
+        continue;
+      SmallVector<Operation *> products(arg.getUsers());
+      arg.setType(type.clone(low));
+      argTypes[i] = arg.getType();
+      for (Operation *product : products)
+        for (OpOperand &operand : product->getOpOperands())
+          operand.set(lowered(product, operand.get()));
+    }
+    forward.setFunctionType(FunctionType::get(
+        forward.getContext(), argTypes, forward.getResultTypes()));
+  }
+};
+
+} // namespace

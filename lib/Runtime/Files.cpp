@@ -45,6 +45,11 @@ bool tgc::rt::isFile(const std::string &path) {
 bool tgc::rt::makeDirectory(const std::string &path, std::string &error) {
   if (isDirectory(path))
     return true;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    error = path + ": exists and is not a directory";
+    return false;
+  }
   if (::mkdir(path.c_str(), 0777) != 0 && !isDirectory(path)) {
     error = path + ": cannot create the directory: " + std::strerror(errno);
     return false;

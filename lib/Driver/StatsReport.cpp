@@ -134,8 +134,14 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
     os << llvm::formatv("{0,-30}{1,22}   (remat {2})\n", "FLOPs recomputed",
                         humanCount(s.recompute.flops), c.remat);
   os << "\nMemory\n";
-  os << llvm::formatv("  {0,-28}{1,16}\n", "parameters",
-                      formatBytes(s.parameterBytes));
+  if (s.frozenParameters)
+    os << llvm::formatv("  {0,-28}{1,16}   (trainable {2}, frozen {3})\n",
+                        "parameters", formatBytes(s.parameterBytes),
+                        formatBytes(s.parameterBytes - s.frozenParameterBytes),
+                        formatBytes(s.frozenParameterBytes));
+  else
+    os << llvm::formatv("  {0,-28}{1,16}\n", "parameters",
+                        formatBytes(s.parameterBytes));
   if (s.gradientPeakBytes)
     os << llvm::formatv("  {0,-28}{1,16}   (in the planned peak: at most {2} "
                         "alive at once)\n",
@@ -186,6 +192,7 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                                    {"recompute", s.recompute.flops}}},
       {"memory",
        llvm::json::Object{{"parameters", s.parameterBytes},
+                          {"frozen_parameters", s.frozenParameterBytes},
                           {"gradients", s.gradientBytes()},
                           {"gradients_alive_at_once", s.gradientPeakBytes},
                           {"optimizer_state", s.optimizerStateBytes},

@@ -21,6 +21,19 @@ optimizer); tgc-ref gets the same --freeze, and an executable must have
 been compiled with it. tgc must return no gradient for them, and (train
 mode) leave them bit-identical.
 
+With --lora-r R (--lora-alpha, --lora-targets, --lora-rslora: tgc's flags)
+PyTorch's model gains PEFT's adapters (torch_models.lora_targets: the
+modules PEFT's target_modules select; result = base(x) +
+lora_B(lora_A(x)) * scaling) and every other parameter is frozen, as
+`tgc --lora-r` does. The adapters are not PEFT's initial ones: A is
+U(-1/sqrt(in), 1/sqrt(in)) as PEFT draws it, but B is N(0, 0.02) instead of
+zero, so that the LoRA path changes the loss and A's gradient is not zero
+(--lora-zero-b: zero, as PEFT starts). Both are in the --init file, under
+tgc's names (NAME.lora_A.weight). tgc-ref gets the same flags; an
+executable must have been compiled with them. In train mode an executable
+also writes --save DIR (its adapters, compared with PyTorch's by norm, under
+PEFT's names) and --merge-to (for check_lora_merge.py) in the workdir.
+
 tgc's side is run by a tgc tool that takes --init/--batch/-o (the reference
 interpreter `tgc-ref`, or a compiled executable's wrapper). Prints the worst
 errors and 'PASS'/'FAIL' per tensor class; exits 1 on any failure."""
@@ -99,6 +112,14 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--freeze", default=None,
                     help="freeze the parameters whose whole name matches")
+    ap.add_argument("--lora-r", type=int, default=0,
+                    help="LoRA adapters of rank r (tgc --lora-r)")
+    ap.add_argument("--lora-alpha", type=float, default=8.0)
+    ap.add_argument("--lora-targets", default="q_proj,v_proj",
+                    help="comma-separated target_modules, or all-linear")
+    ap.add_argument("--lora-rslora", action="store_true")
+    ap.add_argument("--lora-zero-b", action="store_true",
+                    help="B = 0 as PEFT initialises it (A's first gradient is then zero)")
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
 
@@ -109,6 +130,33 @@ def main():
     shapes, loss_fn = tm.family(c)
     P = tm.init_params(shapes(c), args.seed, dtype, tm.zero_centred_norms(c))
     frozen = {n for n in P if args.freeze is not None and re.fullmatch(args.freeze, n)}
+    lora_flags = []
+    if args.lora_r:
+        if args.freeze is not None:
+            sys.exit("--lora-r freezes every parameter but the adapters: no --freeze")
+        targets = args.lora_targets.split(",")
+        c.setdefault("training", {})["lora"] = {
+            "r": args.lora_r, "lora_alpha": args.lora_alpha, "target_modules": targets,
+            "use_rslora": args.lora_rslora}
+        lora_flags = [f"--lora-r={args.lora_r}", f"--lora-alpha={args.lora_alpha:g}",
+                      f"--lora-targets={args.lora_targets}"]
+        if args.lora_rslora:
+            lora_flags.append("--lora-rslora")
+        frozen = set(P)
+        modules = tm.lora_targets(c, shapes(c), targets)
+        g = torch.Generator().manual_seed(args.seed + 2)
+        for module, fan_in, fan_out in modules:
+            bound = 1.0 / fan_in ** 0.5
+            a = torch.rand(args.lora_r, fan_in, generator=g, dtype=torch.float64)
+            a = (2 * a - 1) * bound
+            b = 0.02 * torch.randn(fan_out, args.lora_r, generator=g, dtype=torch.float64)
+            if args.lora_zero_b:
+                b.zero_()
+            P[module + ".lora_A.weight"] = a.to(dtype).requires_grad_(True)
+            P[module + ".lora_B.weight"] = b.to(dtype).requires_grad_(True)
+        kinds = ", ".join(sorted({m.rsplit(".", 1)[-1] for m, _, _ in modules}))
+        print(f"LoRA: {len(modules)} modules adapted ({kinds}), r={args.lora_r}, "
+              f"scaling {tm.lora_scaling(c):g}")
     for n in frozen:
         P[n].requires_grad_(False)
     initial = {n: P[n].detach().clone() for n in frozen}
@@ -135,6 +183,11 @@ def main():
                "--log", lpath]
         if args.train_steps == 0:
             cmd += ["--dump-grads", opath]
+        elif args.lora_r:
+            # The adapters PEFT's way (--save DIR) and merged (--merge-to),
+            # for the final adapters below and for check_lora_merge.py.
+            cmd += ["--save", os.path.join(args.workdir, "adapters"),
+                    "--merge-to", os.path.join(args.workdir, "merged.safetensors")]
         subprocess.run(cmd, check=True)
         if args.train_steps == 0:
             ours = st.load(opath)
@@ -155,6 +208,7 @@ def main():
             cmd.append("--precision=bf16-mixed")
         if args.freeze is not None:
             cmd.append(f"--freeze={args.freeze}")
+        cmd += lora_flags
         subprocess.run(cmd, check=True)
         ours = st.load(opath)
 
@@ -215,7 +269,17 @@ def main():
                     failures += 1
                     print(f"FAIL grad {name}: a gradient for a frozen parameter")
                 continue
+            if p.grad is None:
+                sys.exit(f"{name}: PyTorch's model does not read it (torch_models.py "
+                         f"applies no adapter there)")
+            if name not in ours:
+                failures += 1
+                print(f"FAIL grad {name}: no gradient from tgc")
+                continue
             worst_grad = max(worst_grad, check("grad", name, ours[name], p.grad))
+        for name in sorted(set(ours) - set(P) - {"loss"}):
+            failures += 1
+            print(f"FAIL grad {name}: tgc's gradient of a parameter PyTorch's model lacks")
         kind = "norm-wise relative error" if args.autocast != "none" else "relative error"
         if frozen:
             print(f"{len(frozen)} frozen parameters: no gradient")
@@ -243,11 +307,37 @@ def main():
             opt.step()
             losses.append(loss.item())
             norms.append(norm.item())
-        rel_loss = check("losses", "losses", ours["losses"], torch.tensor(losses))
+        rel_loss = check("losses", "losses", ours["losses"],
+                         torch.tensor(losses, dtype=torch.float64))
         # Gradient norms magnify f32 rounding differences between the two
         # runs' summation orders; over many steps they are bounded loosely.
-        check("grad_norms", "grad_norms", ours["grad_norms"], torch.tensor(norms),
+        check("grad_norms", "grad_norms", ours["grad_norms"],
+              torch.tensor(norms, dtype=torch.float64),
               None if args.train_steps <= 5 else max(args.rtol, 2e-2))
+        if args.exe and args.lora_r:
+            # The trained adapters as --save wrote them, under PEFT's names.
+            saved = st.load(os.path.join(args.workdir, "adapters", "adapter_model.safetensors"))
+            worst_w = 0.0
+            for name, p in P.items():
+                if name in frozen:
+                    continue
+                peft = "base_model.model." + name
+                if peft not in saved:
+                    failures += 1
+                    print(f"FAIL adapter {peft}: not saved")
+                    continue
+                # Norm-wise: Adam's steps magnify rounding in near-zero
+                # gradients elementwise (see the weights below).
+                rel = normwise(saved[peft].to(torch.float64), p.detach().to(torch.float64))
+                if args.weights_rtol is not None and not rel <= args.weights_rtol:
+                    failures += 1
+                    print(f"FAIL adapter {peft}: norm-wise relative error {rel:.3e}")
+                worst_w = max(worst_w, rel)
+            for name in sorted(set(saved) - {"base_model.model." + n for n in P}):
+                failures += 1
+                print(f"FAIL adapter {name}: saved, but not an adapter of PyTorch's model")
+            print(f"{len(saved)} adapters saved under PEFT's names, worst norm-wise "
+                  f"relative error {worst_w:.3e}")
         if args.exe:
             print(f"{args.train_steps} steps: loss {losses[0]:.5f} -> {losses[-1]:.5f}; "
                   f"worst relative loss error {rel_loss:.3e}")

@@ -3,7 +3,10 @@ semantics (LlamaForCausalLM with Mistral's, Qwen2's and Qwen3's differences,
 Phi-3, Gemma, OLMo-2, GPT2LMHeadModel, GPTNeoXForCausalLM), plus the tgc MLP. Written out
 here because transformers is not packaged for this machine; each follows the
 transformers code path op for op (pre-norm, rotate_half RoPE, GQA by
-repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new)."""
+repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new).
+With adapters in the parameters (NAME.lora_A.weight, NAME.lora_B.weight)
+a linear or Conv1D module adds PEFT's LoRA path (`linear`, `conv1d`; every
+family but Phi-3, whose fused projections take none)."""
 import json
 import math
 
@@ -33,6 +36,78 @@ def init_params(names_shapes, seed, dtype, zero_centred_norms=False):
             t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
         params[name] = t.to(dtype).requires_grad_(True)
     return params
+
+
+# ----------------------------------------------------------------------------
+# LoRA (PEFT's peft.tuners.lora)
+# ----------------------------------------------------------------------------
+
+def lora_scaling(c):
+    """LoraLayer.update_layer: lora_alpha / r, or lora_alpha / sqrt(r) with
+    use_rslora. `c["training"]["lora"]` holds LoraConfig's keys."""
+    lora = c["training"]["lora"]
+    r = lora["r"]
+    return lora["lora_alpha"] / (math.sqrt(r) if lora.get("use_rslora") else r)
+
+
+def lora_path(c, P, module, x):
+    """lora_B(lora_A(x)) * scaling (lora.Linear.forward, dropout 0), or None
+    when `module` has no adapters. lora_A and lora_B are nn.Linear layers
+    whatever the base layer, GPT-2's Conv1D included (fan_in_fan_out only
+    transposes the merged delta)."""
+    a = P.get(module + ".lora_A.weight")
+    if a is None:
+        return None
+    return F.linear(F.linear(x, a), P[module + ".lora_B.weight"]) * lora_scaling(c)
+
+
+def linear(c, P, module, x):
+    """nn.Linear `module` (weight [out, in], bias if P has one), plus its
+    LoRA path if it has adapters: result = base_layer(x) + lora path."""
+    y = F.linear(x, P[module + ".weight"], P.get(module + ".bias"))
+    d = lora_path(c, P, module, x)
+    return y if d is None else y + d
+
+
+def conv1d(c, P, module, x):
+    """GPT-2's Conv1D `module` (x @ W + b, W [in, out]), plus its LoRA path."""
+    y = x @ P[module + ".weight"] + P[module + ".bias"]
+    d = lora_path(c, P, module, x)
+    return y if d is None else y + d
+
+
+# The embeddings: modules whose weight is a table, not a product's.
+EMBEDDINGS = {"model.embed_tokens", "transformer.wte", "transformer.wpe", "gpt_neox.embed_in"}
+# The output layer PEFT's all-linear leaves out (get_output_embeddings()).
+OUTPUT_LAYERS = {"lm_head", "embed_out"}
+
+
+def linear_modules(c, names_shapes):
+    """(module, in_features, out_features) of every nn.Linear or Conv1D of
+    the model: the 2-D weights that are not embedding tables. GPT-2's Conv1D
+    stores [in, out], nn.Linear [out, in]."""
+    out = []
+    for name, shape in names_shapes:
+        module = name[:-len(".weight")]
+        if not name.endswith(".weight") or len(shape) != 2 or module in EMBEDDINGS:
+            continue
+        fan_in_fan_out = c["model_type"] == "gpt2"
+        out.append((module, shape[0] if fan_in_fan_out else shape[1],
+                    shape[1] if fan_in_fan_out else shape[0]))
+    return out
+
+
+def lora_targets(c, names_shapes, targets):
+    """The modules PEFT adapts for a list `targets` of target_modules
+    (check_target_module_exists: the module's name equals an entry or ends
+    with "." + entry); "all-linear" first becomes the last name component
+    of every linear module but the output layer
+    (_maybe_include_all_linear_layers)."""
+    modules = linear_modules(c, names_shapes)
+    if "all-linear" in targets:
+        targets = {m.rsplit(".", 1)[-1] for m, _, _ in modules if m not in OUTPUT_LAYERS}
+    return [(m, i, o) for m, i, o in modules
+            if any(m == t or m.endswith("." + t) for t in targets)]
 
 
 # ----------------------------------------------------------------------------
@@ -82,8 +157,8 @@ def final_shapes(c):
 
 def lm_loss(c, P, x, targets):
     """Cross-entropy of the head's logits of the final hidden states `x`."""
-    head = P["model.embed_tokens.weight"] if tied(c) else P["lm_head.weight"]
-    logits = F.linear(x, head)
+    logits = F.linear(x, P["model.embed_tokens.weight"]) if tied(c) \
+        else linear(c, P, "lm_head", x)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
                            ignore_index=-100)
 
@@ -228,7 +303,7 @@ def llama_loss(c, P, ids, targets):
         p = f"model.layers.{i}."
         n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
         def lin(t, name):
-            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+            return linear(c, P, p + name, t)
         q = lin(n, "self_attn.q_proj").view(B, S, h, hd)
         k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd)
         v = lin(n, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
@@ -280,14 +355,14 @@ def gpt2_loss(c, P, ids, targets):
     for i in range(c["n_layer"]):
         p = f"transformer.h.{i}."
         n = F.layer_norm(x, (d,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], eps)
-        qkv = n @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
+        qkv = conv1d(c, P, p + "attn.c_attn", n)
         q, k, v = qkv.split(d, dim=2)
         q, k, v = (t.view(B, S, h, hd).transpose(1, 2) for t in (q, k, v))
         a = causal_attention(q, k, v).transpose(1, 2).reshape(B, S, d)
-        x = x + a @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
+        x = x + conv1d(c, P, p + "attn.c_proj", a)
         n = F.layer_norm(x, (d,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], eps)
-        f = act(n @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"])
-        x = x + f @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"]
+        f = act(conv1d(c, P, p + "mlp.c_fc", n))
+        x = x + conv1d(c, P, p + "mlp.c_proj", f)
     x = F.layer_norm(x, (d,), P["transformer.ln_f.weight"], P["transformer.ln_f.bias"], eps)
     logits = F.linear(x, P["transformer.wte.weight"])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long(),
@@ -313,7 +388,7 @@ def mlp_loss(c, P, features, labels):
     x = features
     n = len(c["layers"]) - 1
     for i in range(n):
-        x = F.linear(x, P[f"layers.{i}.weight"], P.get(f"layers.{i}.bias"))
+        x = linear(c, P, f"layers.{i}", x)
         if i + 1 < n:
             x = act(x)
     return F.cross_entropy(x, labels.long())
@@ -421,7 +496,7 @@ def gemma_loss(c, P, ids, targets):
         p = f"model.layers.{i}."
 
         def lin(t, name):
-            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+            return linear(c, P, p + name, t)
         n = norm(x, P[p + "input_layernorm.weight"])
         q = lin(n, "self_attn.q_proj").view(B, S, h, hd).transpose(1, 2)
         k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd).transpose(1, 2)
@@ -497,7 +572,7 @@ def gemma2_loss(c, P, ids, targets):
         p = f"model.layers.{i}."
 
         def lin(t, name):
-            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+            return linear(c, P, p + name, t)
         n = norm(x, P[p + "input_layernorm.weight"])
         q = lin(n, "self_attn.q_proj").view(B, S, h, hd)
         k = lin(n, "self_attn.k_proj").view(B, S, kvh, hd)
@@ -560,7 +635,7 @@ def olmo2_loss(c, P, ids, targets):
         p = f"model.layers.{i}."
 
         def lin(t, name):
-            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+            return linear(c, P, p + name, t)
         q = rms_norm(lin(x, "self_attn.q_proj"), P[p + "self_attn.q_norm.weight"], eps)
         k = rms_norm(lin(x, "self_attn.k_proj"), P[p + "self_attn.k_norm.weight"], eps)
         q = q.view(B, S, h, hd).transpose(1, 2)
@@ -621,7 +696,7 @@ def neox_loss(c, P, ids, targets):
         p = f"gpt_neox.layers.{i}."
 
         def lin(t, name):
-            return F.linear(t, P[p + name + ".weight"], P.get(p + name + ".bias"))
+            return linear(c, P, p + name, t)
 
         def ln(t, name):
             return F.layer_norm(t, (d,), P[p + name + ".weight"], P[p + name + ".bias"], eps)

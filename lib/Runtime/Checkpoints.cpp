@@ -39,7 +39,6 @@ static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
     p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
 }
 
-
 /// Copies the parameters `st` holds into `s`. Each parameter `required`
 /// says it must hold is an error when missing; the others keep their
 /// values. Returns whether each tensor was used, by name.
@@ -153,12 +152,10 @@ int64_t tgc::rt::loadWeights(StepBuffers &s, const Options &opt,
   // --save wrote, on the base of --init.
   std::string file = lora ? trainingStatePath(opt.resume) : opt.resume;
   SafeTensorsFile st = readWeights(file);
+  auto adapter = [](const Buffer &b) { return isAdapter(*b.info); };
   std::map<std::string, bool> used =
-      copyParameters(s, st, file, lora ? std::function<bool(const Buffer &)>(
-                                             [](const Buffer &b) {
-                                               return isAdapter(*b.info);
-                                             })
-                                       : everyParameter);
+      lora ? copyParameters(s, st, file, adapter)
+           : copyParameters(s, st, file, everyParameter);
   if (lora)
     checkBaseFingerprint(s, st, file, opt.init);
   int64_t firstStep = resumeState(s, st, file, used);

@@ -30,7 +30,6 @@ Prints a table of the held-out losses and redraws docs/lora-finetune.svg.
 import argparse
 import json
 import os
-import platform
 import shutil
 import struct
 import subprocess
@@ -38,19 +37,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import cpu_model  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 LICENSES = "/usr/share/common-licenses"
 TARGETS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
 COLORS = {"LoRA": "#1f77b4", "full": "#d62728"}
 NOOP_LR = "1e-30"  # an AdamW update of ~1e-30 leaves every f32 weight as it is
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def split(src, train, heldout):

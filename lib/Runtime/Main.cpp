@@ -62,7 +62,7 @@ static void checkJob(Options &opt) {
   mixBytes(&m.batch_size, sizeof m.batch_size);
   mixBytes(&m.seq_len, sizeof m.seq_len);
   for (const std::string *text :
-       {&opt.data, &opt.evalData, &opt.init, &opt.resume})
+       {&opt.data, &opt.evalData, &opt.init, &opt.resume, &opt.initAdapter})
     mixString(*text);
   mixBytes(&opt.seed, sizeof opt.seed);
   mixBytes(&opt.lr, sizeof opt.lr);
@@ -72,8 +72,9 @@ static void checkJob(Options &opt) {
   mixBytes(&opt.order, sizeof opt.order);
   if (!tgc_dist_all_equal(hash))
     die("the processes of this job run different executables or settings "
-        "(model, batch, data, --data-order, --init/--resume, --seed, --lr, "
-        "--steps, --eval-every): start every rank with the same command");
+        "(model, batch, data, --data-order, --init/--resume/--init-adapter, "
+        "--seed, --lr, --steps, --eval-every): start every rank with the same "
+        "command");
   if (tgc_dist_rank() != 0) {
     // --save stays: with ZeRO-1 every process sends its state shards.
     opt.quiet = true;

@@ -20,6 +20,7 @@ static void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
   for (int64_t i = 0; i < b.numel; ++i)
     p[i] = static_cast<float>(t.get(i));
   storeFloats(b, p);
+  t.release();
 }
 
 /// ZeRO-1 state: this process's shard of the whole state in `t`, which has

@@ -9,6 +9,10 @@
 #include "tgc/Runtime/Json.h"
 #include "Files.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -74,6 +78,22 @@ bool tgc::rt::parseDType(const std::string &name, DType &dtype) {
   return false;
 }
 
+size_t TensorData::byteSize() const {
+  return mapped ? numElements() * dtypeSize(dtype) : bytes.size();
+}
+
+void TensorData::release() const {
+  if (!mapped)
+    return;
+  // Whole pages inside the tensor only: its neighbours may still be read.
+  long page = ::sysconf(_SC_PAGESIZE);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(mapped);
+  uintptr_t end = begin + byteSize();
+  uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
 int64_t TensorData::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -105,7 +125,7 @@ template <typename T> T load(const uint8_t *p) {
 } // namespace
 
 double TensorData::get(int64_t i) const {
-  const uint8_t *p = bytes.data() + i * dtypeSize(dtype);
+  const uint8_t *p = data() + i * dtypeSize(dtype);
   switch (dtype) {
   case DType::F64:
     return load<double>(p);
@@ -224,9 +244,18 @@ namespace {
 constexpr unsigned kHeaderMaxDepth = 16;
 } // namespace
 
-bool tgc::rt::parseSafeTensors(const std::string &path,
-                               const std::vector<uint8_t> &data,
-                               SafeTensorsFile &file, std::string &error) {
+namespace {
+/// The checks of parseSafeTensors over `size` bytes at `data`; tensors point
+/// into them when `mapping` keeps them alive, else they copy their bytes.
+bool parseBytes(const std::string &path, const uint8_t *bytes, uint64_t size,
+                const std::shared_ptr<const void> &mapping,
+                SafeTensorsFile &file, std::string &error) {
+  struct Span {
+    const uint8_t *ptr;
+    uint64_t n;
+    uint64_t size() const { return n; }
+    const uint8_t *data() const { return ptr; }
+  } data{bytes, size};
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -297,7 +326,12 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
                   " bytes but shape and dtype need " +
                   std::to_string(numel * dtypeSize(t.dtype)));
     ranges.emplace_back(b, e);
-    t.bytes.assign(base + b, base + e);
+    if (mapping) {
+      t.mapped = base + b;
+      t.mapping = mapping;
+    } else {
+      t.bytes.assign(base + b, base + e);
+    }
     if (!file.tensors.emplace(name, std::move(t)).second)
       return fail(where + "appears twice");
   }
@@ -308,16 +342,52 @@ bool tgc::rt::parseSafeTensors(const std::string &path,
   return true;
 }
 
+/// A read-only private mapping of a whole file, unmapped with its last
+/// tensor.
+struct FileMapping {
+  void *base = MAP_FAILED;
+  size_t size = 0;
+  ~FileMapping() {
+    if (base != MAP_FAILED)
+      ::munmap(base, size);
+  }
+};
+} // namespace
+
+bool tgc::rt::parseSafeTensors(const std::string &path,
+                               const std::vector<uint8_t> &data,
+                               SafeTensorsFile &file, std::string &error) {
+  return parseBytes(path, data.data(), data.size(), nullptr, file, error);
+}
+
 bool tgc::rt::readSafeTensors(const std::string &path, SafeTensorsFile &file,
                               std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Mapped, not read: a tensor's pages are resident while it is copied and
+  // can be given back after (TensorData::release).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
-                            std::istreambuf_iterator<char>());
-  return parseSafeTensors(path, data, file, error);
+  struct stat st;
+  bool mappable =
+      ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  auto mapping = std::make_shared<FileMapping>();
+  if (mappable) {
+    mapping->size = static_cast<size_t>(st.st_size);
+    mapping->base =
+        ::mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  ::close(fd);
+  if (mapping->base != MAP_FAILED)
+    return parseBytes(path, static_cast<const uint8_t *>(mapping->base),
+                      mapping->size, mapping, file, error);
+  // An empty file, a pipe: read whole.
+  std::string bytes;
+  if (!readFileBytes(path, bytes, error))
+    return false;
+  return parseBytes(path, reinterpret_cast<const uint8_t *>(bytes.data()),
+                    bytes.size(), nullptr, file, error);
 }
 
 namespace {
@@ -425,9 +495,9 @@ bool tgc::rt::writeSafeTensors(const std::string &path,
       header.integer(d);
     header.endArray();
     header.key("data_offsets").beginArray();
-    header.unsignedInteger(offset).unsignedInteger(offset + t.bytes.size());
+    header.unsignedInteger(offset).unsignedInteger(offset + t.byteSize());
     header.endArray().endObject();
-    offset += t.bytes.size();
+    offset += t.byteSize();
   }
   header.endObject();
   std::string h = header.str();
@@ -444,8 +514,8 @@ bool tgc::rt::writeSafeTensors(const std::string &path,
             std::fwrite(h.data(), 1, h.size(), f) == h.size();
   for (auto &[name, t] : file.tensors)
     ok = ok &&
-         (t.bytes.empty() ||
-          std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
+         (t.byteSize() == 0 ||
+          std::fwrite(t.data(), 1, t.byteSize(), f) == t.byteSize());
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     error = path + ": cannot write: " + std::strerror(errno);

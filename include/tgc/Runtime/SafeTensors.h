@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,21 @@ bool parseDType(const std::string &name, DType &dtype);
 struct TensorData {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// The elements: owned, or (a tensor readSafeTensors read) in the file's
+  /// read-only mapping, which `mapping` keeps alive.
   std::vector<uint8_t> bytes;
+  const uint8_t *mapped = nullptr;
+  std::shared_ptr<const void> mapping;
 
+  const uint8_t *data() const { return mapped ? mapped : bytes.data(); }
+  size_t byteSize() const;
   int64_t numElements() const;
   /// Element `i` converted to double (any dtype).
   double get(int64_t i) const;
+  /// Gives the memory of a mapped tensor's pages back (they are read again
+  /// from the file if touched): a checkpoint larger than the free memory
+  /// loads one tensor at a time.
+  void release() const;
 };
 
 struct SafeTensorsFile {

@@ -254,20 +254,28 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
     download(s.buffers[i]);
     byName[s.buffers[i].info->name] = &s.buffers[i];
   }
-  SafeTensorsFile out;
-  out.metadata["model_type"] = m.model_type;
-  out.metadata["format"] = "pt";
-  out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
-                             " parameters merged with their LoRA adapters at "
-                             "step " +
-                             std::to_string(step);
-  for (auto &[name, buffer] : byName) {
-    if (isAdapter(*buffer->info))
-      continue;
-    const Buffer &w = *buffer;
-    std::vector<float> merged = loadFloats(w);
-    auto a = byName.find(name.substr(0, name.size() - 7) + ".lora_A.weight");
-    auto b = byName.find(name.substr(0, name.size() - 7) + ".lora_B.weight");
+  std::map<std::string, std::string> metadata{
+      {"model_type", m.model_type},
+      {"format", "pt"},
+      {kExportKey, std::string(dtypeName(dtype)) +
+                       " parameters merged with their LoRA adapters at step " +
+                       std::to_string(step)}};
+  std::vector<TensorEntry> entries;
+  std::vector<const Buffer *> weights;
+  for (auto &[name, buffer] : byName)
+    if (!isAdapter(*buffer->info)) {
+      entries.push_back({name, dtype, shapeOf(*buffer->info)});
+      weights.push_back(buffer);
+    }
+  // One merged tensor at a time: the file may be larger than the memory
+  // the run had left.
+  auto merged = [&](size_t index) {
+    const Buffer &w = *weights[index];
+    const std::string &name = entries[index].name;
+    std::vector<float> values = loadFloats(w);
+    std::string module = name.substr(0, name.size() - 7);
+    auto a = byName.find(module + ".lora_A.weight");
+    auto b = byName.find(module + ".lora_B.weight");
     if (endsWith(name, ".weight") && a != byName.end() && b != byName.end()) {
       // A [r, in], B [out, r]; W [out, in], or [in, out] for Conv1D.
       const float *A = static_cast<const float *>(a->second->data);
@@ -279,15 +287,14 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
           double delta = 0;
           for (int64_t k = 0; k < r; ++k)
             delta += double(B[o * r + k]) * double(A[k * in + i]);
-          float &target = m.lora_fan_in_fan_out ? merged[i * outs + o]
-                                                : merged[o * in + i];
+          float &target = m.lora_fan_in_fan_out ? values[i * outs + o]
+                                                : values[o * in + i];
           target = static_cast<float>(double(target) + m.lora_scale * delta);
         }
     }
-    out.tensors[name] =
-        narrowFloats(merged.data(), w.numel, shapeOf(*w.info), dtype);
-  }
+    return narrowFloats(values.data(), w.numel, shapeOf(*w.info), dtype);
+  };
   std::string error;
-  if (!writeSafeTensors(path, out, error))
+  if (!writeSafeTensors(path, metadata, entries, merged, error))
     die(error);
 }

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -475,29 +476,33 @@ bool tgc::rt::readCheckpoint(const std::string &path, SafeTensorsFile &file,
   return readSafeTensors(path, file, error);
 }
 
-bool tgc::rt::writeSafeTensors(const std::string &path,
-                               const SafeTensorsFile &file,
-                               std::string &error) {
+bool tgc::rt::writeSafeTensors(
+    const std::string &path, const std::map<std::string, std::string> &metadata,
+    const std::vector<TensorEntry> &entries,
+    const std::function<TensorData(size_t)> &produce, std::string &error) {
   json::Writer header;
   header.beginObject();
-  if (!file.metadata.empty()) {
+  if (!metadata.empty()) {
     header.key("__metadata__").beginObject();
-    for (auto &[k, v] : file.metadata)
+    for (auto &[k, v] : metadata)
       header.key(k).string(v);
     header.endObject();
   }
   uint64_t offset = 0;
-  for (auto &[name, t] : file.tensors) {
-    header.key(name).beginObject();
-    header.key("dtype").string(dtypeName(t.dtype));
+  for (const TensorEntry &e : entries) {
+    uint64_t bytes = dtypeSize(e.dtype);
+    header.key(e.name).beginObject();
+    header.key("dtype").string(dtypeName(e.dtype));
     header.key("shape").beginArray();
-    for (int64_t d : t.shape)
+    for (int64_t d : e.shape) {
       header.integer(d);
+      bytes *= d;
+    }
     header.endArray();
     header.key("data_offsets").beginArray();
-    header.unsignedInteger(offset).unsignedInteger(offset + t.byteSize());
+    header.unsignedInteger(offset).unsignedInteger(offset + bytes);
     header.endArray().endObject();
-    offset += t.byteSize();
+    offset += bytes;
   }
   header.endObject();
   std::string h = header.str();
@@ -512,10 +517,11 @@ bool tgc::rt::writeSafeTensors(const std::string &path,
   uint64_t n = h.size();
   bool ok = std::fwrite(&n, 8, 1, f) == 1 &&
             std::fwrite(h.data(), 1, h.size(), f) == h.size();
-  for (auto &[name, t] : file.tensors)
-    ok = ok &&
-         (t.byteSize() == 0 ||
-          std::fwrite(t.data(), 1, t.byteSize(), f) == t.byteSize());
+  for (size_t i = 0; ok && i < entries.size(); ++i) {
+    TensorData t = produce(i);
+    ok = t.byteSize() == 0 ||
+         std::fwrite(t.data(), 1, t.byteSize(), f) == t.byteSize();
+  }
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     error = path + ": cannot write: " + std::strerror(errno);
@@ -523,4 +529,26 @@ bool tgc::rt::writeSafeTensors(const std::string &path,
     return false;
   }
   return true;
+}
+
+bool tgc::rt::writeSafeTensors(const std::string &path,
+                               const SafeTensorsFile &file,
+                               std::string &error) {
+  std::vector<TensorEntry> entries;
+  std::vector<const TensorData *> tensors;
+  for (auto &[name, t] : file.tensors) {
+    entries.push_back({name, t.dtype, t.shape});
+    tensors.push_back(&t);
+  }
+  // Written from where they are: a view shares the caller's bytes.
+  return writeSafeTensors(
+      path, file.metadata, entries,
+      [&](size_t i) {
+        TensorData view;
+        view.dtype = tensors[i]->dtype;
+        view.shape = tensors[i]->shape;
+        view.mapped = tensors[i]->data();
+        return view;
+      },
+      error);
 }

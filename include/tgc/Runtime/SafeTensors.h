@@ -11,6 +11,7 @@
 #define TGC_RUNTIME_SAFETENSORS_H
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,22 @@ bool parseSafeTensors(const std::string &path, const std::vector<uint8_t> &data,
 
 /// Writes `file` atomically: to a temporary file beside `path`, then renamed.
 bool writeSafeTensors(const std::string &path, const SafeTensorsFile &file,
+                      std::string &error);
+
+/// A tensor's header entry: what a file holds before its bytes are made.
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+/// The same, one tensor at a time: `produce(i)` makes entries[i]'s bytes
+/// (of its dtype and shape) as the file is written, so a file larger than
+/// the free memory can be written. Entries in the order given.
+bool writeSafeTensors(const std::string &path,
+                      const std::map<std::string, std::string> &metadata,
+                      const std::vector<TensorEntry> &entries,
+                      const std::function<TensorData(size_t)> &produce,
                       std::string &error);
 
 /// A checkpoint as Hugging Face stores it: one .safetensors file, a sharded

@@ -174,7 +174,9 @@ void tgc::rt::loadAdapters(StepBuffers &s, const std::string &path) {
       die(path + ": a directory without " + kAdapterConfig);
   } else {
     size_t slash = path.rfind('/');
-    directory = slash == std::string::npos ? "." : path.substr(0, slash);
+    directory = slash == std::string::npos ? "."
+                : slash == 0                 ? "/"
+                                             : path.substr(0, slash);
   }
   if (isFile(joinPath(directory, kAdapterConfig)))
     checkAdapterConfig(joinPath(directory, kAdapterConfig));

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 bool tgc::rt::readFileBytes(const std::string &path, std::string &bytes,
                             std::string &error) {
@@ -57,16 +58,16 @@ bool tgc::rt::makeDirectory(const std::string &path, std::string &error) {
   return true;
 }
 
-bool tgc::rt::writeFileAtomically(const std::string &path,
-                                  const std::string &bytes,
-                                  std::string &error) {
-  std::string tmp = path + ".tmp";
+bool tgc::rt::writeFileAtomically(
+    const std::string &path,
+    const std::function<bool(std::FILE *)> &write, std::string &error) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f) {
     error = path + ": cannot write: " + std::strerror(errno);
     return false;
   }
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  bool ok = write(f);
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     error = path + ": cannot write: " + std::strerror(errno);
@@ -74,4 +75,15 @@ bool tgc::rt::writeFileAtomically(const std::string &path,
     return false;
   }
   return true;
+}
+
+bool tgc::rt::writeFileAtomically(const std::string &path,
+                                  const std::string &bytes,
+                                  std::string &error) {
+  return writeFileAtomically(
+      path,
+      [&](std::FILE *f) {
+        return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+      },
+      error);
 }

@@ -2,6 +2,8 @@
 #ifndef TGC_RUNTIME_FILES_H
 #define TGC_RUNTIME_FILES_H
 
+#include <cstdio>
+#include <functional>
 #include <string>
 
 namespace tgc::rt {
@@ -19,8 +21,14 @@ bool isFile(const std::string &path);
 /// it cannot (its parent missing, or a file of that name).
 bool makeDirectory(const std::string &path, std::string &error);
 
-/// Writes `bytes` to `path` through a temporary file renamed over it, so a
-/// reader never sees half a file; false and `error` on failure.
+/// Writes `path` through a temporary file beside it (this process's own)
+/// renamed over it, so a reader never sees half a file: `write` fills the
+/// open file and says whether it could. False and `error` on failure, with
+/// nothing left behind.
+bool writeFileAtomically(const std::string &path,
+                         const std::function<bool(std::FILE *)> &write,
+                         std::string &error);
+/// The same with `bytes`.
 bool writeFileAtomically(const std::string &path, const std::string &bytes,
                          std::string &error);
 

@@ -508,27 +508,20 @@ bool tgc::rt::writeSafeTensors(
   std::string h = header.str();
   while (h.size() % 8)
     h += ' ';
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    error = path + ": cannot write: " + std::strerror(errno);
-    return false;
-  }
-  uint64_t n = h.size();
-  bool ok = std::fwrite(&n, 8, 1, f) == 1 &&
-            std::fwrite(h.data(), 1, h.size(), f) == h.size();
-  for (size_t i = 0; ok && i < entries.size(); ++i) {
-    TensorData t = produce(i);
-    ok = t.byteSize() == 0 ||
-         std::fwrite(t.data(), 1, t.byteSize(), f) == t.byteSize();
-  }
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot write: " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return writeFileAtomically(
+      path,
+      [&](std::FILE *f) {
+        uint64_t n = h.size();
+        bool ok = std::fwrite(&n, 8, 1, f) == 1 &&
+                  std::fwrite(h.data(), 1, h.size(), f) == h.size();
+        for (size_t i = 0; ok && i < entries.size(); ++i) {
+          TensorData t = produce(i);
+          ok = t.byteSize() == 0 ||
+               std::fwrite(t.data(), 1, t.byteSize(), f) == t.byteSize();
+        }
+        return ok;
+      },
+      error);
 }
 
 bool tgc::rt::writeSafeTensors(const std::string &path,

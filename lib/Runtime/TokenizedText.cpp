@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
-#include <unistd.h>
 
 using namespace tgc::rt;
 
@@ -40,23 +39,19 @@ bool readCache(const std::string &path, std::vector<int32_t> &tokens) {
   return true;
 }
 
-/// Writes the cache under a temporary name and renames it: readers see the
-/// whole file or none. False (and nothing left behind) on failure.
+/// Writes the cache atomically: readers see the whole file or none. False
+/// (and nothing left behind) on failure.
 bool writeCache(const std::string &path, const std::vector<uint32_t> &ids) {
-  std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  std::FILE *f = std::fopen(temporary.c_str(), "wb");
-  if (!f)
-    return false;
-  uint64_t count = ids.size();
-  bool ok = std::fwrite(kMagic, 1, 8, f) == 8 &&
-            std::fwrite(&count, 8, 1, f) == 1 &&
-            std::fwrite(ids.data(), 4, ids.size(), f) == ids.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return false;
-  }
-  return true;
+  std::string error;
+  return writeFileAtomically(
+      path,
+      [&](std::FILE *f) {
+        uint64_t count = ids.size();
+        return std::fwrite(kMagic, 1, 8, f) == 8 &&
+               std::fwrite(&count, 8, 1, f) == 1 &&
+               std::fwrite(ids.data(), 4, ids.size(), f) == ids.size();
+      },
+      error);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include "tgc/Driver/Executable.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Lora.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -37,7 +38,7 @@ void tgc::describeLora(ModelSummary &summary, mlir::func::FuncOp step,
               i, mlir::tg::TGDialect::kParamAttrName)) {
         llvm::StringRef module = name.getValue();
         if (module.consume_back(".lora_A.weight"))
-          targets.push_back(module.substr(module.rfind('.') + 1).str());
+          targets.push_back(mlir::tg::moduleKind(module).str());
       }
   } else {
     targets = lora.targets;

@@ -196,10 +196,7 @@ void tgc::rt::loadAdapters(StepBuffers &s, const std::string &path) {
     auto it = st.tensors.find(name);
     if (it == st.tensors.end())
       die(file + ": missing adapter '" + name + "'");
-    checkWeightTensor(b, it->second, file);
-    float *p = static_cast<float *>(b.data);
-    for (int64_t k = 0; k < b.numel; ++k)
-      p[k] = static_cast<float>(it->second.get(k));
+    copyFrom(b, it->second, file);
     used[name] = true;
   }
   for (auto &[name, t] : st.tensors)

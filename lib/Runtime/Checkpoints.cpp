@@ -12,7 +12,8 @@
 
 using namespace tgc::rt;
 
-static void copyFrom(Buffer &b, const TensorData &t, const std::string &file) {
+void tgc::rt::copyFrom(Buffer &b, const TensorData &t,
+                       const std::string &file) {
   checkWeightTensor(b, t, file);
   // A narrow frozen weight (tgc --frozen-dtype) is rounded once, from f32.
   std::vector<float> wide(b.info->dtype == TGC_F32 ? 0 : b.numel);

@@ -32,6 +32,10 @@ void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                     const std::string &path, int64_t step, DType dtype,
                     bool writes);
 
+/// Loads `t` (from `file`, for messages) into `b`: checked, converted to
+/// b's element type, and its mapped pages given back.
+void copyFrom(Buffer &b, const TensorData &t, const std::string &file);
+
 /// The optimizer state as optimizer.<name> (ZeRO-1 shards gathered whole:
 /// every process calls it).
 void addOptimizerState(const StepBuffers &s, SafeTensorsFile &out);

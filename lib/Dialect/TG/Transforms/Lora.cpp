@@ -31,6 +31,10 @@ StringRef mlir::tg::moduleOfWeight(StringRef param) {
   return param.consume_back(".weight") ? param : StringRef();
 }
 
+StringRef mlir::tg::moduleKind(StringRef module) {
+  return module.substr(module.rfind('.') + 1);
+}
+
 bool mlir::tg::isLoraTarget(StringRef module, const LoraSettings &settings) {
   return llvm::any_of(settings.targets, [&](const std::string &t) {
     return module == t ||
@@ -124,9 +128,7 @@ llvm::Error error(const Twine &message) {
 std::string moduleKinds(const llvm::MapVector<unsigned, Module> &modules) {
   llvm::SetVector<StringRef> kinds;
   for (auto &[index, m] : modules)
-    kinds.insert(StringRef(m.name).rsplit('.').second.empty()
-                     ? StringRef(m.name)
-                     : StringRef(m.name).rsplit('.').second);
+    kinds.insert(moduleKind(m.name));
   return llvm::join(kinds, ", ");
 }
 

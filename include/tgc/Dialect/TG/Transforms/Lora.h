@@ -20,6 +20,10 @@ namespace mlir::tg {
 /// "...q_proj.weight"), or "" when `param` is not a ".weight".
 StringRef moduleOfWeight(StringRef param);
 
+/// The last component of a module name ("q_proj" for
+/// "model.layers.0.self_attn.q_proj"): what PEFT's all-linear expands to.
+StringRef moduleKind(StringRef module);
+
 /// Whether `module` is one of `settings.targets` (PEFT's suffix rule).
 bool isLoraTarget(StringRef module, const LoraSettings &settings);
 

@@ -78,8 +78,9 @@ void tgc::config::readLora(ConfigReader &r, mlir::tg::LoraSettings &lora) {
             "supported, got " +
                 describe(*init));
   // Settings that select other layers or ranks per layer.
-  for (llvm::StringRef key : {"layers_to_transform", "layers_pattern",
-                              "modules_to_save", "exclude_modules"})
+  for (llvm::StringRef key :
+       {"layers_to_transform", "layers_pattern", "modules_to_save",
+        "exclude_modules", "layer_replication", "target_parameters"})
     if (r.has(key))
       r.error(key, "is not supported (remove it or write null)");
   for (llvm::StringRef key : {"rank_pattern", "alpha_pattern"})

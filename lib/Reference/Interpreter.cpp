@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Reference/Interpreter.h"
+#include "MoE.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -776,6 +777,27 @@ private:
           if (bias)
             set(o.getBiasGrad(), std::move(g[2]));
         })
+        .Case([&](RouteOp o) {
+          tgc::ref::Routing r =
+              tgc::ref::route(in(o.getLogits()), o.getTopK(), o.getNormalize());
+          set(o.getWeights(), std::move(r.weights));
+          set(o.getExperts(), std::move(r.experts));
+        })
+        .Case([&](ExpertDispatchOp o) {
+          tgc::ref::Dispatch d =
+              tgc::ref::expertDispatch(in(o.getExperts()), o.getNumExperts());
+          set(o.getRows(), std::move(d.rows));
+          set(o.getPositions(), std::move(d.positions));
+          set(o.getOffsets(), std::move(d.offsets));
+        })
+        .Case([&](GroupedMatmulOp o) {
+          std::vector<const Tensor *> weights;
+          for (Value w : o.getWeights())
+            weights.push_back(&in(w));
+          set(o, tgc::ref::groupedMatmul(in(o.getInput()), in(o.getOffsets()),
+                                         weights, o.getTransposeWeights(),
+                                         shapeOf(o)));
+        })
         // Reverse graph.
         .Case([&](EmbeddingGradOp o) {
           const Tensor &g = in(o.getGrad()), &ids = in(o.getIndices());
@@ -787,6 +809,16 @@ private:
               out[row * D + d] += g[p * D + d];
           }
           set(o, std::move(out));
+        })
+        .Case([&](RouteGradOp o) {
+          set(o, tgc::ref::routeGrad(in(o.getGrad()), in(o.getLogits()),
+                                     in(o.getExperts()), o.getNormalize()));
+        })
+        .Case([&](GroupedWeightGradOp o) {
+          std::vector<Tensor> g = tgc::ref::groupedWeightGrad(
+              in(o.getLhs()), in(o.getRhs()), in(o.getOffsets()));
+          for (auto [r, t] : llvm::zip(o.getResults(), g))
+            set(r, std::move(t));
         })
         .Case([&](ReluGradOp o) {
           set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o),

@@ -398,6 +398,51 @@ const GradCase kCases[] = {
      "tensor<2x3xf64>\n"
      "  %y = tg.broadcast %e2 : tensor<2x3xf64> -> tensor<3x2x3xf64>\n" LOSS(
          "tensor<3x2x3xf64>", "[0, 1, 2]")},
+    // Mixture of experts: the routing weights' gradient into the logits
+    // (renormalised or not), and a whole dropless block: rows gathered by
+    // expert, grouped products both ways, results combined by weight.
+    {"route_top2_normalized",
+     "func.func @forward(%a: tensor<7x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<7x2xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y, %e = tg.route %a {top_k = 2 : i64, normalize} : tensor<7x5xf64> "
+     "-> tensor<7x2xf64>, tensor<7x2xi32>\n" LOSS("tensor<7x2xf64>",
+                                                 "[0, 1]")},
+    {"route_top3",
+     "func.func @forward(%a: tensor<3x2x7xf64> {tg.param = \"a\"}, %r: "
+     "tensor<3x2x3xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y, %e = tg.route %a {top_k = 3 : i64} : tensor<3x2x7xf64> -> "
+     "tensor<3x2x3xf64>, tensor<3x2x3xi32>\n" LOSS("tensor<3x2x3xf64>",
+                                                  "[0, 1, 2]")},
+    {"moe_block",
+     "func.func @forward(%x: tensor<5x4xf64> {tg.param = \"x\"}, %gate: "
+     "tensor<3x4xf64> {tg.param = \"gate\"}, %w0: tensor<6x4xf64> {tg.param "
+     "= \"w0\"}, %w1: tensor<6x4xf64> {tg.param = \"w1\"}, %w2: "
+     "tensor<6x4xf64> {tg.param = \"w2\"}, %v0: tensor<6x4xf64> {tg.param = "
+     "\"v0\"}, %v1: tensor<6x4xf64> {tg.param = \"v1\"}, %v2: "
+     "tensor<6x4xf64> {tg.param = \"v2\"}, %r: tensor<5x4xf64> {tg.input = "
+     "\"r\"}) -> tensor<f64> {\n"
+     "  %g = tg.linear %x, %gate : tensor<5x4xf64>, tensor<3x4xf64> -> "
+     "tensor<5x3xf64>\n"
+     "  %w, %e = tg.route %g {top_k = 2 : i64, normalize} : tensor<5x3xf64> "
+     "-> tensor<5x2xf64>, tensor<5x2xi32>\n"
+     "  %rows, %pos, %off = tg.expert_dispatch %e {num_experts = 3 : i64} : "
+     "tensor<5x2xi32> -> tensor<10xi32>, tensor<5x2xi32>, tensor<4xi32>\n"
+     "  %xs = tg.embedding %x, %rows : tensor<5x4xf64>, tensor<10xi32> -> "
+     "tensor<10x4xf64>\n"
+     "  %h = tg.grouped_matmul %xs, %off, %w0, %w1, %w2 {transpose_weights} "
+     ": tensor<10x4xf64>, tensor<4xi32>, tensor<6x4xf64>, tensor<6x4xf64>, "
+     "tensor<6x4xf64> -> tensor<10x6xf64>\n"
+     "  %a = tg.silu %h : tensor<10x6xf64>\n"
+     "  %ys = tg.grouped_matmul %a, %off, %v0, %v1, %v2 : tensor<10x6xf64>, "
+     "tensor<4xi32>, tensor<6x4xf64>, tensor<6x4xf64>, tensor<6x4xf64> -> "
+     "tensor<10x4xf64>\n"
+     "  %yk = tg.embedding %ys, %pos : tensor<10x4xf64>, tensor<5x2xi32> -> "
+     "tensor<5x2x4xf64>\n"
+     "  %w3 = tg.reshape %w : tensor<5x2xf64> -> tensor<5x2x1xf64>\n"
+     "  %p = tg.mul %yk, %w3 : tensor<5x2x4xf64>, tensor<5x2x1xf64> -> "
+     "tensor<5x2x4xf64>\n"
+     "  %y = tg.reduce_sum %p [1] : tensor<5x2x4xf64> -> tensor<5x4xf64>\n" LOSS(
+         "tensor<5x4xf64>", "[0, 1]")},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, GradientCheck, ::testing::ValuesIn(kCases),

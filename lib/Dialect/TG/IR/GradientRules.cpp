@@ -242,6 +242,42 @@ LogicalResult LinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult GroupedMatmulOp::buildGradient(OpBuilder &b,
+                                             ValueRange resultGrads,
+                                             ArrayRef<bool> needsGrad,
+                                             SmallVectorImpl<Value> &grads) {
+  // Per expert e on its rows: y = x·op(W_e), so dx = dy·op(W_e)ᵀ (the same
+  // grouping with the other orientation) and dW_e = dyᵀ·x (transposed
+  // weights) or xᵀ·dy. Mixed precision as for tg.matmul.
+  Location loc = getLoc();
+  RankedTensorType input = getInput().getType();
+  Type low = input.getElementType();
+  Type acc = getType().getElementType();
+  Value dy = toOperandPrecision(b, loc, resultGrads[0], low);
+  bool t = getTransposeWeights();
+  push(grads, needsGrad, 0, [&]() -> Value {
+    auto dx = GroupedMatmulOp::create(b, loc, input.clone(acc), dy,
+                                      getOffsets(), getWeights(), !t);
+    return toOperandPrecision(b, loc, dx, low);
+  });
+  grads.push_back(Value()); // integer offsets
+  bool anyWeight = llvm::any_of(needsGrad.drop_front(2), [](bool n) { return n; });
+  if (!anyWeight) {
+    grads.append(getWeights().size(), Value());
+    return success();
+  }
+  auto weightType = llvm::cast<RankedTensorType>(getWeights().front().getType());
+  SmallVector<Type> types(getWeights().size(), weightType.clone(acc));
+  auto dW = t ? GroupedWeightGradOp::create(b, loc, types, dy, getInput(),
+                                            getOffsets())
+              : GroupedWeightGradOp::create(b, loc, types, getInput(), dy,
+                                            getOffsets());
+  for (auto [i, g] : llvm::enumerate(dW.getResults()))
+    grads.push_back(needsGrad[2 + i] ? toOperandPrecision(b, loc, g, low)
+                                     : Value());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -337,6 +373,22 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 //===----------------------------------------------------------------------===//
 // Transformer
 //===----------------------------------------------------------------------===//
+
+LogicalResult RouteOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                     ArrayRef<bool> needsGrad,
+                                     SmallVectorImpl<Value> &grads) {
+  // Only the weights carry a gradient; the chosen experts are integers.
+  if (!resultGrads[0]) {
+    grads.push_back(Value());
+    return success();
+  }
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return RouteGradOp::create(b, getLoc(), getLogits().getType(),
+                               resultGrads[0], getLogits(), getExperts(),
+                               getNormalize());
+  });
+  return success();
+}
 
 LogicalResult EmbeddingOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                          ArrayRef<bool> needsGrad,

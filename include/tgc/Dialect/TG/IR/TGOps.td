@@ -647,6 +647,147 @@ def TG_LinearCrossEntropyOp : TG_InferredOp<"linear_cross_entropy",
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts: dropless top-k routing (docs/moe.md)
+//===----------------------------------------------------------------------===//
+
+def TG_RouteOp : TG_Op<"route", [TG_Differentiable]> {
+  let summary = "Top-k routing weights and experts from router logits";
+  let description = [{
+    `logits` is `[..., E]`. As Hugging Face's MoE blocks route: the
+    probabilities `softmax(logits)` are computed in f32 whatever the logits'
+    type, the `top_k` largest are chosen per row (ties: the lower expert
+    first, so a row's choice is deterministic), and with `normalize` the
+    chosen probabilities are divided by their sum (`norm_topk_prob`).
+    `weights` is `[..., top_k]` f32 (f64 for f64 logits) and `experts`
+    `[..., top_k]` i32, both in decreasing order of probability.
+
+    Example:
+    ```mlir
+    %w, %e = tg.route %logits {top_k = 2 : i64, normalize} : tensor<26x5xf32> -> tensor<26x2xf32>, tensor<26x2xi32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$logits,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$top_k,
+                       UnitAttr:$normalize);
+  let results = (outs StaticShapeTensorOf<[F32, F64]>:$weights,
+                      StaticShapeTensorOf<[I32]>:$experts);
+  let assemblyFormat = [{
+    $logits attr-dict `:` type($logits) `->` type($weights) `,` type($experts)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_RouteGradOp : TG_Op<"route_grad"> {
+  let summary = "Gradient of tg.route's weights into its logits";
+  let description = [{
+    `grad` is the gradient of `tg.route`'s weights, `logits` and `experts`
+    its operand and chosen experts. With `p = softmax(logits)` (in the
+    weights' type) and the
+    weights `w_j = p[e_j]` (divided by `S = Σ_j p[e_j]` with `normalize`):
+    `dp[e_j] = g_j` (`(g_j − Σ_i g_i·w_i) / S` with `normalize`), zero for
+    experts not chosen, and `result = p ⊙ (dp − Σ dp ⊙ p)` in the logits'
+    type.
+
+    Example:
+    ```mlir
+    %dl = tg.route_grad %dw, %logits, %e {normalize} : tensor<26x2xf32>, tensor<26x5xf32>, tensor<26x2xi32> -> tensor<26x5xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32, F64]>:$grad,
+                       TG_FloatTensor:$logits,
+                       StaticShapeTensorOf<[I32]>:$experts,
+                       UnitAttr:$normalize);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $experts attr-dict `:` type($grad) `,`
+    type($logits) `,` type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_ExpertDispatchOp : TG_Op<"expert_dispatch"> {
+  let summary = "Groups the (token, slot) pairs of a routing by expert";
+  let description = [{
+    `experts` is `[T, k]` (tg.route's choice, ids in `[0, num_experts)`).
+    Its `N = T·k` pairs are ordered by expert with a stable counting sort
+    (by token, then slot, within an expert): pair `(t, j)` goes to row
+    `positions[t, j]` of the grouped order, `rows[r]` is the token of
+    grouped row `r`, and expert `e` owns the rows `[offsets[e],
+    offsets[e + 1])` (`offsets` has `num_experts + 1` entries, the first 0,
+    the last N). Every pair has a row: no token is dropped and no row is
+    padding. Ids outside `[0, num_experts)` are clamped.
+
+    Example:
+    ```mlir
+    %rows, %pos, %off = tg.expert_dispatch %e {num_experts = 5 : i64} : tensor<26x2xi32> -> tensor<52xi32>, tensor<26x2xi32>, tensor<6xi32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I32]>:$experts,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts);
+  let results = (outs StaticShapeTensorOf<[I32]>:$rows,
+                      StaticShapeTensorOf<[I32]>:$positions,
+                      StaticShapeTensorOf<[I32]>:$offsets);
+  let assemblyFormat = [{
+    $experts attr-dict `:` type($experts) `->` type($rows) `,`
+    type($positions) `,` type($offsets)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_GroupedMatmulOp : TG_Op<"grouped_matmul",
+    [TG_MatrixProduct, TG_Differentiable]> {
+  let summary = "Row segments times their own expert's matrix";
+  let description = [{
+    `input` is `[N, K]`, `offsets` `[E + 1]` i32 (tg.expert_dispatch's), and
+    `weights` E matrices, each `[K, M]` (`[M, K]` with `transpose_weights`,
+    the Hugging Face `[out, in]` layout). Rows `[offsets[e], offsets[e+1])`
+    of the result are those rows of `input` times weight `e`; rows outside
+    every segment are zero. The result is `[N, M]`, of the operands'
+    element type or f32 for bf16/f16 operands (accumulated in f32, as
+    `tg.matmul`). How many rows each expert owns is known only at run time.
+
+    Example:
+    ```mlir
+    %g = tg.grouped_matmul %xs, %off, %w0, %w1 {transpose_weights} : tensor<52x24xf32>, tensor<3xi32>, tensor<40x24xf32>, tensor<40x24xf32> -> tensor<52x40xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       StaticShapeTensorOf<[I32]>:$offsets,
+                       Variadic<TG_FloatTensor>:$weights,
+                       UnitAttr:$transpose_weights);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $offsets `,` $weights attr-dict `:` type($input) `,`
+    type($offsets) `,` type($weights) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_GroupedWeightGradOp : TG_Op<"grouped_weight_grad", [TG_MatrixProduct]> {
+  let summary = "Per-expert products lhsᵀ·rhs over each expert's rows";
+  let description = [{
+    `lhs` is `[N, P]`, `rhs` `[N, Q]`, `offsets` `[E + 1]` i32: result `e`
+    is `lhs[rows_e]ᵀ · rhs[rows_e]`, `[P, Q]`, over the rows
+    `[offsets[e], offsets[e+1])` (zero for an expert without rows). The
+    weight gradients of `tg.grouped_matmul`; results are f32 for bf16/f16
+    operands.
+
+    Example:
+    ```mlir
+    %d0, %d1 = tg.grouped_weight_grad %dy, %xs, %off : tensor<52x40xf32>, tensor<52x24xf32>, tensor<3xi32> -> tensor<40x24xf32>, tensor<40x24xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       StaticShapeTensorOf<[I32]>:$offsets);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $offsets attr-dict `:` type($lhs) `,` type($rhs) `,`
+    type($offsets) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reverse graph: gradient ops that tg-autodiff emits
 //===----------------------------------------------------------------------===//
 

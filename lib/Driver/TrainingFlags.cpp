@@ -116,6 +116,12 @@ cl::opt<bool> loraRslora(
 Flag<double> loraDropout("lora-dropout",
                          "LoRA dropout: only 0 (tgc trains without dropout)",
                          "p");
+cl::opt<bool> auxLoss(
+    "aux-loss",
+    cl::desc("Mixture-of-experts models: add Hugging Face's load-balancing "
+             "loss times router_aux_loss_coef to the loss (default: the "
+             "config's output_router_logits)"),
+    cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<int64_t> dpBucketKiB(
     "dp-bucket-kib",
     "With --data-parallel: gradients smaller than this many KiB share "
@@ -366,6 +372,13 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
               .str());
   if (llvm::Error err = applyTrainingFlags(config.training))
     return err;
+  if (auxLoss.getNumOccurrences()) {
+    if (config.moe.sparseLayers.empty())
+      return llvm::createStringError(
+          "--aux-loss: " + config.path +
+          " has no mixture-of-experts layer to balance");
+    config.moe.auxLoss = auxLoss;
+  }
   mlir::tg::LoraSettings &lora = config.training.lora;
   if (lora.enabled() && lora.targets.empty()) {
     lora.targets = defaultLoraTargets(config.modelType);

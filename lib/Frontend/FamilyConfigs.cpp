@@ -165,10 +165,78 @@ static bool readRopeByLayerType(ConfigReader &r, ModelConfig &c) {
   return true;
 }
 
+/// The expert blocks: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock,
+/// Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock.
+static void readMoE(ConfigReader &r, ModelConfig &c) {
+  llvm::StringRef type = c.modelType;
+  MoEConfig &m = c.moe;
+  bool mixtral = type == "mixtral", qwen = type.starts_with("qwen");
+  m.mixtralNames = mixtral;
+  // Qwen's configs may say 0 experts (every layer dense); Mixtral's and
+  // OLMoE's blocks need at least one.
+  m.numExperts = r.integer(mixtral ? "num_local_experts" : "num_experts", false,
+                           /*min=*/qwen ? 0 : 1)
+                     .value_or(mixtral ? 8 : type == "olmoe" ? 64 : 60);
+  m.topK = r.integer("num_experts_per_tok", false, 1)
+               .value_or(type == "qwen2_moe" ? 4 : type == "mixtral" ? 2 : 8);
+  m.expertSize = qwen ? r.integer("moe_intermediate_size", false, 1)
+                            .value_or(type == "qwen2_moe" ? 1408 : 768)
+                      : c.intermediateSize;
+  m.normalizeTopK = mixtral || r.boolean("norm_topk_prob").value_or(false);
+  if (type == "qwen2_moe")
+    m.sharedExpertSize =
+        r.integer("shared_expert_intermediate_size", false, 1).value_or(5632);
+  m.auxLoss = r.boolean("output_router_logits").value_or(false);
+  m.auxLossCoef = r.number("router_aux_loss_coef", false, /*positive=*/false)
+                      .value_or(type == "olmoe" ? 0.01 : 0.001);
+  if (mixtral)
+    if (auto jitter = r.number("router_jitter_noise", false, false);
+        jitter && *jitter != 0.0)
+      r.error("router_jitter_noise",
+              llvm::formatv("{0} is not supported (training multiplies the "
+                            "hidden states by noise; 0 only)",
+                            *jitter));
+  if (r.failed() || m.numExperts == 0)
+    return; // Qwen's num_experts 0: every layer dense.
+  if (m.topK > m.numExperts) {
+    r.error("num_experts_per_tok",
+            llvm::formatv("{0} experts per token is more than the {1} experts",
+                          m.topK, m.numExperts));
+    return;
+  }
+  // Qwen's rule: layer i has experts unless mlp_only_layers lists it, on
+  // every decoder_sparse_step-th layer.
+  int64_t step = qwen ? r.integer("decoder_sparse_step", false, 1).value_or(1)
+                      : 1;
+  std::vector<bool> dense(c.numLayers, false);
+  if (const Value *only = qwen ? r.value("mlp_only_layers", false) : nullptr) {
+    const llvm::json::Array *list = only->getAsArray();
+    if (!list) {
+      r.error("mlp_only_layers",
+              "expected an array of layer indices, got " + describe(*only));
+      return;
+    }
+    for (const Value &entry : *list) {
+      std::optional<int64_t> i = entry.getAsInteger();
+      if (!i || *i < 0 || *i >= c.numLayers) {
+        r.error("mlp_only_layers",
+                llvm::formatv("entries must be layer indices in [0, {0}), got "
+                              "{1}",
+                              c.numLayers, describe(entry)));
+        return;
+      }
+      dense[*i] = true;
+    }
+  }
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    m.sparseLayers.push_back(!dense[i] && (i + 1) % step == 0);
+}
+
 void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   c.family = ModelFamily::Llama;
   llvm::StringRef type = c.modelType;
   bool qwen = type == "qwen2" || type == "qwen3";
+  bool qwenMoE = type == "qwen2_moe" || type == "qwen3_moe";
   bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3_text";
   readDecoderSizes(r, c);
   c.numKVHeads = r.integer("num_key_value_heads", false).value_or(c.numHeads);
@@ -181,20 +249,29 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   if (type == "qwen2") {
     // Qwen2Attention: q/k/v_proj with bias, o_proj without; the MLP has none.
     c.qkvBias = true;
+  } else if (type == "qwen2_moe") {
+    // As Qwen2's (transformers 5 names the switch qkv_bias).
+    c.qkvBias = r.boolean("qkv_bias").value_or(true);
   } else if (type == "phi3") {
     // Phi3Attention and Phi3MLP: fused projections, never a bias (the
     // attention_bias its configs carry is not read).
     c.fusedProjections = true;
-  } else if (type != "mistral") {
-    // MistralAttention has no biases and reads no attention_bias.
+  } else if (type != "mistral" && type != "mixtral") {
+    // MistralAttention (and Mixtral's) has no biases and reads no
+    // attention_bias.
     c.qkvBias = c.outputBias = r.boolean("attention_bias").value_or(false);
   }
   // Only LlamaMLP reads mlp_bias; the other families' MLPs have none.
   if (type == "llama")
     c.mlpBias = r.boolean("mlp_bias").value_or(false);
-  c.qkNorm = type == "qwen3"   ? QKNorm::PerHead
-             : type == "olmo2" ? QKNorm::Projection
-                               : QKNorm::None;
+  c.qkNorm = type == "qwen3" || type == "qwen3_moe" ? QKNorm::PerHead
+             : type == "olmo2" || type == "olmoe"    ? QKNorm::Projection
+                                                     : QKNorm::None;
+  if (type == "olmoe" && r.present("clip_qkv"))
+    if (auto clip = r.number("clip_qkv", false))
+      r.error("clip_qkv", llvm::formatv("{0} is not supported (null only: "
+                                        "queries, keys and values unclipped)",
+                                        *clip));
   c.postNorms = type == "olmo2";
   c.gemmaScaling = gemma;
   if (gemma) {
@@ -235,8 +312,13 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   // every layer; Qwen only those readQwenWindowedLayers names (its released
   // configs carry a window they do not use). LlamaModel has no window: the
   // key does not change its math.
-  if (type == "mistral" || type == "phi3") {
+  if (type == "mistral" || type == "phi3" || type == "mixtral") {
     c.slidingWindow = r.integer("sliding_window", false);
+  } else if (qwenMoE) {
+    // Qwen2-MoE and Qwen3-MoE window layers by rules of their own.
+    if (r.boolean("use_sliding_window").value_or(false))
+      r.error("use_sliding_window", "true is not supported for " +
+                                        type.str() + " (false only)");
   } else if (qwen) {
     c.windowedLayers = readQwenWindowedLayers(r, c);
     if (!c.windowedLayers.empty())
@@ -252,6 +334,8 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
   // dimensions; the others apply RoPE to the whole head.
   readPartialRotary(r, "partial_rotary_factor", 1.0, partial,
                     /*supported=*/type == "phi3", c);
+  if (type == "mixtral" || qwenMoE || type == "olmoe")
+    readMoE(r, c);
 }
 
 /// GPTNeoXForCausalLM (Pythia): LayerNorms with bias, one query_key_value

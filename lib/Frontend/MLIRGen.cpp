@@ -299,13 +299,16 @@ private:
         declareParam(p + "self_attn.q_norm.weight", {qDim});
         declareParam(p + "self_attn.k_norm.weight", {kvDim});
       }
-      if (config.fusedProjections) {
+      if (config.moe.sparseLayer(i)) {
+        declareExperts(p);
+      } else if (config.fusedProjections) {
         proj("mlp.gate_up_proj", 2 * ff, d, false);
       } else {
         proj("mlp.gate_proj", ff, d, config.mlpBias);
         proj("mlp.up_proj", ff, d, config.mlpBias);
       }
-      proj("mlp.down_proj", d, ff, config.mlpBias);
+      if (!config.moe.sparseLayer(i))
+        proj("mlp.down_proj", d, ff, config.mlpBias);
       if (!config.postNorms)
         declareParam(p + "input_layernorm.weight", {d});
       declareParam(p + "post_attention_layernorm.weight", {d});
@@ -439,6 +442,163 @@ private:
     return linear(prod, p + "down_proj", config.mlpBias);
   }
 
+  //===--------------------------------------------------------------------===//
+  // Expert blocks (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE): dropless top-k
+  // routing, each expert's gated MLP on exactly the rows routed to it.
+  //===--------------------------------------------------------------------===//
+
+  /// The block's prefix and its experts' gate / up / down projection names.
+  struct ExpertNames {
+    std::string block, gate, up, down;
+    std::string expert(int64_t j, const std::string &proj) const {
+      return block + "experts." + std::to_string(j) + "." + proj;
+    }
+  };
+  ExpertNames expertNames(const std::string &p) const {
+    if (config.moe.mixtralNames)
+      return {p + "block_sparse_moe.", "w1", "w3", "w2"};
+    return {p + "mlp.", "gate_proj", "up_proj", "down_proj"};
+  }
+
+  /// In Hugging Face's module order: the router, each expert, the shared
+  /// expert and its gate.
+  void declareExperts(const std::string &p) {
+    const MoEConfig &m = config.moe;
+    int64_t d = config.hiddenSize, f = m.expertSize;
+    ExpertNames n = expertNames(p);
+    declareProjection(n.block + "gate", m.numExperts, d, false);
+    for (int64_t j = 0; j < m.numExperts; ++j) {
+      // Mixtral's modules are w1, w2, w3; the others gate, up, down.
+      if (m.mixtralNames) {
+        declareProjection(n.expert(j, n.gate), f, d, false);
+        declareProjection(n.expert(j, n.down), d, f, false);
+        declareProjection(n.expert(j, n.up), f, d, false);
+      } else {
+        declareProjection(n.expert(j, n.gate), f, d, false);
+        declareProjection(n.expert(j, n.up), f, d, false);
+        declareProjection(n.expert(j, n.down), d, f, false);
+      }
+    }
+    if (m.sharedExpertSize) {
+      int64_t fs = m.sharedExpertSize;
+      declareProjection(n.block + "shared_expert.gate_proj", fs, d, false);
+      declareProjection(n.block + "shared_expert.up_proj", fs, d, false);
+      declareProjection(n.block + "shared_expert.down_proj", d, fs, false);
+      declareProjection(n.block + "shared_expert_gate", 1, d, false);
+    }
+  }
+
+  /// Every expert's weight `proj`, in expert order.
+  SmallVector<Value> expertWeights(const ExpertNames &n,
+                                   const std::string &proj) {
+    SmallVector<Value> weights;
+    for (int64_t j = 0; j < config.moe.numExperts; ++j)
+      weights.push_back(param(n.expert(j, proj) + ".weight"));
+    return weights;
+  }
+
+  /// The expert block on `x` ([B, S, D]). The router's probabilities pick
+  /// top_k experts per token; the (token, expert) pairs are grouped by
+  /// expert, each expert's MLP runs on its own rows, and each token sums its
+  /// experts' outputs times their routing weights.
+  Value expertBlock(Value x, const std::string &p) {
+    const MoEConfig &m = config.moe;
+    int64_t d = config.hiddenSize, tokens = B() * S(), k = m.topK;
+    ExpertNames n = expertNames(p);
+    Location l = loc(n.block.substr(0, n.block.size() - 1));
+    Location expertsLoc = loc(n.block + "experts");
+    Value rowsIn = reshape(x, {tokens, d}, l);
+    Value logits = linear(rowsIn, n.block + "gate", false);
+    auto route = RouteOp::create(
+        b, loc(n.block + "gate"),
+        tensor({tokens, k}).clone(floatType.isF64() ? floatType
+                                                    : b.getF32Type()),
+        RankedTensorType::get({tokens, k}, b.getI32Type()), logits,
+        b.getI64IntegerAttr(k), m.normalizeTopK ? b.getUnitAttr() : UnitAttr());
+    Value weights = route.getWeights();
+    // Hugging Face casts the weights to the hidden states' type.
+    if (llvm::cast<RankedTensorType>(weights.getType()).getElementType() !=
+        floatType)
+      weights = CastOp::create(b, l, tensor({tokens, k}), weights);
+    auto i32 = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get(shape, b.getI32Type());
+    };
+    auto dispatch = ExpertDispatchOp::create(
+        b, l, i32({tokens * k}), i32({tokens, k}), i32({m.numExperts + 1}),
+        route.getExperts(), b.getI64IntegerAttr(m.numExperts));
+    Value offsets = dispatch.getOffsets();
+    Value grouped = EmbeddingOp::create(b, expertsLoc, rowsIn,
+                                        dispatch.getRows());
+    auto product = [&](Value in, const std::string &proj, int64_t out) {
+      return GroupedMatmulOp::create(b, expertsLoc,
+                                     tensor({tokens * k, out}), in, offsets,
+                                     expertWeights(n, proj),
+                                     /*transpose_weights=*/true);
+    };
+    Value gate = product(grouped, n.gate, m.expertSize);
+    Value up = product(grouped, n.up, m.expertSize);
+    Value act = MulOp::create(b, expertsLoc, activation(gate, expertsLoc), up);
+    Value down = product(act, n.down, d);
+    // Back in token order: [T, k, D], weighted, summed over the k experts.
+    Value perToken = EmbeddingOp::create(b, l, down, dispatch.getPositions());
+    Value weighted = MulOp::create(b, l, perToken,
+                                   reshape(weights, {tokens, k, 1}, l));
+    Value y = ReduceSumOp::create(b, l, weighted, ArrayRef<int64_t>{1},
+                                  /*keep_dims=*/false);
+    if (m.auxLoss && !generation)
+      addBalanceStatistics(logits, route.getExperts(), l);
+    if (m.sharedExpertSize) {
+      // Qwen2MoeSparseMoeBlock: + sigmoid(shared_expert_gate(x)) ·
+      // shared_expert(x).
+      Value shared = llamaMLP(rowsIn, n.block + "shared_expert.");
+      Value g = linear(rowsIn, n.block + "shared_expert_gate", false);
+      g = SigmoidOp::create(b, loc(n.block + "shared_expert_gate"), g);
+      y = add(y, MulOp::create(b, l, shared, g), l);
+    }
+    return reshape(y, {B(), S(), d}, l);
+  }
+
+  /// The sums over the experts' layers of Hugging Face's
+  /// load_balancing_loss_func: each expert's probability summed over the
+  /// tokens, and how often it was chosen.
+  Value balanceProbabilities, balanceCounts;
+  int64_t balanceLayers = 0;
+
+  void addBalanceStatistics(Value logits, Value experts, Location l) {
+    int64_t E = config.moe.numExperts;
+    Value p = SoftmaxOp::create(b, l, logits, /*axis=*/-1);
+    Value sum = ReduceSumOp::create(b, l, p, ArrayRef<int64_t>{0},
+                                    /*keep_dims=*/false);
+    Value counts = ExpertCountsOp::create(b, l, tensor({E}), experts,
+                                          b.getI64IntegerAttr(E));
+    balanceProbabilities =
+        balanceProbabilities ? add(balanceProbabilities, sum, l) : sum;
+    balanceCounts = balanceCounts ? add(balanceCounts, counts, l) : counts;
+    ++balanceLayers;
+  }
+
+  /// loss + coef · E · Σ_e (counts_e / R) · (probabilities_e / R) over the
+  /// R = layers · tokens rows of the routers (Hugging Face adds it so when
+  /// output_router_logits is set).
+  Value withBalanceLoss(Value loss) {
+    if (!balanceLayers)
+      return loss;
+    Location l = loc("aux_loss");
+    double rows = static_cast<double>(balanceLayers * B() * S());
+    Value prod = MulOp::create(b, l, balanceProbabilities, balanceCounts);
+    Value aux = ReduceSumOp::create(b, l, prod, ArrayRef<int64_t>{0},
+                                    /*keep_dims=*/false);
+    double scale = config.moe.auxLossCoef *
+                   static_cast<double>(config.moe.numExperts) / (rows * rows);
+    return add(loss, ScaleOp::create(b, l, aux, b.getF64FloatAttr(scale)), l);
+  }
+
+  /// Layer `layer`'s feed-forward block: the experts where it has them.
+  Value feedForward(Value x, const std::string &p, int64_t layer) {
+    return config.moe.sparseLayer(layer) ? expertBlock(x, p)
+                                         : llamaMLP(x, p + "mlp.");
+  }
+
   Value buildLlama() {
     Value ids = inputs[0], targets = inputs[1];
     Value h = EmbeddingOp::create(b, loc("model.embed_tokens"),
@@ -472,7 +632,7 @@ private:
           Value a = llamaAttention(h, p + "self_attn.", i);
           h = add(h, rmsNorm(a, p + "post_attention_layernorm"),
                   loc(p + "residual"));
-          Value m = llamaMLP(h, p + "mlp.");
+          Value m = feedForward(h, p, i);
           h = add(h, rmsNorm(m, p + "post_feedforward_layernorm"),
                   loc(p + "residual"));
           return;
@@ -480,14 +640,15 @@ private:
         Value n = rmsNorm(h, p + "input_layernorm");
         h = add(h, llamaAttention(n, p + "self_attn.", i), loc(p + "residual"));
         n = rmsNorm(h, p + "post_attention_layernorm");
-        h = add(h, llamaMLP(n, p + "mlp."), loc(p + "residual"));
+        h = add(h, feedForward(n, p, i), loc(p + "residual"));
       });
     }
     Value head = config.tieWordEmbeddings ? param("model.embed_tokens.weight")
                                           : param("lm_head.weight");
-    return outputOf(
+    Value out = outputOf(
         h, [&](Value x) { return rmsNorm(x, "model.norm"); }, head, "lm_head",
         targets);
+    return generation ? out : withBalanceLoss(out);
   }
 
   //===--------------------------------------------------------------------===//

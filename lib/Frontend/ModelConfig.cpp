@@ -308,7 +308,8 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
     if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
         *type == "qwen3" || *type == "phi3" || *type == "gemma" ||
         *type == "gemma2" || *type == "gemma3_text" ||
-        *type == "olmo2")
+        *type == "olmo2" || *type == "mixtral" || *type == "qwen2_moe" ||
+        *type == "qwen3_moe" || *type == "olmoe")
       readLlama(reader, config);
     else if (*type == "gpt2")
       readGPT2(reader, config);
@@ -326,8 +327,9 @@ llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
       reader.error("model_type", "unknown model type \"" + *type +
                                      "\" (expected llama, mistral, qwen2, "
                                      "qwen3, phi3, gemma, gemma2, "
-                                     "gemma3_text, olmo2, gpt2, gpt_neox or "
-                                     "mlp)");
+                                     "gemma3_text, olmo2, mixtral, "
+                                     "qwen2_moe, qwen3_moe, olmoe, gpt2, "
+                                     "gpt_neox or mlp)");
   }
   if (const Value *training = reader.value("training", false)) {
     if (const Object *obj = training->getAsObject()) {

@@ -705,6 +705,9 @@ private:
           set(o,
               map(in(o.getInput()), [](double x) { return x * sigmoid(x); }));
         })
+        .Case([&](SigmoidOp o) {
+          set(o, map(in(o.getInput()), [](double x) { return sigmoid(x); }));
+        })
         .Case([&](SoftmaxOp o) {
           int64_t rank = o.getType().getRank(), axis = o.getAxis();
           set(o, softmax(in(o.getInput()), axis < 0 ? axis + rank : axis));
@@ -790,6 +793,14 @@ private:
           set(o.getPositions(), std::move(d.positions));
           set(o.getOffsets(), std::move(d.offsets));
         })
+        .Case([&](ExpertCountsOp o) {
+          Tensor counts(shapeOf(o));
+          tgc::ref::Dispatch d =
+              tgc::ref::expertDispatch(in(o.getExperts()), o.getNumExperts());
+          for (int64_t e = 0; e < counts.numElements(); ++e)
+            counts[e] = d.offsets[e + 1] - d.offsets[e];
+          set(o, std::move(counts));
+        })
         .Case([&](GroupedMatmulOp o) {
           std::vector<const Tensor *> weights;
           for (Value w : o.getWeights())
@@ -830,6 +841,10 @@ private:
                      [&](double g, double x) {
                        return g * geluDerivative(x, t);
                      }));
+        })
+        .Case([&](SigmoidGradOp o) {
+          set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o),
+                     [](double g, double s) { return g * s * (1.0 - s); }));
         })
         .Case([&](SiluGradOp o) {
           set(o, zip(in(o.getGrad()), in(o.getSaved()), shapeOf(o),

@@ -34,6 +34,19 @@ executable must have been compiled with them. In train mode an executable
 also writes --save DIR (its adapters, compared with PyTorch's by norm, under
 PEFT's names) and --merge-to (for check_lora_merge.py) in the workdir.
 
+Mixtures of experts (mixtral, qwen2_moe, qwen3_moe, olmoe): the reference
+prints each MoE layer's tokens per expert to stderr, with how many tokens
+tie at their k-th choice and the smallest margin there (train mode: the
+smallest non-zero margin over all steps, where f32 rounding could flip a
+choice). --aux-loss on|off overrides the config's output_router_logits
+(tgc-ref gets --aux-loss too; an executable must have been compiled with
+it); with it on, the load-balancing loss must also come back on its own
+(aux_loss in out.safetensors, or each --log row's aux_loss) and is compared.
+--moe-routing stress rewrites the initial weights (torch_models.moe_stress)
+so that in the first MoE layer one expert gets every token, some get none
+and the rest tie exactly, and in the second all E router logits tie; it
+fails unless the reference's routing shows exactly that (grads mode only).
+
 tgc's side is run by a tgc tool that takes --init/--batch/-o (the reference
 interpreter `tgc-ref`, or a compiled executable's wrapper). Prints the worst
 errors and 'PASS'/'FAIL' per tensor class; exits 1 on any failure."""
@@ -92,6 +105,35 @@ def exe_batches(c, batch, seq, steps, seed, workdir):
     return path, batches
 
 
+def report_routing(c, stressed):
+    """Prints the reference's routing of its last forward pass to stderr;
+    with --moe-routing stress (`stressed`: the layers it rewrote), the
+    number of routing cases that did not happen."""
+    m = tm.moe_config(c)
+    k, e = m["top_k"], m["experts"]
+    failed = 0
+    for r in tm.moe_record["layers"]:
+        print(f"routing layer {r['layer']}: tokens per expert {r['counts']}, "
+              f"{r['ties']} tied at choice {k}, smallest margin {r['margin']:.3e}",
+              file=sys.stderr)
+        if r["layer"] not in stressed:
+            continue
+        # Both layers give experts 0..k-1 every token. In the first the k-th
+        # choice ties (logit 0) when there are k - 1 >= 1 tied experts and
+        # one more behind them; in the second all E logits tie.
+        tokens = sum(r["counts"]) // k
+        want = [tokens] * k + [0] * (e - k)
+        ties = 2 <= k <= e - 2 if r["layer"] == stressed[0] else k < e
+        cases = r["counts"] == want and r["ties"] == (tokens if ties else 0)
+        print(f"stress layer {r['layer']}: {'as planned' if cases else 'NOT as planned'} "
+              f"(tokens per expert {want}, {tokens if ties else 0} tied at choice {k})",
+              file=sys.stderr)
+        failed += not cases
+    if failed:
+        print(f"FAIL routing: {failed} stressed layers not routed as planned")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", help="tgc-ref (reference interpreter)")
@@ -120,6 +162,12 @@ def main():
     ap.add_argument("--lora-rslora", action="store_true")
     ap.add_argument("--lora-zero-b", action="store_true",
                     help="B = 0 as PEFT initialises it (A's first gradient is then zero)")
+    ap.add_argument("--aux-loss", choices=["config", "on", "off"], default="config",
+                    help="MoE: the load-balancing loss as the config's output_router_logits "
+                         "says, or on/off")
+    ap.add_argument("--moe-routing", choices=["random", "stress"], default="random",
+                    help="MoE: stress rewrites the routers (and the embedding's column 0) "
+                         "for an expert with every token, experts with none, exact ties")
     ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
 
@@ -129,6 +177,19 @@ def main():
     t = c.get("training", {})
     shapes, loss_fn = tm.family(c)
     P = tm.init_params(shapes(c), args.seed, dtype, tm.zero_centred_norms(c))
+    moe = c["model_type"] in tm.MOE_FAMILIES
+    if not moe and (args.aux_loss != "config" or args.moe_routing != "random"):
+        sys.exit("--aux-loss and --moe-routing are for mixtures of experts")
+    if args.moe_routing == "stress" and args.train_steps:
+        # Adam's first step moves each tied (zero) router row by lr * sign(g):
+        # rows with the same signs stay tied or within ~1e-9, and which
+        # expert wins is then decided by rounding.
+        sys.exit("--moe-routing stress is for gradients (no --train-steps): after one "
+                 "step its tied routers are apart only by rounding")
+    if args.aux_loss != "config":
+        c["output_router_logits"] = args.aux_loss == "on"
+    aux_on = moe and c.get("output_router_logits", False)
+    stressed = tm.moe_stress(c, P) if args.moe_routing == "stress" else []
     frozen = {n for n in P if args.freeze is not None and re.fullmatch(args.freeze, n)}
     lora_flags = []
     if args.lora_r:
@@ -196,6 +257,8 @@ def main():
             with open(lpath) as f:
                 rows = [json.loads(line) for line in f if line.strip()]
             ours = {"losses": torch.tensor([r["loss"] for r in rows if "loss" in r], dtype=torch.float64),
+                    "aux_losses": torch.tensor([r["aux_loss"] for r in rows if "aux_loss" in r],
+                                               dtype=torch.float64),
                     "grad_norms": torch.tensor([r["grad_norm"] for r in rows if "grad_norm" in r],
                                                dtype=torch.float64)}
     else:
@@ -208,6 +271,8 @@ def main():
             cmd.append("--precision=bf16-mixed")
         if args.freeze is not None:
             cmd.append(f"--freeze={args.freeze}")
+        if args.aux_loss != "config":
+            cmd.append(f"--aux-loss={'true' if args.aux_loss == 'on' else 'false'}")
         cmd += lora_flags
         subprocess.run(cmd, check=True)
         ours = st.load(opath)
@@ -262,6 +327,16 @@ def main():
         loss.backward()
         worst = check("loss", "loss", ours["loss"], loss)
         print(f"loss tgc={ours['loss'].item():.8f} torch={loss.item():.8f}")
+        if moe:
+            failures += report_routing(c, stressed)
+        if aux_on:
+            aux = tm.moe_record["aux"]
+            if "aux_loss" not in ours:
+                failures += 1
+                print(f"FAIL aux_loss: tgc did not report it (torch={aux.item():.8f})")
+            else:
+                worst = max(worst, check("aux_loss", "aux_loss", ours["aux_loss"].reshape(()), aux))
+                print(f"aux_loss tgc={ours['aux_loss'].item():.8f} torch={aux.item():.8f}")
         worst_grad = 0.0
         for name, p in P.items():
             if name in frozen:
@@ -277,7 +352,7 @@ def main():
                 print(f"FAIL grad {name}: no gradient from tgc")
                 continue
             worst_grad = max(worst_grad, check("grad", name, ours[name], p.grad))
-        for name in sorted(set(ours) - set(P) - {"loss"}):
+        for name in sorted(set(ours) - set(P) - {"loss", "aux_loss"}):
             failures += 1
             print(f"FAIL grad {name}: tgc's gradient of a parameter PyTorch's model lacks")
         kind = "norm-wise relative error" if args.autocast != "none" else "relative error"
@@ -294,7 +369,7 @@ def main():
         else:
             opt = torch.optim.SGD(trainable, lr=lr, momentum=t.get("momentum", 0.0),
                                   weight_decay=t.get("weight_decay", 0.0))
-        losses, norms = [], []
+        losses, norms, aux_losses, closest = [], [], [], None
         for step in range(args.train_steps):
             if batches is not None:
                 b = batches[step]
@@ -302,6 +377,14 @@ def main():
             opt.zero_grad()
             loss = loss_fn(c, P, *inputs)
             loss.backward()
+            if moe:
+                if step == 0:
+                    failures += report_routing(c, stressed)
+                if aux_on:
+                    aux_losses.append(tm.moe_record["aux"].item())
+                for r in tm.moe_record["layers"]:
+                    if r["margin"] > 0 and (closest is None or r["margin"] < closest[0]):
+                        closest = (r["margin"], step, r["layer"])
             clip = t.get("grad_clip")
             norm = torch.nn.utils.clip_grad_norm_(trainable, clip if clip else float("inf"))
             opt.step()
@@ -309,6 +392,16 @@ def main():
             norms.append(norm.item())
         rel_loss = check("losses", "losses", ours["losses"],
                          torch.tensor(losses, dtype=torch.float64))
+        if closest is not None:
+            print(f"routing: smallest non-zero top-k margin over {args.train_steps} steps "
+                  f"{closest[0]:.3e} (step {closest[1]}, layer {closest[2]})", file=sys.stderr)
+        if aux_on:
+            if "aux_losses" not in ours or ours["aux_losses"].numel() == 0:
+                failures += 1
+                print("FAIL aux_losses: tgc did not report them")
+            else:
+                check("aux_losses", "aux_losses", ours["aux_losses"],
+                      torch.tensor(aux_losses, dtype=torch.float64))
         # Gradient norms magnify f32 rounding differences between the two
         # runs' summation orders; over many steps they are bounded loosely.
         check("grad_norms", "grad_norms", ours["grad_norms"],

@@ -1,6 +1,7 @@
 """PyTorch reference implementations with Hugging Face parameter names and
 semantics (LlamaForCausalLM with Mistral's, Qwen2's and Qwen3's differences,
-Phi-3, Gemma, OLMo-2, GPT2LMHeadModel, GPTNeoXForCausalLM), plus the tgc MLP. Written out
+Phi-3, Gemma, OLMo-2, GPT2LMHeadModel, GPTNeoXForCausalLM, and the mixtures
+of experts Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE), plus the tgc MLP. Written out
 here because transformers is not packaged for this machine; each follows the
 transformers code path op for op (pre-norm, rotate_half RoPE, GQA by
 repeating K/V heads, tied heads, Conv1D [in, out] weights, gelu_new).
@@ -19,10 +20,17 @@ def load_config(path):
         return json.load(f)
 
 
+# The MoE routers' weights (not Qwen2-MoE's shared_expert_gate).
+ROUTERS = (".mlp.gate.weight", ".block_sparse_moe.gate.weight")
+
+
 def init_params(names_shapes, seed, dtype, zero_centred_norms=False):
     """Random weights (normal 0.02, norms around 1) in state-dict order.
     Gemma's norms scale by (1 + weight) and store weights around 0
-    (`zero_centred_norms`)."""
+    (`zero_centred_norms`). MoE routers are N(0, 0.2): with HF's 0.02 the
+    router logits of normalised inputs are ~0.1 apart, every routing weight
+    is near 1/E (a wrong weight hardly shows) and top-k choices sit close to
+    ties that f32 rounding could flip; at 0.2 the logits are of order 1."""
     g = torch.Generator().manual_seed(seed)
     params = {}
     for name, shape in names_shapes:
@@ -32,6 +40,8 @@ def init_params(names_shapes, seed, dtype, zero_centred_norms=False):
                 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
         elif name.endswith(".bias"):
             t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
+        elif name.endswith(ROUTERS):
+            t = 0.2 * torch.randn(shape, generator=g, dtype=torch.float64)
         else:
             t = 0.02 * torch.randn(shape, generator=g, dtype=torch.float64)
         params[name] = t.to(dtype).requires_grad_(True)
@@ -121,10 +131,13 @@ def head_dim(c):
 
 def attention_biases(c):
     """(q/k/v bias, o_proj bias): Qwen2 biases q/k/v only (Qwen2Attention),
-    Mistral none (MistralAttention reads no attention_bias)."""
+    Qwen2-MoE too unless qkv_bias is false, Mistral and Mixtral none
+    (MistralAttention reads no attention_bias)."""
     if c["model_type"] == "qwen2":
         return True, False
-    if c["model_type"] == "mistral":
+    if c["model_type"] == "qwen2_moe":
+        return c.get("qkv_bias", True), False
+    if c["model_type"] in ("mistral", "mixtral"):
         return False, False
     b = c.get("attention_bias", False)
     return b, b
@@ -721,6 +734,315 @@ def neox_loss(c, P, ids, targets):
                            ignore_index=-100)
 
 
+# ----------------------------------------------------------------------------
+# Mixtures of experts: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE
+# ----------------------------------------------------------------------------
+# transformers' modeling files as the released checkpoints were written for
+# (per-expert modules; transformers 5 stores experts fused, gate_up_proj).
+
+MOE_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe")
+
+
+def moe_config(c):
+    """The MoE block of a config with transformers' defaults: `experts`,
+    `top_k`, whether the k weights are renormalised, the experts' width, the
+    shared expert's width (Qwen2-MoE; 0: none), the block's module, its
+    experts' projections by role (gate, up, down) and in HF's module order,
+    and router_aux_loss_coef. Mixtral always renormalises (no
+    norm_topk_prob); the others read norm_topk_prob (false by default)."""
+    t = c["model_type"]
+    if t == "mixtral":
+        return {"experts": c.get("num_local_experts", 8), "top_k": c.get("num_experts_per_tok", 2),
+                "renormalise": True, "width": c.get("intermediate_size", 14336), "shared": 0,
+                "block": "block_sparse_moe", "roles": ("w1", "w3", "w2"),
+                "order": ("w1", "w2", "w3"), "coef": c.get("router_aux_loss_coef", 0.001)}
+    defaults = {"qwen2_moe": (60, 4, 0.001), "qwen3_moe": (128, 8, 0.001),
+                "olmoe": (64, 8, 0.01)}[t]
+    width = c.get("intermediate_size", 2048) if t == "olmoe" else \
+        c.get("moe_intermediate_size", {"qwen2_moe": 1408, "qwen3_moe": 768}[t])
+    shared = c.get("shared_expert_intermediate_size", 5632) if t == "qwen2_moe" else 0
+    roles = ("gate_proj", "up_proj", "down_proj")
+    return {"experts": c.get("num_experts", defaults[0]),
+            "top_k": c.get("num_experts_per_tok", defaults[1]),
+            "renormalise": c.get("norm_topk_prob", False), "width": width, "shared": shared,
+            "block": "mlp", "roles": roles, "order": roles,
+            "coef": c.get("router_aux_loss_coef", defaults[2])}
+
+
+def moe_layers(c):
+    """Which layers have a sparse MoE block: all of them in Mixtral and
+    OLMoE; in Qwen2/Qwen3-MoE those not in mlp_only_layers with
+    (i + 1) % decoder_sparse_step == 0 (the others a dense MLP of
+    intermediate_size, Qwen2MoeDecoderLayer)."""
+    n = c["num_hidden_layers"]
+    if c["model_type"] in ("mixtral", "olmoe"):
+        return [True] * n
+    step = c.get("decoder_sparse_step", 1)
+    only = c.get("mlp_only_layers") or []
+    experts = moe_config(c)["experts"]
+    return [i not in only and experts > 0 and (i + 1) % step == 0 for i in range(n)]
+
+
+def moe_check(c):
+    """What this reference does not implement, refused by key."""
+    t = c["model_type"]
+    if c.get("router_jitter_noise", 0.0):
+        raise ValueError("router_jitter_noise: random multiplicative noise in training")
+    if t == "olmoe" and c.get("clip_qkv") is not None:
+        raise ValueError("clip_qkv")
+    if t != "mixtral" and c.get("use_sliding_window"):
+        raise ValueError("use_sliding_window")
+    if c.get("hidden_act", "silu") != "silu":
+        raise ValueError("hidden_act")
+    m = moe_config(c)
+    if any(moe_layers(c)) and not 1 <= m["top_k"] <= m["experts"]:
+        # torch.sort's [:, :k] would quietly take all E experts.
+        raise ValueError("num_experts_per_tok must be 1..number of experts")
+
+
+def moe_shapes(c):
+    """The state dict of MixtralForCausalLM, Qwen2MoeForCausalLM,
+    Qwen3MoeForCausalLM or OlmoeForCausalLM, in module order: per layer
+    self_attn (q/k/v/o, Qwen3-MoE's per-head and OLMoE's whole-projection
+    q_norm/k_norm), then the MoE block (gate [E, D], experts 0..E-1,
+    Qwen2-MoE's shared_expert and shared_expert_gate [1, D]) or a dense MLP,
+    then input_layernorm and post_attention_layernorm."""
+    moe_check(c)
+    t, m = c["model_type"], moe_config(c)
+    d, v = c["hidden_size"], c["vocab_size"]
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    qkv_bias, o_bias = attention_biases(c)
+    out = [("model.embed_tokens.weight", (v, d))]
+
+    def proj(name, shape, bias):
+        return [(name + ".weight", shape)] + ([(name + ".bias", (shape[0],))] if bias else [])
+
+    def mlp(prefix, width):
+        shapes = {m["roles"][0]: (width, d), m["roles"][1]: (width, d), m["roles"][2]: (d, width)}
+        return [(prefix + name + ".weight", shapes[name]) for name in m["order"]]
+    for i, sparse in enumerate(moe_layers(c)):
+        p = f"model.layers.{i}."
+        out += proj(p + "self_attn.q_proj", (h * hd, d), qkv_bias)
+        out += proj(p + "self_attn.k_proj", (kvh * hd, d), qkv_bias)
+        out += proj(p + "self_attn.v_proj", (kvh * hd, d), qkv_bias)
+        out += proj(p + "self_attn.o_proj", (d, h * hd), o_bias)
+        if t == "qwen3_moe":
+            out += [(p + "self_attn.q_norm.weight", (hd,)), (p + "self_attn.k_norm.weight", (hd,))]
+        if t == "olmoe":
+            out += [(p + "self_attn.q_norm.weight", (h * hd,)),
+                    (p + "self_attn.k_norm.weight", (kvh * hd,))]
+        if sparse:
+            b = p + m["block"] + "."
+            out.append((b + "gate.weight", (m["experts"], d)))
+            for e in range(m["experts"]):
+                out += mlp(f"{b}experts.{e}.", m["width"])
+            if m["shared"]:
+                out += mlp(b + "shared_expert.", m["shared"])
+                out.append((b + "shared_expert_gate.weight", (1, d)))
+        else:
+            out += mlp(p + "mlp.", c["intermediate_size"])
+        out += [(p + "input_layernorm.weight", (d,)),
+                (p + "post_attention_layernorm.weight", (d,))]
+    return out + final_shapes(c)
+
+
+def moe_active_parameters(c):
+    """Parameters one token uses: everything but the E - k experts it is not
+    routed to (the router's E rows, the shared expert, the embedding and
+    the head count)."""
+    m = moe_config(c)
+    expert = 3 * c["hidden_size"] * m["width"]
+    unused = sum(moe_layers(c)) * (m["experts"] - m["top_k"]) * expert
+    return sum(math.prod(s) for _, s in moe_shapes(c)) - unused
+
+
+def stable_topk(probs, k):
+    """The k largest probabilities of each row and their experts, equal ones
+    to the lower expert index first, as tgc breaks ties. torch.topk does not
+    promise which of equal values it returns, so this selects with a stable
+    descending sort instead."""
+    values, experts = torch.sort(probs, dim=-1, descending=True, stable=True)
+    return values[:, :k], experts[:, :k]
+
+
+def route(m, logits, dtype):
+    """The routers of MixtralSparseMoeBlock and its kin: softmax over the E
+    logits in float32 (never below: an f64 run stays f64), the top k, the k
+    weights renormalised to sum 1 if the family does, then cast to the
+    hidden states' dtype. Returns (probs, experts [T, k], weights [T, k])."""
+    probs = F.softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
+    weights, experts = stable_topk(probs, m["top_k"])
+    if m["renormalise"]:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return probs, experts, weights.to(dtype)
+
+
+def swiglu(c, P, prefix, roles, x):
+    """An expert or dense MLP: down(silu(gate(x)) * up(x))."""
+    gate, up, down = roles
+    return linear(c, P, prefix + down,
+                  F.silu(linear(c, P, prefix + gate, x)) * linear(c, P, prefix + up, x))
+
+
+def moe_block(c, m, P, b, x):
+    """The sparse block of prefix `b` on x [B, S, D]: each expert runs on its
+    own rows (token order; possibly none, as OlmoeSparseMoeBlock runs every
+    expert, so an expert no token chose gets a zero gradient, not none),
+    scaled by the token's routing weight and added back with index_add;
+    Qwen2-MoE adds sigmoid(shared_expert_gate(x)) * shared_expert(x).
+    Returns the output and the router logits [B*S, E]."""
+    B, S, D = x.shape
+    flat = x.reshape(-1, D)
+    logits = linear(c, P, b + "gate", flat)
+    probs, experts, weights = route(m, logits, flat.dtype)
+    out = torch.zeros_like(flat)
+    for e in range(m["experts"]):
+        rows, slot = torch.nonzero(experts == e, as_tuple=True)
+        y = swiglu(c, P, f"{b}experts.{e}.", m["roles"], flat[rows]) * weights[rows, slot, None]
+        out = out.index_add(0, rows, y.to(flat.dtype))
+    if m["shared"]:
+        shared = swiglu(c, P, b + "shared_expert.", m["roles"], flat)
+        out = out + torch.sigmoid(linear(c, P, b + "shared_expert_gate", flat)) * shared
+    routing_record(m, probs, experts)
+    return out.reshape(B, S, D), logits
+
+
+# What the last moe_loss routed, for compare_with_torch.py to report: per
+# MoE layer (layer, tokens per expert, tokens whose k-th and (k+1)-th
+# probabilities are equal, the smallest such margin), and the aux loss.
+moe_record = {"layers": [], "aux": None}
+
+
+def routing_record(m, probs, experts):
+    k = m["top_k"]
+    counts = torch.bincount(experts.reshape(-1), minlength=m["experts"]).tolist()
+    ties, margin = 0, float("inf")
+    if k < m["experts"]:
+        ordered = torch.sort(probs.detach(), dim=-1, descending=True).values
+        gap = ordered[:, k - 1] - ordered[:, k]
+        ties, margin = int((gap == 0).sum()), gap.min().item()
+    moe_record["layers"].append({"counts": counts, "ties": ties, "margin": margin})
+
+
+def load_balancing_loss(router_logits, experts, k):
+    """transformers' load_balancing_loss_func without an attention mask, over
+    the router logits of every MoE layer, concatenated (L*T rows; dense
+    layers give none): softmax (in the logits' dtype, unlike the router's),
+    the top k again, tokens_per_expert = the mean over rows of the one-hot
+    choices, [k, E] (one row per slot), router_prob_per_expert = the mean
+    probability [E], aux = E * sum over slots and experts of their product.
+    The sum over the k slots is not divided by k: balanced routing scores
+    k, not 1. Only the probabilities carry a gradient. Ignored targets
+    (-100) still count: HF has no mask here."""
+    logits = torch.cat(router_logits, dim=0)
+    probs = F.softmax(logits, dim=-1)
+    _, chosen = stable_topk(probs, k)
+    # HF: expert_mask.float(); kept in f64 when the run is f64.
+    mask = F.one_hot(chosen, experts).to(torch.promote_types(probs.dtype, torch.float32))
+    tokens_per_expert = mask.mean(dim=0)
+    router_prob_per_expert = probs.mean(dim=0)
+    return (tokens_per_expert * router_prob_per_expert.unsqueeze(0)).sum() * experts
+
+
+def moe_loss(c, P, ids, targets):
+    """transformers' MixtralForCausalLM, Qwen2MoeForCausalLM,
+    Qwen3MoeForCausalLM and OlmoeForCausalLM: llama's pre-norm layers
+    (input_layernorm, attention, post_attention_layernorm, MoE block or
+    dense MLP) with each family's attention: Mixtral as Mistral (no biases,
+    sliding_window, null by default), Qwen2-MoE q/k/v biases, Qwen3-MoE
+    per-head q/k RMSNorm, OLMoE q/k RMSNorm over the whole projections before
+    the heads are split. With output_router_logits (false by default) the
+    loss gains router_aux_loss_coef * load_balancing_loss; its value is
+    left in moe_record["aux"]."""
+    moe_check(c)
+    t, m = c["model_type"], moe_config(c)
+    h = c["num_attention_heads"]
+    kvh = c.get("num_key_value_heads") or h
+    hd = head_dim(c)
+    eps = c.get("rms_norm_eps", 1e-5 if t in ("mixtral", "olmoe") else 1e-6)
+    B, S = ids.shape
+    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    theta, scaling = rope_settings(c)
+    if t == "mixtral" and "rope_theta" not in c and not c.get("rope_parameters"):
+        theta = 1e6  # MixtralConfig's default
+    cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
+    window = c.get("sliding_window") if t == "mixtral" else None
+    moe_record["layers"], moe_record["aux"] = [], None
+    router_logits = []
+    for i, sparse in enumerate(moe_layers(c)):
+        p = f"model.layers.{i}."
+
+        def lin(t_, name):
+            return linear(c, P, p + name, t_)
+        n = rms_norm(x, P[p + "input_layernorm.weight"], eps)
+        q, k = lin(n, "self_attn.q_proj"), lin(n, "self_attn.k_proj")
+        if t == "olmoe":  # OlmoeAttention: the whole projections, then heads
+            q = rms_norm(q, P[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, P[p + "self_attn.k_norm.weight"], eps)
+        q, k = q.view(B, S, h, hd), k.view(B, S, kvh, hd)
+        if t == "qwen3_moe":  # Qwen3MoeAttention: per head
+            q = rms_norm(q, P[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, P[p + "self_attn.k_norm.weight"], eps)
+        v = lin(n, "self_attn.v_proj").view(B, S, kvh, hd).transpose(1, 2)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = causal_attention(q, k, v, window=window).transpose(1, 2).reshape(B, S, h * hd)
+        x = x + lin(a, "self_attn.o_proj")
+        n = rms_norm(x, P[p + "post_attention_layernorm.weight"], eps)
+        if sparse:
+            y, logits = moe_block(c, m, P, p + m["block"] + ".", n)
+            moe_record["layers"][-1]["layer"] = i
+            router_logits.append(logits)
+        else:
+            y = swiglu(c, P, p + "mlp.", m["roles"], n)
+        x = x + y
+    loss = lm_loss(c, P, rms_norm(x, P["model.norm.weight"], eps), targets)
+    if c.get("output_router_logits", False) and router_logits:
+        aux = load_balancing_loss(router_logits, m["experts"], m["top_k"])
+        moe_record["aux"] = aux.detach()
+        loss = loss + m["coef"] * aux
+    return loss
+
+
+def moe_stress(c, P):
+    """Rewrites initial weights in place (before they are written for tgc)
+    so that routing meets its edge cases. The first MoE layer sends every
+    token to expert 0 (router row STRESS_LOGIT * e_0), none to expert E-1
+    (-STRESS_LOGIT * e_0), and ties the others at logit 0 (zero rows), so
+    a token's other k-1 slots go to experts 1..k-1 by the lower-index rule
+    and experts k..E-1 get no token. The second MoE layer, if any, has all
+    router rows zero: all E logits tie exactly and every token picks
+    experts 0..k-1. Zero rows give logits of exactly 0 whatever the order of
+    summation, so the ties hold in any implementation (equal non-zero rows
+    need not: a vectorised product may sum two columns in different
+    orders). RMSNorm'd inputs have no coordinate of a fixed sign, so the
+    embedding gets one: column 0 is STRESS_EMBEDDING in every row (the
+    others are ~0.02), which the residual stream barely changes, so every
+    token's normalised router input is positive in coordinate 0."""
+    m = moe_config(c)
+    layers = [i for i, sparse in enumerate(moe_layers(c)) if sparse]
+    with torch.no_grad():
+        P["model.embed_tokens.weight"][:, 0] = STRESS_EMBEDDING
+        for n, i in enumerate(layers[:2]):
+            gate = P[f"model.layers.{i}.{m['block']}.gate.weight"]
+            gate.zero_()
+            if n == 0:
+                gate[0, 0] = STRESS_LOGIT
+                gate[-1, 0] = -STRESS_LOGIT
+    return layers[:2]
+
+
+# The stress weights: the embedding's constant coordinate and the router
+# weight on it. Normalised, the coordinate is ~3 at hidden sizes of 32 to
+# 48, so expert 0's logit is ~3: probability 0.77 to 0.96 in the awkward
+# fixtures, leaving the tied experts' weights (0.01 to 0.07) well above 0.
+STRESS_EMBEDDING = 0.1
+STRESS_LOGIT = 1.0
+
+
 def zero_centred_norms(c):
     """Whether the family's RMSNorms scale by (1 + weight) (the Gemmas)."""
     return c["model_type"].startswith("gemma")
@@ -740,6 +1062,8 @@ def family(c):
         return llama_shapes, llama_loss
     if t == "phi3":
         return phi3_shapes, phi3_loss
+    if t in MOE_FAMILIES:
+        return moe_shapes, moe_loss
     if t == "gpt2":
         return gpt2_shapes, gpt2_loss
     if t == "mlp":

@@ -210,6 +210,10 @@ const GradCase kCases[] = {
      "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
      "  %y = tg.gelu %a {approximate = \"tanh\"} : tensor<4x5xf64>\n" LOSS(
          "tensor<4x5xf64>", "[0, 1]")},
+    {"sigmoid",
+     "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
+     "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"
+     "  %y = tg.sigmoid %a : tensor<4x5xf64>\n" LOSS("tensor<4x5xf64>", "[0, 1]")},
     {"silu",
      "func.func @forward(%a: tensor<4x5xf64> {tg.param = \"a\"}, %r: "
      "tensor<4x5xf64> {tg.input = \"r\"}) -> tensor<f64> {\n"

@@ -61,6 +61,7 @@ void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
                                          bool fuseUpdates);
 void populateTGFusedToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGMoEToLinalgPatterns(RewritePatternSet &patterns);
 
 /// tg.all_reduce_start / tg.collective_wait bufferize in place into calls of
 /// the runtime's collectives (tgc_allreduce_start / tgc_collective_wait).

@@ -134,10 +134,42 @@ struct TrainingConfig {
   }
 };
 
+/// The expert blocks of the mixture-of-experts decoders (mixtral,
+/// qwen2_moe, qwen3_moe, olmoe): a router picks top_k of num_experts gated
+/// MLPs for each token (docs/moe.md).
+struct MoEConfig {
+  int64_t numExperts = 0;
+  int64_t topK = 0;
+  /// Each expert's hidden width (moe_intermediate_size; Mixtral's and
+  /// OLMoE's intermediate_size).
+  int64_t expertSize = 0;
+  /// Divide the chosen weights by their sum (norm_topk_prob; Mixtral
+  /// always does).
+  bool normalizeTopK = false;
+  /// Qwen2-MoE's shared expert: its width (0: none), gated by a sigmoid.
+  int64_t sharedExpertSize = 0;
+  /// Which layers have the expert block; the others keep a dense MLP of
+  /// intermediate_size (Qwen's decoder_sparse_step and mlp_only_layers).
+  /// Empty: no experts anywhere.
+  std::vector<bool> sparseLayers;
+  /// Mixtral's module names: block_sparse_moe, experts.N.w1 / w3 / w2.
+  bool mixtralNames = false;
+  /// Hugging Face's load-balancing loss (output_router_logits), added to
+  /// the loss times router_aux_loss_coef.
+  bool auxLoss = false;
+  double auxLossCoef = 0.001;
+
+  bool sparseLayer(int64_t layer) const {
+    return layer < static_cast<int64_t>(sparseLayers.size()) &&
+           sparseLayers[layer];
+  }
+};
+
 struct ModelConfig {
   std::string path;      // the file it came from, for messages
   /// As written: "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma",
-  /// "olmo2", "gpt2", "gpt_neox", "mlp".
+  /// "olmo2", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt2",
+  /// "gpt_neox", "mlp".
   std::string modelType;
   /// Llama covers the decoders built like LlamaForCausalLM (llama, mistral,
   /// qwen2, qwen3); their differences are the fields below.
@@ -204,6 +236,8 @@ struct ModelConfig {
   std::optional<int64_t> attentionWindow(int64_t layer) const;
   /// Whether layer `layer` is a sliding-window layer (whatever seq_len).
   bool slidingLayer(int64_t layer) const;
+
+  MoEConfig moe;
 
   // MLP.
   std::vector<int64_t> layerSizes;

@@ -228,6 +228,15 @@ void mlir::tg::populateTGElementwiseToLinalgPatterns(
       ctx, [](SiluOp, OpBuilder &b, Location l, ValueRange a) {
         return mulF(b, l, a[0], sigmoid(b, l, a[0]));
       });
+  patterns.add<ElementwiseLowering<SigmoidOp>>(
+      ctx, [](SigmoidOp, OpBuilder &b, Location l, ValueRange a) {
+        return sigmoid(b, l, a[0]);
+      });
+  patterns.add<ElementwiseLowering<SigmoidGradOp>>(
+      ctx, [](SigmoidGradOp, OpBuilder &b, Location l, ValueRange a) {
+        Value one = cst(b, l, a[1], 1.0);
+        return mulF(b, l, a[0], mulF(b, l, a[1], subF(b, l, one, a[1])));
+      });
   patterns.add<ElementwiseLowering<ReluGradOp>>(
       ctx, [](ReluGradOp, OpBuilder &b, Location l, ValueRange a) {
         Value positive = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,

@@ -39,6 +39,7 @@ struct ConvertTGToLinalgPass
                                         transposedOperands, taskBytes);
     populateTGOptimizerToLinalgPatterns(patterns, fuseUpdates);
     populateTGFusedToLinalgPatterns(patterns);
+    populateTGMoEToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -140,6 +140,8 @@ OpCost ReduceSumOp::getCost() { return elementwise(getInput(), 1); }
 OpCost GeluOp::getCost() { return elementwise(getResult(), 8); }
 OpCost GeluGradOp::getCost() { return elementwise(getResult(), 12); }
 OpCost SiluOp::getCost() { return elementwise(getResult(), 4); }
+OpCost SigmoidOp::getCost() { return elementwise(getResult(), 3); }
+OpCost SigmoidGradOp::getCost() { return elementwise(getResult(), 3); }
 OpCost SiluGradOp::getCost() { return elementwise(getResult(), 7); }
 OpCost SoftmaxOp::getCost() { return elementwise(getResult(), 5); }
 OpCost SoftmaxGradOp::getCost() { return elementwise(getResult(), 4); }

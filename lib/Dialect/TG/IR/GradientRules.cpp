@@ -360,6 +360,15 @@ LogicalResult SiluOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult SigmoidOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                       ArrayRef<bool> needsGrad,
+                                       SmallVectorImpl<Value> &grads) {
+  push(grads, needsGrad, 0, [&]() -> Value {
+    return SigmoidGradOp::create(b, getLoc(), resultGrads[0], getResult());
+  });
+  return success();
+}
+
 LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                        ArrayRef<bool> needsGrad,
                                        SmallVectorImpl<Value> &grads) {

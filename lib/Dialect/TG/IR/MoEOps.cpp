@@ -92,6 +92,15 @@ LogicalResult ExpertDispatchOp::verify() {
   return verifyOffsets(*this, getOffsets().getType(), getNumExperts());
 }
 
+LogicalResult ExpertCountsOp::verify() {
+  RankedTensorType out = getType();
+  if (out.getRank() != 1 ||
+      out.getDimSize(0) != static_cast<int64_t>(getNumExperts()))
+    return emitOpError("result must be [")
+           << getNumExperts() << "] (one count per expert), got " << out;
+  return success();
+}
+
 LogicalResult GroupedMatmulOp::verify() {
   RankedTensorType input = getInput().getType(), out = getType();
   if (getWeights().empty())
@@ -171,6 +180,7 @@ OpCost RouteGradOp::getCost() {
 }
 
 OpCost ExpertDispatchOp::getCost() { return {}; }
+OpCost ExpertCountsOp::getCost() { return {}; }
 
 // Every row belongs to one expert at most: a dense product's work over the
 // rows, whatever the routing.

@@ -356,6 +356,18 @@ def TG_SiluOp : TG_UnaryElementwiseOp<"silu", [TG_Differentiable]> {
   }];
 }
 
+def TG_SigmoidOp : TG_UnaryElementwiseOp<"sigmoid", [TG_Differentiable]> {
+  let summary = "Logistic sigmoid, 1 / (1 + exp(-x))";
+  let description = [{
+    The gate of Qwen2-MoE's shared expert.
+
+    Example:
+    ```mlir
+    %g = tg.sigmoid %x : tensor<26x1xf32>
+    ```
+  }];
+}
+
 def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType, TG_Differentiable]> {
   let summary = "Softmax along one axis";
   let description = [{
@@ -734,6 +746,28 @@ def TG_ExpertDispatchOp : TG_Op<"expert_dispatch"> {
   let hasVerifier = 1;
 }
 
+def TG_ExpertCountsOp : TG_Op<"expert_counts"> {
+  let summary = "How many (token, slot) pairs chose each expert";
+  let description = [{
+    `experts` is `[..., k]` (tg.route's choice); the result `[num_experts]`
+    holds each expert's count as a float: the routing statistic of Hugging
+    Face's load-balancing loss, which carries no gradient. Ids outside
+    `[0, num_experts)` are clamped.
+
+    Example:
+    ```mlir
+    %c = tg.expert_counts %e {num_experts = 5 : i64} : tensor<26x2xi32> -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I32]>:$experts,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_experts);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $experts attr-dict `:` type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_GroupedMatmulOp : TG_Op<"grouped_matmul",
     [TG_MatrixProduct, TG_Differentiable]> {
   let summary = "Row segments times their own expert's matrix";
@@ -869,6 +903,18 @@ def TG_GeluGradOp : TG_ActivationGradOp<"gelu_grad", "input"> {
   let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$saved,
                        DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let hasVerifier = 1;
+}
+
+def TG_SigmoidGradOp : TG_ActivationGradOp<"sigmoid_grad", "output"> {
+  let summary = "Gradient of sigmoid from its output";
+  let description = [{
+    `result = grad * s (1 - s)` with `s = saved`, sigmoid's output.
+
+    Example:
+    ```mlir
+    %dx = tg.sigmoid_grad %dy, %s : tensor<26x1xf32>
+    ```
+  }];
 }
 
 def TG_SiluGradOp : TG_ActivationGradOp<"silu_grad", "input"> {

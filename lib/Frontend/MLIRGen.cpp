@@ -67,7 +67,16 @@ public:
     size_t numParams = paramIndex.size();
     inputs.assign(entry->args_begin() + numParams, entry->args_end());
 
-    func::ReturnOp::create(b, loc("loss"), buildModel());
+    SmallVector<Value> results{buildModel()};
+    // The load-balancing loss is also reported on its own.
+    if (auxLoss) {
+      results.push_back(auxLoss);
+      func.setFunctionType(
+          b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+      func.setResultAttr(1, TGDialect::kOutputAttrName,
+                         b.getStringAttr("aux_loss"));
+    }
+    func::ReturnOp::create(b, loc("loss"), results);
     return std::move(module);
   }
 
@@ -561,7 +570,7 @@ private:
   /// The sums over the experts' layers of Hugging Face's
   /// load_balancing_loss_func: each expert's probability summed over the
   /// tokens, and how often it was chosen.
-  Value balanceProbabilities, balanceCounts;
+  Value balanceProbabilities, balanceCounts, auxLoss;
   int64_t balanceLayers = 0;
 
   void addBalanceStatistics(Value logits, Value experts, Location l) {
@@ -586,11 +595,16 @@ private:
     Location l = loc("aux_loss");
     double rows = static_cast<double>(balanceLayers * B() * S());
     Value prod = MulOp::create(b, l, balanceProbabilities, balanceCounts);
-    Value aux = ReduceSumOp::create(b, l, prod, ArrayRef<int64_t>{0},
+    Value sum = ReduceSumOp::create(b, l, prod, ArrayRef<int64_t>{0},
                                     /*keep_dims=*/false);
-    double scale = config.moe.auxLossCoef *
-                   static_cast<double>(config.moe.numExperts) / (rows * rows);
-    return add(loss, ScaleOp::create(b, l, aux, b.getF64FloatAttr(scale)), l);
+    auxLoss = ScaleOp::create(
+        b, l, sum,
+        b.getF64FloatAttr(static_cast<double>(config.moe.numExperts) /
+                          (rows * rows)));
+    return add(loss,
+               ScaleOp::create(b, l, auxLoss,
+                               b.getF64FloatAttr(config.moe.auxLossCoef)),
+               l);
   }
 
   /// Layer `layer`'s feed-forward block: the experts where it has them.

@@ -215,6 +215,8 @@ void tgc::rt::bindBuffers(const tgc_model_info &m, StepBuffers &s) {
         s.loss = i;
       else if (name == "grad_norm")
         s.norm = i;
+      else if (name == "aux_loss")
+        s.auxLoss = i;
       else if (name.rfind("grad_sumsq.", 0) == 0)
         s.gradSumSquares.push_back(i);
       break;

@@ -39,6 +39,9 @@ struct StepBuffers {
   std::vector<std::pair<int, int>> paramUpdates;
   int ids = -1, targets = -1, features = -1, labels = -1, lr = -1, step = -1,
       loss = -1, norm = -1;
+  /// A mixture of experts' load-balancing loss (output aux_loss), reported
+  /// beside the loss that includes it.
+  int auxLoss = -1;
   /// tgc --data-parallel: this process's share of the global mean.
   int dpWeight = -1;
   /// Loss scaling: the state holding the scale (-1 without). Each

@@ -174,6 +174,8 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
   for (int i : s.grads)
     out.tensors[s.buffers[i].info->name] = hostTensor(s.buffers[i]);
   out.tensors["loss"] = hostTensor(s.buffers[s.loss]);
+  if (s.auxLoss >= 0)
+    out.tensors["aux_loss"] = hostTensor(s.buffers[s.auxLoss]);
   std::string error;
   if (!writeSafeTensors(path, out, error))
     die(error);

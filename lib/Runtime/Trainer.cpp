@@ -60,6 +60,8 @@ void Trainer::runStep(int64_t step, void **args) {
   tgc_device_synchronize();
   download(s.buffers[s.loss]);
   download(s.buffers[s.norm]);
+  if (s.auxLoss >= 0)
+    download(s.buffers[s.auxLoss]);
   if (s.dpWeight >= 0 && tgc_dist_size() > 1) {
     // Each process's loss is its own slice's: the job's is their
     // weighted sum (the gradients were summed inside the step). The same
@@ -67,11 +69,17 @@ void Trainer::runStep(int64_t step, void **args) {
     // stop after the same step (none waits in a collective for the others).
     float *loss = static_cast<float *>(s.buffers[s.loss].data);
     int caught = caughtStopSignal();
-    double global[3] = {*loss * static_cast<double>(s.scalar(s.dpWeight)),
-                        caught == SIGINT ? 1.0 : 0.0,
-                        caught == SIGTERM ? 1.0 : 0.0};
-    tgc_dist_sum(global, 3);
+    double weight = static_cast<double>(s.scalar(s.dpWeight));
+    float *aux = s.auxLoss >= 0
+                     ? static_cast<float *>(s.buffers[s.auxLoss].data)
+                     : nullptr;
+    double global[4] = {*loss * weight, caught == SIGINT ? 1.0 : 0.0,
+                        caught == SIGTERM ? 1.0 : 0.0,
+                        aux ? *aux * weight : 0.0};
+    tgc_dist_sum(global, 4);
     *loss = static_cast<float>(global[0]);
+    if (aux)
+      *aux = static_cast<float>(global[3]);
     if (!stopSignal && (global[1] > 0 || global[2] > 0))
       stopSignal = global[2] > 0 ? SIGTERM : SIGINT;
   }
@@ -260,6 +268,8 @@ int64_t Trainer::run(int64_t firstStep, int64_t steps) {
       record.key("step").integer(step + 1);
       record.key("loss").fixed(loss, 6);
       record.key("grad_norm").fixed(norm, 6);
+      if (s.auxLoss >= 0)
+        record.key("aux_loss").fixed(s.scalar(s.auxLoss), 6);
       record.key("ms").fixed(ms, 3);
       record.key("tokens_per_s").fixed(tokPerS, 1);
       if (s.lossScale >= 0) {

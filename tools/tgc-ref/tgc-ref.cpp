@@ -29,6 +29,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using namespace tgc;
@@ -153,6 +154,13 @@ int main(int argc, char **argv) {
 
   ref::InterpretOptions interpretOptions;
   interpretOptions.storeF32 = storeF32;
+  // A mixture of experts' load-balancing loss, reported beside the loss.
+  std::optional<unsigned> auxResult;
+  for (unsigned r = 0; r < step.getNumResults(); ++r)
+    if (auto name = step.getResultAttrOfType<StringAttr>(
+            r, tg::TGDialect::kOutputAttrName);
+        name && name.getValue() == "aux_loss")
+      auxResult = r;
   rt::SafeTensorsFile out;
   if (trainSteps == 0) {
     auto results = ref::interpret(step, args, interpretOptions);
@@ -160,6 +168,9 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(results.takeError()));
     out.tensors["loss"] =
         rt::makeTensor({}, (*results)[0].data, rt::DType::F64);
+    if (auxResult)
+      out.tensors["aux_loss"] =
+          rt::makeTensor({}, (*results)[*auxResult].data, rt::DType::F64);
     // The gradients (tg.grad), named by their parameters: frozen ones have
     // none.
     for (unsigned r = 1; r < step.getNumResults(); ++r)
@@ -172,7 +183,7 @@ int main(int argc, char **argv) {
     // per-gradient sums of squares), then the new params and state, fed
     // back each step to the arguments of the same role and name (a frozen
     // parameter has no new value).
-    std::vector<double> losses, norms;
+    std::vector<double> losses, norms, auxLosses;
     std::vector<unsigned> carried, updated;
     std::map<std::pair<std::string, std::string>, unsigned> argOf;
     const StringRef roles[] = {tg::TGDialect::kParamAttrName,
@@ -202,6 +213,8 @@ int main(int argc, char **argv) {
         return fail(llvm::toString(results.takeError()));
       losses.push_back((*results)[0][0]);
       norms.push_back((*results)[1][0]);
+      if (auxResult)
+        auxLosses.push_back((*results)[*auxResult][0]);
       for (size_t k = 0; k < carried.size(); ++k)
         args[carried[k]] = (*results)[updated[k]];
     }
@@ -209,6 +222,9 @@ int main(int argc, char **argv) {
         rt::makeTensor({trainSteps}, losses, rt::DType::F64);
     out.tensors["grad_norms"] =
         rt::makeTensor({trainSteps}, norms, rt::DType::F64);
+    if (auxResult)
+      out.tensors["aux_losses"] =
+          rt::makeTensor({trainSteps}, auxLosses, rt::DType::F64);
     for (size_t i = 0; i < paramNames.size(); ++i)
       out.tensors[paramNames[i]] = rt::makeTensor(
           args[paramArgs[i]].shape, args[paramArgs[i]].data, rt::DType::F64);

@@ -88,14 +88,21 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
       return forward.emitError("tg-autodiff: @")
              << forward.getName() << " must have a single block";
     auto results = forward.getResultTypes();
-    auto lossType = results.size() == 1
-                        ? llvm::dyn_cast<RankedTensorType>(results[0])
-                        : RankedTensorType();
+    auto lossType = results.empty()
+                        ? RankedTensorType()
+                        : llvm::dyn_cast<RankedTensorType>(results[0]);
     if (!lossType || lossType.getRank() != 0 ||
         !llvm::isa<FloatType>(lossType.getElementType()))
       return forward.emitError("tg-autodiff: @")
              << forward.getName()
-             << " must return exactly one 0-d floating-point loss";
+             << " must return a 0-d floating-point loss first";
+    // Further results are values reported beside the loss (tg.output), not
+    // differentiated: the load-balancing loss of a mixture of experts.
+    for (unsigned r = 1; r < results.size(); ++r)
+      if (!forward.getResultAttr(r, TGDialect::kOutputAttrName))
+        return forward.emitError("tg-autodiff: @")
+               << forward.getName() << " result #" << r
+               << " after the loss needs a tg.output name";
 
     // The train step starts as a copy of the forward function.
     OpBuilder b(forward);
@@ -183,6 +190,11 @@ struct TGAutodiffPass : tg::impl::TGAutodiffPassBase<TGAutodiffPass> {
     SmallVector<Type> resultTypes{loss.getType()};
     SmallVector<DictionaryAttr> resultAttrs{b.getDictionaryAttr(
         b.getNamedAttr(TGDialect::kOutputAttrName, b.getStringAttr("loss")))};
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
+      newResults.push_back(ret.getOperand(r));
+      resultTypes.push_back(ret.getOperand(r).getType());
+      resultAttrs.push_back(step.getResultAttrDict(r));
+    }
     for (BlockArgument param : params) {
       Value grad = adjoints.lookup(param);
       if (!grad)

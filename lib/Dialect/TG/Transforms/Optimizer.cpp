@@ -51,11 +51,15 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
           !step.getArgAttr(i, TGDialect::kFrozenAttrName))
         paramArgs.push_back(i);
     llvm::StringMap<unsigned> gradResult;
+    unsigned outputs = 0; // the loss and the values reported beside it
     for (unsigned i = 0, e = step.getNumResults(); i < e; ++i)
       if (auto name =
               step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttrName))
         gradResult[name.getValue()] = i;
-    if (step.getNumResults() != paramArgs.size() + 1 ||
+      else if (i == outputs &&
+               step.getResultAttr(i, TGDialect::kOutputAttrName))
+        ++outputs;
+    if (outputs == 0 || step.getNumResults() != paramArgs.size() + outputs ||
         gradResult.size() != paramArgs.size() ||
         llvm::any_of(paramArgs, [&](unsigned p) {
           return !gradResult.contains(
@@ -64,7 +68,8 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
         }))
       return step.emitError("tg-optimizer: @")
              << step.getName()
-             << " must return (loss, one tg.grad per tg.param that is not "
+             << " must return (loss, tg.output values, one tg.grad per "
+                "tg.param that is not "
                 "tg.frozen); run tg-autodiff first and tg-optimizer once";
 
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
@@ -230,6 +235,13 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
     SmallVector<Value> results{ret.getOperand(0), norm};
     SmallVector<DictionaryAttr> resultAttrs{output("loss"),
                                             output("grad_norm")};
+    // Values reported beside the loss (tg-autodiff keeps them after it).
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r)
+      if (auto name = step.getResultAttrOfType<StringAttr>(
+              r, TGDialect::kOutputAttrName)) {
+        results.push_back(ret.getOperand(r));
+        resultAttrs.push_back(output(name.getValue()));
+      }
     // With a guard (loss scaling's or guard-updates), each gradient's
     // (scaled) sum of squares, so that the runtime can name the tensors that
     // are not finite.

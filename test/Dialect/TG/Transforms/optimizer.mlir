@@ -50,4 +50,4 @@ func.func @forward(%w: tensor<4x8xf32> {tg.param = "w"}, %b: tensor<4xf32> {tg.p
 
 // NOSTEP: error: tg-optimizer: no function @train_step (run tg-autodiff first)
 // UNKNOWN: for the --optimizer option: Cannot find option named 'lion'
-// TWICE: error: tg-optimizer: @train_step must return (loss, one tg.grad per tg.param that is not tg.frozen); run tg-autodiff first and tg-optimizer once
+// TWICE: error: tg-optimizer: @train_step must return (loss, tg.output values, one tg.grad per tg.param that is not tg.frozen); run tg-autodiff first and tg-optimizer once

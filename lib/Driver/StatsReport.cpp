@@ -118,6 +118,9 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
        << ", " << c.optimizer;
   os << "\n";
   os << "Parameters   " << withCommas(s.parameters);
+  if (c.idleExpertParameters)
+    os << " (active per token "
+       << withCommas(s.parameters - c.idleExpertParameters) << ")";
   if (s.frozenParameters)
     os << " (trainable " << withCommas(s.trainableParameters()) << ", frozen "
        << withCommas(s.frozenParameters) << ")";
@@ -183,6 +186,7 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
       {"parameters", s.parameters},
       {"trainable_parameters", s.trainableParameters()},
       {"frozen_parameters", s.frozenParameters},
+      {"active_parameters", s.parameters - c.idleExpertParameters},
       {"matmul_multiplications",
        llvm::json::Object{{"forward", s.forward.matmulMultiplications},
                           {"backward", s.backward.matmulMultiplications}}},

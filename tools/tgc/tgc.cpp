@@ -225,6 +225,8 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &context, TrainingConfig &training,
   training = config->training;
   model = *config;
   stats.modelType = config->modelType;
+  stats.idleExpertParameters =
+      config->moe.idleExpertParameters(config->hiddenSize);
   stats.batchSize = training.batchSize * training.gradAccum;
   stats.seqLen = config->family == ModelFamily::MLP ? 1 : config->seqLen();
   stats.dtype = stringifyDType(training.dtype).str();

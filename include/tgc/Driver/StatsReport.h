@@ -21,6 +21,9 @@ struct StatsContext {
   int64_t batchSize = 0, seqLen = 0;
   std::string dtype, optimizer;
   std::string precision = "fp32"; // fp32 or bf16-mixed
+  /// Mixtures of experts: the parameters of the experts a token skips
+  /// (the active parameters are the others).
+  int64_t idleExpertParameters = 0;
 };
 
 /// One row of `--remat-sweep`.

@@ -10,6 +10,7 @@
 
 #include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -162,6 +163,12 @@ struct MoEConfig {
   bool sparseLayer(int64_t layer) const {
     return layer < static_cast<int64_t>(sparseLayers.size()) &&
            sparseLayers[layer];
+  }
+  /// Parameters of the experts a token does not use: (E − k) gated MLPs of
+  /// each expert layer of width `hidden`.
+  int64_t idleExpertParameters(int64_t hidden) const {
+    int64_t layers = llvm::count(sparseLayers, true);
+    return layers * (numExperts - topK) * 3 * hidden * expertSize;
   }
 };
 

@@ -36,30 +36,33 @@ int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,
   });
 
   int64_t arena = 0;
+  auto sizeOf = [&](const ArenaBlock &b) {
+    return static_cast<int64_t>(
+        llvm::alignTo(std::max<int64_t>(b.bytes, 1), alignment));
+  };
+  // The placed blocks in increasing offset, so that those alive with a new
+  // block come out in the order the gap search reads them (no sort per
+  // block: models with thousands of experts place ~10^5 blocks).
   std::vector<size_t> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy; // [offset, end) in time
   for (size_t index : order) {
     ArenaBlock &block = blocks[index];
-    int64_t size = llvm::alignTo(std::max<int64_t>(block.bytes, 1), alignment);
-    busy.clear();
-    for (size_t other : placed) {
-      const ArenaBlock &o = blocks[other];
-      if (o.start <= block.end && block.start <= o.end)
-        busy.emplace_back(
-            o.offset,
-            o.offset + llvm::alignTo(std::max<int64_t>(o.bytes, 1), alignment));
-    }
-    std::sort(busy.begin(), busy.end());
+    int64_t size = sizeOf(block);
     // The lowest gap that holds the block.
     int64_t offset = 0;
-    for (auto [begin, end] : busy) {
-      if (begin >= offset + size)
+    for (size_t other : placed) {
+      const ArenaBlock &o = blocks[other];
+      if (o.start > block.end || block.start > o.end)
+        continue;
+      if (o.offset >= offset + size)
         break;
-      offset = std::max(offset, end);
+      offset = std::max(offset, o.offset + sizeOf(o));
     }
     block.offset = offset;
     arena = std::max(arena, offset + size);
-    placed.push_back(index);
+    auto at = std::upper_bound(
+        placed.begin(), placed.end(), offset,
+        [&](int64_t off, size_t other) { return off < blocks[other].offset; });
+    placed.insert(at, index);
   }
   return arena;
 }

@@ -90,23 +90,35 @@ struct TGOptimizerPass : tg::impl::TGOptimizerPassBase<TGOptimizerPass> {
       stateKinds = {{"momentum_buffer", 0}};
     SmallVector<SmallVector<BlockArgument>> states(stateKinds.size());
     Location loc = step.getLoc();
-    unsigned next = insertAt;
+    // All at once: one insertion per argument would rebuild the function
+    // type and its attribute arrays each time (quadratic in the parameters
+    // of a model with thousands of experts).
+    SmallVector<unsigned> indices;
+    SmallVector<Type> stateTypes;
+    SmallVector<DictionaryAttr> newStateAttrs;
     for (auto [kindIndex, kind] : llvm::enumerate(stateKinds)) {
       for (unsigned p : paramArgs) {
         auto paramType =
             llvm::cast<RankedTensorType>(step.getArgument(p).getType());
-        Type stateType = adamw ? paramType.clone(b.getF32Type()) : paramType;
+        stateTypes.push_back(adamw ? paramType.clone(b.getF32Type())
+                                   : paramType);
         auto paramName =
             step.getArgAttrOfType<StringAttr>(p, TGDialect::kParamAttrName);
-        auto attrs = b.getDictionaryAttr(b.getNamedAttr(
+        newStateAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
             TGDialect::kStateAttrName,
-            b.getStringAttr(kind.first + "." + paramName.getValue())));
-        if (failed(step.insertArgument(next, stateType, attrs, loc)))
-          return failure();
-        states[kindIndex].push_back(step.getArgument(next));
-        ++next;
+            b.getStringAttr(kind.first + "." + paramName.getValue()))));
+        indices.push_back(insertAt);
       }
     }
+    if (!indices.empty() &&
+        failed(step.insertArguments(indices, stateTypes, newStateAttrs,
+                                    SmallVector<Location>(indices.size(),
+                                                          loc))))
+      return failure();
+    for (unsigned k = 0; k < stateKinds.size(); ++k)
+      for (unsigned i = 0; i < paramArgs.size(); ++i)
+        states[k].push_back(
+            step.getArgument(insertAt + k * paramArgs.size() + i));
     auto inputAttr = [&](StringRef name) {
       return b.getDictionaryAttr(
           b.getNamedAttr(TGDialect::kInputAttrName, b.getStringAttr(name)));

@@ -1,8 +1,10 @@
 //===- MoE.cpp - the mixture-of-experts ops → linalg and scf --------------===//
 //
 // Routing and dispatch are short sequential loops per token (k · E
-// comparisons); the grouped products are one linalg.matmul per expert on
-// its row segment, whose extent is read from the offsets at run time.
+// comparisons). A grouped product visits each expert's row segment, whose
+// extent is read from the offsets at run time, in chunks of static size:
+// every linalg.matmul has a static shape, and goes through the same
+// schedule as a dense product's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -342,20 +344,96 @@ std::pair<Value, Value> segment(OpBuilder &b, Location l, Value offsets,
   return {lo, hi};
 }
 
-Value rowSlice(OpBuilder &b, Location l, Value t, Value lo, Value n) {
-  int64_t cols = tensorType(t).getDimSize(1);
-  SmallVector<OpFoldResult> offsets{lo, b.getIndexAttr(0)},
-      sizes{n, b.getIndexAttr(cols)}, strides{b.getIndexAttr(1),
-                                              b.getIndexAttr(1)};
-  return tensor::ExtractSliceOp::create(b, l, t, offsets, sizes, strides);
+/// Rows per chunk of an expert's segment, then per chunk of its remainder.
+/// Every product is of static shape (the matmul schedule's), and the last
+/// chunk wastes fewer than kTailRows rows.
+constexpr int64_t kChunkRows = 256, kTailRows = 32;
+
+/// One chunk of an expert's rows: its first row, its static size, and the
+/// rows of it that belong to the expert (the others are padding).
+struct Chunk {
+  Value first;
+  int64_t size;
+  Value rows;
+  bool padded;
+};
+
+/// Visits the rows `[lo, hi)` in chunks of kChunkRows, then the rest in
+/// padded chunks of kTailRows, carrying `init`.
+Value forEachRowChunk(OpBuilder &b, Location l, Value lo, Value hi, Value init,
+                   function_ref<Value(OpBuilder &, Location, const Chunk &,
+                                      Value)>
+                       body) {
+  Value n = arith::SubIOp::create(b, l, hi, lo);
+  Value full = arith::DivUIOp::create(b, l, n, index(b, l, kChunkRows));
+  Value acc = loop(b, l, full, {init},
+                   [&](OpBuilder &b, Location l, Value c, ValueRange s) {
+                     Value first = arith::AddIOp::create(
+                         b, l, lo,
+                         arith::MulIOp::create(b, l, c,
+                                               index(b, l, kChunkRows)));
+                     Chunk chunk{first, kChunkRows,
+                                 index(b, l, kChunkRows), false};
+                     return SmallVector<Value>{body(b, l, chunk, s[0])};
+                   })[0];
+  Value rest = arith::AddIOp::create(
+      b, l, lo, arith::MulIOp::create(b, l, full, index(b, l, kChunkRows)));
+  Value tails = arith::CeilDivUIOp::create(
+      b, l, arith::SubIOp::create(b, l, hi, rest), index(b, l, kTailRows));
+  return loop(b, l, tails, {acc},
+              [&](OpBuilder &b, Location l, Value t, ValueRange s) {
+                Value first = arith::AddIOp::create(
+                    b, l, rest,
+                    arith::MulIOp::create(b, l, t, index(b, l, kTailRows)));
+                Value rows = arith::MinUIOp::create(
+                    b, l, index(b, l, kTailRows),
+                    arith::SubIOp::create(b, l, hi, first));
+                Chunk chunk{first, kTailRows, rows, true};
+                return SmallVector<Value>{body(b, l, chunk, s[0])};
+              })[0];
 }
 
-Value dynamicZeros(OpBuilder &b, Location l, Value rows, int64_t cols,
-                   Type elt) {
-  Value empty = tensor::EmptyOp::create(
-      b, l, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(cols)}, elt);
-  return linalg::FillOp::create(b, l, constantFloat(b, l, elt, 0.0), empty)
-      .getResult(0);
+SmallVector<OpFoldResult> rowOffsets(OpBuilder &b, Value first) {
+  return {first, b.getIndexAttr(0)};
+}
+SmallVector<OpFoldResult> unitStrides(OpBuilder &b) {
+  return {b.getIndexAttr(1), b.getIndexAttr(1)};
+}
+
+/// The chunk's rows of `t` as a static `[size, cols]` tensor: padded
+/// chunks are zero past the expert's rows (so they add nothing to a sum
+/// over rows, and nothing undefined reaches a product).
+Value chunkRows(OpBuilder &b, Location l, Value t, const Chunk &c) {
+  RankedTensorType type = tensorType(t);
+  int64_t cols = type.getDimSize(1);
+  auto staticType = type.clone({c.size, cols});
+  if (!c.padded)
+    return tensor::ExtractSliceOp::create(
+        b, l, staticType, t, rowOffsets(b, c.first),
+        {b.getIndexAttr(c.size), b.getIndexAttr(cols)}, unitStrides(b));
+  Value part = tensor::ExtractSliceOp::create(
+      b, l, t, rowOffsets(b, c.first), {c.rows, b.getIndexAttr(cols)},
+      unitStrides(b));
+  return tensor::InsertSliceOp::create(
+      b, l, part, filled(b, l, staticType, 0.0), rowOffsets(b, index(b, l, 0)),
+      {c.rows, b.getIndexAttr(cols)}, unitStrides(b));
+}
+
+/// Writes the chunk's rows of `rows` ([size, cols]) into `dest` at its
+/// first row.
+Value storeChunk(OpBuilder &b, Location l, Value rows, Value dest,
+                 const Chunk &c) {
+  int64_t cols = tensorType(rows).getDimSize(1);
+  if (c.padded)
+    rows = tensor::ExtractSliceOp::create(
+        b, l, rows, rowOffsets(b, index(b, l, 0)),
+        {c.rows, b.getIndexAttr(cols)}, unitStrides(b));
+  SmallVector<OpFoldResult> sizes{c.padded ? OpFoldResult(c.rows)
+                                           : b.getIndexAttr(c.size),
+                                  b.getIndexAttr(cols)};
+  return tensor::InsertSliceOp::create(b, l, rows, dest,
+                                       rowOffsets(b, c.first), sizes,
+                                       unitStrides(b));
 }
 
 /// Element type products of `operand` accumulate in.
@@ -386,16 +464,16 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     Value result = filled(rewriter, l, out.clone(acc), 0.0);
     for (auto [e, w] : llvm::enumerate(adaptor.getWeights())) {
       auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
-      Value n = arith::SubIOp::create(rewriter, l, hi, lo);
-      Value x = rowSlice(rewriter, l, adaptor.getInput(), lo, n);
       Value rhs = op.getTransposeWeights() ? transpose2D(rewriter, l, w) : w;
-      Value product = matmul2D(rewriter, l, x, rhs,
-                               dynamicZeros(rewriter, l, n, m, acc));
-      SmallVector<OpFoldResult> offsets{lo, rewriter.getIndexAttr(0)},
-          sizes{n, rewriter.getIndexAttr(m)},
-          strides{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)};
-      result = tensor::InsertSliceOp::create(rewriter, l, product, result,
-                                             offsets, sizes, strides);
+      result = forEachRowChunk(
+          rewriter, l, lo, hi, result,
+          [&](OpBuilder &b, Location l, const Chunk &c, Value dest) {
+            Value x = chunkRows(b, l, adaptor.getInput(), c);
+            Value product = matmul2D(
+                b, l, x, rhs,
+                filled(b, l, RankedTensorType::get({c.size, m}, acc), 0.0));
+            return storeChunk(b, l, product, dest, c);
+          });
     }
     rewriter.replaceOp(op, roundTo(rewriter, l, result, out.getElementType()));
     return success();
@@ -407,6 +485,7 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
   LogicalResult
   matchAndRewrite(GroupedWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Each expert's lhsᵀ·rhs summed over its chunks of rows.
     Location l = op.getLoc();
     int64_t rows = op.getLhs().getType().getDimSize(0);
     Type acc = accumulation(op.getLhs().getType().getElementType());
@@ -414,11 +493,13 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
     for (auto [e, r] : llvm::enumerate(op.getResults())) {
       auto type = llvm::cast<RankedTensorType>(r.getType());
       auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
-      Value n = arith::SubIOp::create(rewriter, l, hi, lo);
-      Value a = rowSlice(rewriter, l, adaptor.getLhs(), lo, n);
-      Value bm = rowSlice(rewriter, l, adaptor.getRhs(), lo, n);
-      Value g = matmulTransposedLhs(rewriter, l, a, bm,
-                                    filled(rewriter, l, type.clone(acc), 0.0));
+      Value g = forEachRowChunk(
+          rewriter, l, lo, hi, filled(rewriter, l, type.clone(acc), 0.0),
+          [&](OpBuilder &b, Location l, const Chunk &c, Value sum) {
+            return matmulTransposedLhs(b, l, chunkRows(b, l, adaptor.getLhs(), c),
+                                       chunkRows(b, l, adaptor.getRhs(), c),
+                                       sum);
+          });
       results.push_back(roundTo(rewriter, l, g, type.getElementType()));
     }
     rewriter.replaceOp(op, results);

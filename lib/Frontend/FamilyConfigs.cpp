@@ -195,7 +195,7 @@ static void readMoE(ConfigReader &r, ModelConfig &c) {
       r.error("router_jitter_noise",
               llvm::formatv("{0} is not supported (training multiplies the "
                             "hidden states by noise; 0 only)",
-                            *jitter));
+                            llvm::format("%g", *jitter)));
   if (r.failed() || m.numExperts == 0)
     return; // Qwen's num_experts 0: every layer dense.
   if (m.topK > m.numExperts) {
@@ -271,7 +271,7 @@ void tgc::config::readLlama(ConfigReader &r, ModelConfig &c) {
     if (auto clip = r.number("clip_qkv", false))
       r.error("clip_qkv", llvm::formatv("{0} is not supported (null only: "
                                         "queries, keys and values unclipped)",
-                                        *clip));
+                                        llvm::format("%g", *clip)));
   c.postNorms = type == "olmo2";
   c.gemmaScaling = gemma;
   if (gemma) {

@@ -1,0 +1,55 @@
+// The mixture-of-experts ops lower to scalar loops (routing, the counting
+// sort, the counts) and, for the grouped products, to linalg.matmul of
+// static shape per expert: chunks of 256 rows, then chunks of 32 rows
+// zero-padded past the expert's segment.
+// RUN: tgc-opt %s --convert-tg-to-linalg | FileCheck %s
+
+// CHECK-LABEL: func.func @route
+// CHECK: linalg.generic
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.cmpf olt
+// CHECK: tensor.insert
+// CHECK-NOT: tg.
+func.func @route(%l: tensor<13x5xf32>) -> (tensor<13x2xf32>, tensor<13x2xi32>) {
+  %w, %e = tg.route %l {top_k = 2 : i64, normalize} : tensor<13x5xf32> -> tensor<13x2xf32>, tensor<13x2xi32>
+  return %w, %e : tensor<13x2xf32>, tensor<13x2xi32>
+}
+
+// CHECK-LABEL: func.func @dispatch
+// CHECK-COUNT-3: scf.for
+// CHECK-NOT: tg.
+func.func @dispatch(%e: tensor<13x2xi32>) -> (tensor<26xi32>, tensor<13x2xi32>, tensor<6xi32>) {
+  %r, %p, %o = tg.expert_dispatch %e {num_experts = 5 : i64} : tensor<13x2xi32> -> tensor<26xi32>, tensor<13x2xi32>, tensor<6xi32>
+  return %r, %p, %o : tensor<26xi32>, tensor<13x2xi32>, tensor<6xi32>
+}
+
+// Two experts: each a loop of full chunks and a loop of padded ones.
+// CHECK-LABEL: func.func @grouped
+// CHECK: linalg.transpose
+// CHECK: scf.for
+// CHECK: tensor.extract_slice {{.*}} : tensor<600x24xf32> to tensor<256x24xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<256x40xf32>
+// CHECK: scf.for
+// CHECK: tensor.extract_slice {{.*}} : tensor<600x24xf32> to tensor<?x24xf32>
+// CHECK: tensor.insert_slice {{.*}} into tensor<32x24xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<32x40xf32>
+// CHECK: linalg.transpose
+// CHECK-COUNT-2: linalg.matmul
+// CHECK-NOT: tg.
+func.func @grouped(%x: tensor<600x24xf32>, %o: tensor<3xi32>, %w0: tensor<40x24xf32>, %w1: tensor<40x24xf32>) -> tensor<600x40xf32> {
+  %y = tg.grouped_matmul %x, %o, %w0, %w1 {transpose_weights} : tensor<600x24xf32>, tensor<3xi32>, tensor<40x24xf32>, tensor<40x24xf32> -> tensor<600x40xf32>
+  return %y : tensor<600x40xf32>
+}
+
+// Weight gradients sum each chunk's product into the expert's result.
+// CHECK-LABEL: func.func @weight_grad
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: linalg.matmul {{.*}} ins({{.*}} : tensor<256x40xf32>, tensor<256x24xf32>) outs({{.*}} : tensor<40x24xf32>)
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: linalg.matmul {{.*}} ins({{.*}} : tensor<32x40xf32>, tensor<32x24xf32>) outs({{.*}} : tensor<40x24xf32>)
+// CHECK-NOT: tg.
+func.func @weight_grad(%dy: tensor<600x40xf32>, %x: tensor<600x24xf32>, %o: tensor<3xi32>) -> (tensor<40x24xf32>, tensor<40x24xf32>) {
+  %d:2 = tg.grouped_weight_grad %dy, %x, %o : tensor<600x40xf32>, tensor<600x24xf32>, tensor<3xi32> -> tensor<40x24xf32>, tensor<40x24xf32>
+  return %d#0, %d#1 : tensor<40x24xf32>, tensor<40x24xf32>
+}

@@ -176,7 +176,10 @@ static void readMoE(ConfigReader &r, ModelConfig &c) {
   // OLMoE's blocks need at least one.
   m.numExperts = r.integer(mixtral ? "num_local_experts" : "num_experts", false,
                            /*min=*/qwen ? 0 : 1)
-                     .value_or(mixtral ? 8 : type == "olmoe" ? 64 : 60);
+                     .value_or(mixtral            ? 8
+                               : type == "olmoe"     ? 64
+                               : type == "qwen3_moe" ? 128
+                                                     : 60);
   m.topK = r.integer("num_experts_per_tok", false, 1)
                .value_or(type == "qwen2_moe" ? 4 : type == "mixtral" ? 2 : 8);
   m.expertSize = qwen ? r.integer("moe_intermediate_size", false, 1)

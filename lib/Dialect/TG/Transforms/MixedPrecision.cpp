@@ -61,16 +61,23 @@ struct TGMixedPrecisionPass
       }
       return cast;
     };
+    auto isFloat = [](Value v) {
+      return llvm::isa<FloatType>(getElementTypeOrSelf(v.getType()));
+    };
     func.walk([&](Operation *op) {
-      if (!llvm::isa<MatmulOp, LinearOp>(op))
+      // The float operands of the products (a grouped product's offsets
+      // stay integers).
+      if (!llvm::isa<MatmulOp, LinearOp, GroupedMatmulOp>(op))
         return;
       auto result = llvm::cast<RankedTensorType>(op->getResult(0).getType());
       if (!result.getElementType().isF32() ||
-          !llvm::all_of(op->getOperandTypes(),
-                        [](Type t) { return getElementTypeOrSelf(t).isF32(); }))
+          !llvm::all_of(op->getOperands(), [&](Value v) {
+            return !isFloat(v) || getElementTypeOrSelf(v.getType()).isF32();
+          }))
         return;
       for (OpOperand &operand : op->getOpOperands())
-        operand.set(lowered(op, operand.get()));
+        if (isFloat(operand.get()))
+          operand.set(lowered(op, operand.get()));
     });
   }
 };

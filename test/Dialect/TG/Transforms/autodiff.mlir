@@ -162,9 +162,17 @@ module {
 
 // -----
 
-// expected-error@+1 {{tg-autodiff: @forward must return exactly one 0-d floating-point loss}}
+// expected-error@+1 {{tg-autodiff: @forward must return a 0-d floating-point loss first}}
 func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
+}
+
+// -----
+
+// Values after the loss are reported, so they need a name.
+// expected-error@+1 {{tg-autodiff: @forward result #1 after the loss needs a tg.output name}}
+func.func @forward(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  return %x, %x : tensor<f32>, tensor<f32>
 }
 
 // -----
@@ -184,4 +192,16 @@ func.func @forward(%q: tensor<1x4x2x2xf32> {tg.param = "q"}) -> tensor<f32> {
   %o, %lse = tg.attention %q, %q, %q {causal} : tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32> -> tensor<1x4x2x2xf32>, tensor<1x4x2xf32>
   %s = tg.reduce_sum %lse [0, 1, 2] : tensor<1x4x2xf32> -> tensor<f32>
   return %s : tensor<f32>
+}
+
+// -----
+
+// A value reported beside the loss (a load-balancing loss) follows it,
+// undifferentiated.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<f32> {tg.output = "aux_loss"}, tensor<2xf32> {tg.grad = "w"})
+func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32>, tensor<f32> {tg.output = "aux_loss"}) {
+  %0 = tg.reduce_sum %w [0] : tensor<2xf32> -> tensor<f32>
+  %1 = tg.mul %0, %0 : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
 }

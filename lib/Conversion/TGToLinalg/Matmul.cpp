@@ -14,29 +14,11 @@ using namespace mlir::tg::lowering;
 
 namespace {
 
-/// Products of bf16/f16 operands accumulate in f32 whatever their result
-/// type (mixed precision: tg.matmul's description).
-Type accumulationType(Type operand) {
-  return isLowPrecisionFloat(operand) ? Float32Type::get(operand.getContext())
-                                      : operand;
-}
-
 Value multiplyAccumulate(OpBuilder &b, Location l, ValueRange args) {
   Type acc = args[2].getType();
   return addF(
       b, l, args[2],
       mulF(b, l, castFloat(b, l, args[0], acc), castFloat(b, l, args[1], acc)));
-}
-
-/// `acc` rounded to `type`'s element type where the two differ.
-Value roundTo(OpBuilder &b, Location l, Value acc, RankedTensorType type) {
-  RankedTensorType accType = tensorType(acc);
-  if (accType.getElementType() == type.getElementType())
-    return acc;
-  return elementwise(b, l, accType.clone(type.getElementType()), acc,
-                     [&](OpBuilder &b, Location l, ValueRange a) {
-                       return castFloat(b, l, a[0], type.getElementType());
-                     });
 }
 
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
@@ -67,7 +49,7 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
       Value product = op.getTransposeLhs()
                           ? matmulTransposedLhs(rewriter, loc, a, bm, init)
                           : matmul2D(rewriter, loc, a, bm, init);
-      product = roundTo(rewriter, loc, product, out);
+      product = castElements(rewriter, loc, product, out.getElementType());
       rewriter.replaceOp(op, reshape(rewriter, loc, product, out));
       return success();
     }
@@ -93,7 +75,7 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
                  operandMap(adaptor.getRhs(), op.getTransposeRhs(), k, n)},
                 init, dimsMap(getContext(), rank, outDims),
                 iterators(rank, {k}), multiplyAccumulate);
-    rewriter.replaceOp(op, roundTo(rewriter, loc, result, out));
+    rewriter.replaceOp(op, castElements(rewriter, loc, result, out.getElementType()));
     return success();
   }
 };
@@ -122,7 +104,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                      : filled(rewriter, loc, flatType, 0.0);
     Value y = matmul2D(rewriter, loc, x,
                        transpose2D(rewriter, loc, adaptor.getWeight()), init);
-    y = roundTo(rewriter, loc, y, out);
+    y = castElements(rewriter, loc, y, out.getElementType());
     rewriter.replaceOp(op, reshape(rewriter, loc, y, out));
     return success();
   }

@@ -69,13 +69,7 @@ loop(OpBuilder &b, Location l, int64_t n, ValueRange init,
 /// softmax(logits) along the last axis of `[R, E]` in `type` (the routing
 /// weights' element type).
 Value probabilities(OpBuilder &b, Location l, Value logits, Type type) {
-  RankedTensorType t = tensorType(logits);
-  if (t.getElementType() != type)
-    logits = elementwise(b, l, t.clone(type), logits,
-                         [&](OpBuilder &nb, Location nl, ValueRange a) {
-                           return castFloat(nb, nl, a[0], type);
-                         });
-  return softmax(b, l, logits, 1);
+  return softmax(b, l, castElements(b, l, logits, type), 1);
 }
 
 /// A rank-2 view `[rows, last]` of `v`.
@@ -233,11 +227,7 @@ struct RouteGradLowering : OpConversionPattern<RouteGradOp> {
           return SmallVector<Value>{row};
         })[0];
     RankedTensorType outType = op.getType();
-    if (outType.getElementType() != elt)
-      out = elementwise(rewriter, l, tensorType(out).clone(outType.getElementType()),
-                        out, [&](OpBuilder &b, Location l, ValueRange a) {
-                          return castFloat(b, l, a[0], outType.getElementType());
-                        });
+    out = castElements(rewriter, l, out, outType.getElementType());
     rewriter.replaceOp(op, reshape(rewriter, l, out, outType));
     return success();
   }
@@ -436,22 +426,6 @@ Value storeChunk(OpBuilder &b, Location l, Value rows, Value dest,
                                        unitStrides(b));
 }
 
-/// Element type products of `operand` accumulate in.
-Type accumulation(Type operand) {
-  return isLowPrecisionFloat(operand) ? Float32Type::get(operand.getContext())
-                                      : operand;
-}
-
-Value roundTo(OpBuilder &b, Location l, Value v, Type elt) {
-  RankedTensorType t = tensorType(v);
-  if (t.getElementType() == elt)
-    return v;
-  return elementwise(b, l, t.clone(elt), v,
-                     [&](OpBuilder &nb, Location nl, ValueRange a) {
-                       return castFloat(nb, nl, a[0], elt);
-                     });
-}
-
 struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -460,7 +434,7 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     Location l = op.getLoc();
     RankedTensorType out = op.getType();
     int64_t rows = out.getDimSize(0), m = out.getDimSize(1);
-    Type acc = accumulation(op.getInput().getType().getElementType());
+    Type acc = accumulationType(op.getInput().getType().getElementType());
     Value result = filled(rewriter, l, out.clone(acc), 0.0);
     for (auto [e, w] : llvm::enumerate(adaptor.getWeights())) {
       auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
@@ -475,7 +449,7 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
             return storeChunk(b, l, product, dest, c);
           });
     }
-    rewriter.replaceOp(op, roundTo(rewriter, l, result, out.getElementType()));
+    rewriter.replaceOp(op, castElements(rewriter, l, result, out.getElementType()));
     return success();
   }
 };
@@ -488,7 +462,7 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
     // Each expert's lhsᵀ·rhs summed over its chunks of rows.
     Location l = op.getLoc();
     int64_t rows = op.getLhs().getType().getDimSize(0);
-    Type acc = accumulation(op.getLhs().getType().getElementType());
+    Type acc = accumulationType(op.getLhs().getType().getElementType());
     SmallVector<Value> results;
     for (auto [e, r] : llvm::enumerate(op.getResults())) {
       auto type = llvm::cast<RankedTensorType>(r.getType());
@@ -500,7 +474,7 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
                                        chunkRows(b, l, adaptor.getRhs(), c),
                                        sum);
           });
-      results.push_back(roundTo(rewriter, l, g, type.getElementType()));
+      results.push_back(castElements(rewriter, l, g, type.getElementType()));
     }
     rewriter.replaceOp(op, results);
     return success();

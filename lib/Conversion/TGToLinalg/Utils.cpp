@@ -1,6 +1,7 @@
 //===- Utils.cpp - helpers shared by the tg → linalg patterns -------------===//
 
 #include "Utils.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -327,6 +328,21 @@ Value lowering::castFloat(OpBuilder &b, Location loc, Value v, Type type) {
   // bf16 <-> f16: through f32, which holds both exactly.
   Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
   return arith::TruncFOp::create(b, loc, type, wide);
+}
+
+Type lowering::accumulationType(Type operand) {
+  return isLowPrecisionFloat(operand) ? Float32Type::get(operand.getContext())
+                                      : operand;
+}
+
+Value lowering::castElements(OpBuilder &b, Location loc, Value v, Type elt) {
+  RankedTensorType type = tensorType(v);
+  if (type.getElementType() == elt)
+    return v;
+  return elementwise(b, loc, type.clone(elt), v,
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       return castFloat(nb, nl, a[0], elt);
+                     });
 }
 
 Value lowering::mulF(OpBuilder &b, Location loc, Value x, Value y) {

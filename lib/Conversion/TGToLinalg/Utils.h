@@ -100,6 +100,14 @@ Value clampIndex(OpBuilder &b, Location loc, Value id, int64_t size);
 /// Converts a float scalar to `type` (extension or truncation).
 Value castFloat(OpBuilder &b, Location loc, Value v, Type type);
 
+/// Products of bf16/f16 operands accumulate in f32 whatever their result
+/// type (mixed precision: tg.matmul's description); others in their own.
+Type accumulationType(Type operand);
+
+/// The tensor `v` with its elements converted to `elt` (itself when they
+/// are of it already).
+Value castElements(OpBuilder &b, Location loc, Value v, Type elt);
+
 /// x * y, x + y, ... on scalars of the same float type.
 Value mulF(OpBuilder &b, Location loc, Value x, Value y);
 Value addF(OpBuilder &b, Location loc, Value x, Value y);

@@ -1,8 +1,8 @@
 //===- MoEOps.cpp - verifiers and costs of the mixture-of-experts ops -----===//
 //
-// tg.route, tg.route_grad, tg.expert_dispatch, tg.grouped_matmul and
-// tg.grouped_weight_grad (docs/moe.md). Their gradient rules are with the
-// others in GradientRules.cpp.
+// tg.route, tg.route_grad, tg.expert_dispatch, tg.expert_counts,
+// tg.grouped_matmul and tg.grouped_weight_grad (docs/moe.md). Their
+// gradient rules are with the others in GradientRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 

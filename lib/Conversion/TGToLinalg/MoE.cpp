@@ -107,10 +107,10 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
               b, l, k, {acc[0], acc[1], inf, none, cst(b, l, inf, 0.0)},
               [&](OpBuilder &b, Location l, Value j, ValueRange s) {
                 Value prevP = s[2], prevE = s[3];
+                // Probabilities are >= 0: the first candidate beats -inf.
                 SmallVector<Value> best = loop(
                     b, l, experts,
-                    {constantFloat(b, l, elt, -INFINITY), index(b, l, 0),
-                     arith::ConstantIntOp::create(b, l, 0, 1)},
+                    {constantFloat(b, l, elt, -INFINITY), index(b, l, 0)},
                     [&](OpBuilder &b, Location l, Value e, ValueRange m) {
                       Value pe = extractAt(b, l, p, {r, e});
                       Value below = arith::CmpFOp::create(
@@ -122,19 +122,13 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
                           arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt,
                                                 e, prevE));
                       Value after = arith::OrIOp::create(b, l, below, tie);
-                      // Strictly larger, or the first candidate at all.
-                      Value larger = arith::OrIOp::create(
-                          b, l,
-                          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                                pe, m[0]),
-                          arith::XOrIOp::create(
-                              b, l, m[2],
-                              arith::ConstantIntOp::create(b, l, 1, 1)));
+                      // Strictly larger: ties keep the lower expert.
+                      Value larger = arith::CmpFOp::create(
+                          b, l, arith::CmpFPredicate::OGT, pe, m[0]);
                       Value take = arith::AndIOp::create(b, l, after, larger);
                       return SmallVector<Value>{
                           arith::SelectOp::create(b, l, take, pe, m[0]),
-                          arith::SelectOp::create(b, l, take, e, m[1]),
-                          arith::OrIOp::create(b, l, m[2], take)};
+                          arith::SelectOp::create(b, l, take, e, m[1])};
                     });
                 Value w = insertAt(b, l, best[0], s[0], {r, j});
                 Value ids =
@@ -179,10 +173,8 @@ struct RouteGradLowering : OpConversionPattern<RouteGradOp> {
         rewriter, l, rows, {init},
         [&](OpBuilder &b, Location l, Value r, ValueRange acc) {
           auto chosenP = [&](OpBuilder &b, Location l, Value j) {
-            Value e = toIndex(b, l, extractAt(b, l, experts, {r, j}));
-            e = arith::MinSIOp::create(
-                b, l, arith::MaxSIOp::create(b, l, e, index(b, l, 0)),
-                index(b, l, numExperts - 1));
+            Value e =
+                clampIndex(b, l, extractAt(b, l, experts, {r, j}), numExperts);
             return std::make_pair(e, extractAt(b, l, p, {r, e}));
           };
           Value zero = constantFloat(b, l, elt, 0.0);
@@ -351,36 +343,35 @@ struct Chunk {
 /// Visits the rows `[lo, hi)` in chunks of kChunkRows, then the rest in
 /// padded chunks of kTailRows, carrying `init`.
 Value forEachRowChunk(OpBuilder &b, Location l, Value lo, Value hi, Value init,
-                   function_ref<Value(OpBuilder &, Location, const Chunk &,
-                                      Value)>
-                       body) {
+                      function_ref<Value(OpBuilder &, Location, const Chunk &,
+                                         Value)>
+                          body) {
+  // `count` chunks of `size` rows from `start`; a padded chunk holds the
+  // rows left before `hi`, at most `size`.
+  auto chunks = [&](Value start, Value count, int64_t size, bool padded,
+                    Value carried) {
+    return loop(b, l, count, {carried},
+                [&](OpBuilder &b, Location l, Value c, ValueRange s) {
+                  Value first = arith::AddIOp::create(
+                      b, l, start,
+                      arith::MulIOp::create(b, l, c, index(b, l, size)));
+                  Value rows =
+                      padded ? arith::MinUIOp::create(
+                                   b, l, index(b, l, size),
+                                   arith::SubIOp::create(b, l, hi, first))
+                             : index(b, l, size);
+                  Chunk chunk{first, size, rows, padded};
+                  return SmallVector<Value>{body(b, l, chunk, s[0])};
+                })[0];
+  };
   Value n = arith::SubIOp::create(b, l, hi, lo);
   Value full = arith::DivUIOp::create(b, l, n, index(b, l, kChunkRows));
-  Value acc = loop(b, l, full, {init},
-                   [&](OpBuilder &b, Location l, Value c, ValueRange s) {
-                     Value first = arith::AddIOp::create(
-                         b, l, lo,
-                         arith::MulIOp::create(b, l, c,
-                                               index(b, l, kChunkRows)));
-                     Chunk chunk{first, kChunkRows,
-                                 index(b, l, kChunkRows), false};
-                     return SmallVector<Value>{body(b, l, chunk, s[0])};
-                   })[0];
+  Value acc = chunks(lo, full, kChunkRows, /*padded=*/false, init);
   Value rest = arith::AddIOp::create(
       b, l, lo, arith::MulIOp::create(b, l, full, index(b, l, kChunkRows)));
   Value tails = arith::CeilDivUIOp::create(
       b, l, arith::SubIOp::create(b, l, hi, rest), index(b, l, kTailRows));
-  return loop(b, l, tails, {acc},
-              [&](OpBuilder &b, Location l, Value t, ValueRange s) {
-                Value first = arith::AddIOp::create(
-                    b, l, rest,
-                    arith::MulIOp::create(b, l, t, index(b, l, kTailRows)));
-                Value rows = arith::MinUIOp::create(
-                    b, l, index(b, l, kTailRows),
-                    arith::SubIOp::create(b, l, hi, first));
-                Chunk chunk{first, kTailRows, rows, true};
-                return SmallVector<Value>{body(b, l, chunk, s[0])};
-              })[0];
+  return chunks(rest, tails, kTailRows, /*padded=*/true, acc);
 }
 
 SmallVector<OpFoldResult> rowOffsets(OpBuilder &b, Value first) {

@@ -115,6 +115,14 @@ tgc::describeBuffers(func::FuncOp step, const ModelConfig *config) {
     BufferDesc b;
     b.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
     b.dtype = dtypeOf(tensor.getElementType());
+    if (auto whole = attrs ? attrs.getAs<TypeAttr>(
+                                 tg::TGDialect::kShardedAttrName)
+                           : TypeAttr()) {
+      // ZeRO-3: the runtime initialises, loads and saves the whole tensor.
+      auto wholeType = llvm::cast<RankedTensorType>(whole.getValue());
+      b.shardNumel = tensor.getNumElements();
+      b.shape.assign(wholeType.getShape().begin(), wholeType.getShape().end());
+    }
     auto get = [&](llvm::StringRef key) {
       return attrs ? attrs.getAs<StringAttr>(key) : StringAttr();
     };
@@ -280,7 +288,7 @@ std::string tgc::bufferTableSource(const std::vector<BufferDesc> &buffers) {
     llvm::interleaveComma(b.shape, os);
     if (b.shape.empty())
       os << "0";
-    os << "}, " << b.shardOf << "},\n";
+    os << "}, " << b.shardOf << ", " << b.shardNumel << "},\n";
   }
   os << "};\n";
   return out;

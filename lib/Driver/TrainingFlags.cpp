@@ -137,13 +137,14 @@ cl::opt<bool> dataParallel(
 Flag<int64_t> zeroStage(
     "zero",
     "ZeRO stage: 1 shards the optimizer state over the processes of a "
-    "data-parallel job (implies --data-parallel; needs --processes), 0 "
-    "keeps it whole (default)",
+    "data-parallel job, 3 the parameters too (both imply --data-parallel "
+    "and need --processes), 0 keeps them whole (default)",
     "stage");
 Flag<int64_t> processes(
     "processes",
-    "With --zero=1: the number of processes (mpirun -np) the optimizer state "
-    "is sharded over; the executable runs as exactly that many",
+    "With --zero: the number of processes (mpirun -np) the optimizer state "
+    "(and with --zero=3 the parameters) is sharded over; the executable "
+    "runs as exactly that many",
     "n");
 Flag<std::string> lossScale(
     "loss-scale",
@@ -343,26 +344,27 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
     return llvm::createStringError(
         "--dp-bucket-kib must be non-negative, got " +
         std::to_string(int64_t(dpBucketKiB)));
-  if (zeroStage.given() && zeroStage != 0 && zeroStage != 1)
+  if (zeroStage.given() && zeroStage != 0 && zeroStage != 1 && zeroStage != 3)
     return llvm::createStringError(
-        "--zero: expected 0 or 1 (ZeRO-1 shards the optimizer state; stages "
-        "2 and 3 are not implemented), got " +
+        "--zero: expected 0, 1 or 3 (ZeRO-1 shards the optimizer state, "
+        "ZeRO-3 the parameters too; stage 2's saving comes with stage 1, "
+        "docs/distributed.md), got " +
         std::to_string(int64_t(zeroStage)));
+  std::string zeroFlag = "--zero=" + std::to_string(int64_t(zeroStage));
   if (processes.given() && processes < 1)
     return llvm::createStringError("--processes must be positive, got " +
                                    std::to_string(int64_t(processes)));
-  if (processes.given() && zeroStage != 1)
+  if (processes.given() && zeroStage < 1)
     return llvm::createStringError(
-        "--processes is the process count of --zero=1; without ZeRO-1 the "
-        "executable runs as any number of processes");
-  if (zeroStage == 1 && !processes.given())
+        "--processes is the process count of --zero=1 or --zero=3; without "
+        "ZeRO the executable runs as any number of processes");
+  if (zeroStage > 0 && !processes.given())
     return llvm::createStringError(
-        "--zero=1 shards the optimizer state over a number of processes "
-        "fixed at compile time: give it with --processes=N (the -np of "
-        "mpirun)");
-  if (zeroStage == 1 && dataParallel.getNumOccurrences() && !dataParallel)
+        zeroFlag + " shards over a number of processes fixed at compile "
+        "time: give it with --processes=N (the -np of mpirun)");
+  if (zeroStage > 0 && dataParallel.getNumOccurrences() && !dataParallel)
     return llvm::createStringError(
-        "--zero=1 is data parallelism: it cannot be combined with "
+        zeroFlag + " is data parallelism: it cannot be combined with "
         "--data-parallel=false");
   for (Flag<double> *flag : {&weightDecay, &momentum, &gradClip})
     if (flag->given() && *flag < 0)
@@ -390,6 +392,12 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   }
   if (llvm::Error err = checkRematFlags(config.training))
     return err;
+  const TrainingConfig &t = config.training;
+  if (t.zeroStage == 3 && (t.lora.enabled() || t.frozenDtype != DType::F32))
+    return llvm::createStringError(
+        std::string("--zero=3 shards every parameter in f32: ") +
+        (t.lora.enabled() ? "LoRA adapters are" : "--frozen-dtype is") +
+        " not supported with it yet; use --zero=1");
   return validateModelConfig(config);
 }
 
@@ -410,7 +418,8 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.optimizerInBackward = t.optimizerInBackward;
   options.dataParallel = t.dataParallel;
   options.dpBucketBytes = t.dpBucketKiB * 1024;
-  options.zeroProcesses = t.zeroStage == 1 ? t.processes : 0;
+  options.zeroProcesses = t.zeroStage > 0 ? t.processes : 0;
+  options.shardParameters = t.zeroStage == 3;
   options.lossScaling = t.lossScaling();
   options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
   options.guardUpdates = t.guardsUpdates();

@@ -108,6 +108,13 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   }
   if (scheduleUpdates)
     pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
+  // Last: the gathers go right before the final order of their readers.
+  if (options.withOptimizer && options.dataParallel &&
+      options.zeroProcesses > 0 && options.shardParameters) {
+    mlir::tg::TGShardParametersPassOptions zero3;
+    zero3.prefetch = options.gatherPrefetch;
+    pm.addPass(mlir::tg::createTGShardParametersPass(zero3));
+  }
 }
 
 /// One attention score tile under fusion: small enough to stay in the

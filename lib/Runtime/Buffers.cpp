@@ -1,6 +1,7 @@
 //===- Buffers.cpp - the compiled step's buffers --------------------------===//
 
 #include "Buffers.h"
+#include "Distributed.h"
 #include "Data.h"
 #include "Device.h"
 #include "Fatal.h"
@@ -25,11 +26,25 @@ size_t tgc::rt::dtypeBytes(int32_t dtype) {
   }
 }
 
-int64_t tgc::rt::numelOf(const tgc_buffer_info &b) {
+int64_t tgc::rt::wholeNumelOf(const tgc_buffer_info &b) {
   int64_t n = 1;
   for (int i = 0; i < b.rank; ++i)
     n *= b.shape[i];
   return n;
+}
+
+int64_t tgc::rt::numelOf(const tgc_buffer_info &b) {
+  return b.shard_numel > 0 ? b.shard_numel : wholeNumelOf(b);
+}
+
+void tgc::rt::storeShard(Buffer &b, const std::function<float(int64_t)> &whole) {
+  std::vector<float> values(b.numel, 0.0f);
+  int64_t first = tgc_dist_rank() * b.numel;
+  int64_t n = tgc::runtime::shardElements(wholeNumelOf(*b.info), b.numel,
+                                          tgc_dist_rank());
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = whole(first + i);
+  storeFloats(b, values.data());
 }
 
 std::vector<int64_t> tgc::rt::shapeOf(const tgc_buffer_info &b) {
@@ -107,11 +122,15 @@ TensorData tgc::rt::hostTensor(const Buffer &b) {
 }
 
 void tgc::rt::initialise(Buffer &b, uint64_t seed) {
-  // Narrow parameters (tgc --frozen-dtype) are drawn in f32 and rounded.
-  std::vector<float> wide(b.info->dtype == TGC_F32 ? 0 : b.numel);
+  // Narrow parameters (tgc --frozen-dtype) are drawn in f32 and rounded; a
+  // ZeRO-3 shard is cut from the whole tensor's values, drawn as one
+  // process draws them.
+  bool sharded = b.info->shard_numel > 0;
+  int64_t numel = wholeNumelOf(*b.info);
+  std::vector<float> wide(b.info->dtype == TGC_F32 && !sharded ? 0 : numel);
   float *p = wide.empty() ? static_cast<float *>(b.data) : wide.data();
   Rng rng(nameSeed(b.info->name, seed));
-  for (int64_t i = 0; i < b.numel; ++i) {
+  for (int64_t i = 0; i < numel; ++i) {
     switch (b.info->init) {
     case TGC_INIT_NORMAL:
       p[i] = static_cast<float>(rng.normal() * b.info->init_scale);
@@ -129,7 +148,10 @@ void tgc::rt::initialise(Buffer &b, uint64_t seed) {
       p[i] = 0.0f;
     }
   }
-  storeFloats(b, p);
+  if (sharded)
+    storeShard(b, [&](int64_t i) { return p[i]; });
+  else
+    storeFloats(b, p);
 }
 
 void *tgc::rt::allocateAligned(size_t bytes, const std::string &what) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,9 @@ struct StepBuffers {
 
 /// Bytes of one element of a tgc_dtype.
 size_t dtypeBytes(int32_t dtype);
+/// Elements of the whole tensor `b` describes.
+int64_t wholeNumelOf(const tgc_buffer_info &b);
+/// Elements the buffer holds: a ZeRO-3 parameter's shard, else the whole.
 int64_t numelOf(const tgc_buffer_info &b);
 std::vector<int64_t> shapeOf(const tgc_buffer_info &b);
 /// "[2, 3]", for messages.
@@ -84,6 +88,9 @@ void initialise(Buffer &b, uint64_t seed);
 /// Writes `values` (b.numel floats) into b's host copy, rounded to b's
 /// element type (bf16/f16 for frozen weights of tgc --frozen-dtype).
 void storeFloats(Buffer &b, const float *values);
+/// A ZeRO-3 parameter: stores this process's shard (zero padded) of the
+/// whole tensor whose element i is `whole(i)`.
+void storeShard(Buffer &b, const std::function<float(int64_t)> &whole);
 /// b's host copy, widened to floats.
 std::vector<float> loadFloats(const Buffer &b);
 /// b's host copy as a tensor of its shape and element type.

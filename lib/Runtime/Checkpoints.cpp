@@ -6,6 +6,7 @@
 #include "Fatal.h"
 #include "tgc/Runtime/SafeTensors.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <vector>
@@ -15,6 +16,12 @@ using namespace tgc::rt;
 void tgc::rt::copyFrom(Buffer &b, const TensorData &t,
                        const std::string &file) {
   checkWeightTensor(b, t, file);
+  if (b.info->shard_numel > 0) {
+    // ZeRO-3: this process's shard of the whole tensor.
+    storeShard(b, [&](int64_t i) { return static_cast<float>(t.get(i)); });
+    t.release();
+    return;
+  }
   // A narrow frozen weight (tgc --frozen-dtype) is rounded once, from f32.
   std::vector<float> wide(b.info->dtype == TGC_F32 ? 0 : b.numel);
   float *p = wide.empty() ? static_cast<float *>(b.data) : wide.data();
@@ -35,8 +42,8 @@ static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
         shapeText(shapeOf(*param.info)));
   float *p = static_cast<float *>(b.data);
   int64_t first = tgc_dist_rank() * b.numel;
-  int64_t n =
-      tgc::runtime::shardElements(param.numel, b.numel, tgc_dist_rank());
+  int64_t n = tgc::runtime::shardElements(wholeNumelOf(*param.info), b.numel,
+                                          tgc_dist_rank());
   for (int64_t i = 0; i < b.numel; ++i)
     p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
 }
@@ -181,21 +188,33 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
     die(error);
 }
 
+/// b's host copy as a whole tensor of `shape`: a shard (ZeRO-1's state,
+/// ZeRO-3's parameters) is gathered from every process on rank 0 (every
+/// process calls this; only rank 0's result is whole).
+static TensorData wholeTensor(const Buffer &b,
+                              const std::vector<int64_t> &shape) {
+  TensorData t = hostTensor(b);
+  if (b.info->shard_numel == 0 && b.info->shard_of < 0)
+    return t;
+  int64_t numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  t.shape = shape;
+  t.bytes.assign(numel * sizeof(float), 0);
+  tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
+                         reinterpret_cast<float *>(t.bytes.data()), numel);
+  return t;
+}
+
 void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {
   download(s, s.states);
   for (int i : s.states) {
     const Buffer &b = s.buffers[i];
-    TensorData t = hostTensor(b);
-    if (b.info->shard_of >= 0) {
-      // ZeRO-1: every process's shard, gathered whole on rank 0, under the
-      // names and shape of the unsharded state.
-      const Buffer &param = s.buffers[b.info->shard_of];
-      t.shape = shapeOf(*param.info);
-      t.bytes.assign(param.bytes, 0);
-      tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
-                             reinterpret_cast<float *>(t.bytes.data()),
-                             param.numel);
-    }
+    // ZeRO's state shards are saved whole, under the names and shape of the
+    // unsharded state.
+    TensorData t = b.info->shard_of >= 0
+                       ? wholeTensor(b, shapeOf(*s.buffers[b.info->shard_of].info))
+                       : hostTensor(b);
     out.tensors[std::string("optimizer.") + b.info->name] = std::move(t);
   }
 }
@@ -205,19 +224,29 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                              bool writes) {
   if (hasAdapters(s))
     return saveAdapters(m, s, path, step, dtype, writes);
-  if (!writes && dtype != DType::F32)
+  bool sharded = std::any_of(s.params.begin(), s.params.end(), [&](int i) {
+    return s.buffers[i].info->shard_numel > 0;
+  });
+  if (!writes && dtype != DType::F32 && !sharded)
     return;
   download(s, s.params);
   SafeTensorsFile out;
   out.metadata["model_type"] = m.model_type;
   out.metadata["format"] = "pt";
+  // Whole parameters (ZeRO-3's shards gathered on rank 0).
+  for (int i : s.params)
+    out.tensors[s.buffers[i].info->name] =
+        wholeTensor(s.buffers[i], shapeOf(*s.buffers[i].info));
   if (dtype != DType::F32) {
     // Inference weights under their Hugging Face names: no optimizer state
     // and no f32 masters, so nothing to resume training from.
-    for (int i : s.params) {
-      const Buffer &b = s.buffers[i];
-      out.tensors[b.info->name] =
-          narrowFloats(loadFloats(b).data(), b.numel, shapeOf(*b.info), dtype);
+    if (!writes)
+      return;
+    for (auto &[name, t] : out.tensors) {
+      std::vector<float> values(t.numElements());
+      for (size_t k = 0; k < values.size(); ++k)
+        values[k] = static_cast<float>(t.get(k));
+      t = narrowFloats(values.data(), values.size(), t.shape, dtype);
     }
     out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
                                " parameters at step " + std::to_string(step);
@@ -226,8 +255,6 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
       die(error);
     return;
   }
-  for (int i : s.params)
-    out.tensors[s.buffers[i].info->name] = hostTensor(s.buffers[i]);
   addOptimizerState(s, out);
   if (!writes)
     return;

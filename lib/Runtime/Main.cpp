@@ -76,7 +76,7 @@ static void checkJob(Options &opt) {
         "--seed, --lr, --steps, --eval-every): start every rank with the same "
         "command");
   if (tgc_dist_rank() != 0) {
-    // --save stays: with ZeRO-1 every process sends its state shards.
+    // --save stays: with ZeRO every process sends its shards.
     opt.quiet = true;
     opt.log.clear();
     opt.writes = false;
@@ -119,10 +119,16 @@ int main(int argc, char **argv) {
         " processes, but this executable was compiled without "
         "--data-parallel: its gradients would not be summed (compile it with "
         "tgc --data-parallel)");
+  bool shardsParameters =
+      std::any_of(buffers.params.begin(), buffers.params.end(),
+                  [&](int i) { return m.buffers[i].shard_numel > 0; });
   if (m.zero_processes > 0 && processes != m.zero_processes)
-    die("this executable was compiled with --zero=1 --processes=" +
-        std::to_string(m.zero_processes) + " (its optimizer state is sharded " +
-        std::to_string(m.zero_processes) + " ways) but runs as " +
+    die(std::string("this executable was compiled with --zero=") +
+        (shardsParameters ? "3" : "1") + " --processes=" +
+        std::to_string(m.zero_processes) + " (its " +
+        (shardsParameters ? "parameters and optimizer state are"
+                          : "optimizer state is") +
+        " sharded " + std::to_string(m.zero_processes) + " ways) but runs as " +
         std::to_string(processes) + " process" + (processes == 1 ? "" : "es") +
         ": start it with mpirun -np " + std::to_string(m.zero_processes) +
         ", or compile it for " + std::to_string(processes));

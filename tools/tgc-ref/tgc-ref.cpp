@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
 
   if (config->training.zeroStage != 0)
     return fail("--zero: the reference interpreter runs one process; "
-                "ZeRO-1's shards exist only in executables under mpirun");
+                "ZeRO's shards exist only in executables under mpirun");
 
   MLIRContext context;
   OwningOpRef<ModuleOp> module = buildForwardModule(context, *config);

@@ -382,10 +382,11 @@ int main(int argc, char **argv) {
     return report(
         runStats(*module, training, statsContext, request, **backend));
   }
-  if (returnGradients && training.zeroStage == 1)
-    return reportError(inputFile +
-                       ": --return-gradients: with --zero=1 each process "
-                       "holds only its shard of every gradient");
+  if (returnGradients && training.zeroStage > 0)
+    return reportError(inputFile + ": --return-gradients: with --zero=" +
+                       std::to_string(training.zeroStage) +
+                       " each process holds only its shard of every "
+                       "gradient");
   CompileRequest request;
   request.input = inputFile;
   request.output = outputFile;

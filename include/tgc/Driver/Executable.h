@@ -21,6 +21,9 @@ struct BufferDesc {
   std::vector<int64_t> shape;
   /// ZeRO-1 state: the index of the parameter it holds a shard of, or -1.
   int shardOf = -1;
+  /// ZeRO-3 parameter: the elements of this process's shard (`shape` is
+  /// the whole tensor's), or 0.
+  int64_t shardNumel = 0;
 };
 
 /// What the runtime needs to know about the model besides its buffers.

@@ -109,6 +109,15 @@ struct TrainingGraphOptions
       llvm::cl::desc("ZeRO-1: shard the optimizer state over this many "
                      "processes (tg-shard-optimizer; 0: off)"),
       llvm::cl::init(0)};
+  Option<bool> shardParameters{
+      *this, "shard-parameters",
+      llvm::cl::desc("ZeRO-3: with zero-processes, shard the parameters too "
+                     "(tg-shard-parameters)"),
+      llvm::cl::init(false)};
+  Option<int64_t> gatherPrefetch{
+      *this, "gather-prefetch",
+      llvm::cl::desc("ZeRO-3: parameter gathers started this many runs ahead"),
+      llvm::cl::init(1)};
   Option<mlir::tg::LossScaling> lossScaling{
       *this, "loss-scaling",
       llvm::cl::desc("none, static or dynamic loss scaling (tg-autodiff's "

@@ -81,6 +81,10 @@ typedef struct {
    * of parameter buffers[shard_of] (ceil(numel / zero_processes) elements,
    * zero padded); -1 for every other buffer. */
   int32_t shard_of;
+  /* tgc --zero=3: a parameter (or its new value) of which this process
+   * holds its shard of shard_numel = ceil(numel / zero_processes) elements,
+   * zero padded; `shape` is the whole tensor's. 0 for every other buffer. */
+  int64_t shard_numel;
 } tgc_buffer_info;
 
 typedef struct {

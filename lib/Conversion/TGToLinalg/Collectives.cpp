@@ -139,9 +139,18 @@ struct CollectiveWaitModel
                               const AnalysisState &) const {
     return true;
   }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
                                const AnalysisState &) const {
-    return true;
+    // The shards a gather sends are only read: a parameter's shard (ZeRO-3)
+    // may be in flight in several gathers, and no copy is made of it.
+    Operation *start = operand.get().getDefiningOp();
+    size_t sent = 0;
+    if (auto gather = llvm::dyn_cast_or_null<AllGatherStartOp>(start))
+      sent = gather.getShards().size();
+    if (auto gather = llvm::dyn_cast_or_null<ParameterGatherStartOp>(start))
+      sent = gather.getShards().size();
+    return !start ||
+           llvm::cast<OpResult>(operand.get()).getResultNumber() >= sent;
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
@@ -266,16 +275,19 @@ struct ReduceScatterStartModel
   }
 };
 
-struct AllGatherStartModel
-    : BufferizableOpInterface::ExternalModel<AllGatherStartModel,
-                                             AllGatherStartOp> {
-  // The shards are sent (read until the wait). The whole tensors are new
-  // buffers the gather fills completely: returned, they become the step's
-  // output buffers (the runtime's parameters when it updates in place),
-  // so the old parameters are neither read nor written here.
+/// ZeRO-1's tg.all_gather_start and ZeRO-3's tg.parameter_gather_start.
+/// The shards are sent (read until the wait). The whole tensors are new
+/// buffers the gather fills completely: ZeRO-1's, returned, become the
+/// step's output buffers (the runtime's parameters when it updates in
+/// place), so the old parameters are neither read nor written here;
+/// ZeRO-3's live in the arena until their last reader.
+template <typename GatherOp>
+struct GatherStartModel
+    : BufferizableOpInterface::ExternalModel<GatherStartModel<GatherOp>,
+                                             GatherOp> {
   bool isShard(Operation *op, OpOperand &operand) const {
     return operand.getOperandNumber() <
-           llvm::cast<AllGatherStartOp>(op).getShards().size();
+           llvm::cast<GatherOp>(op).getShards().size();
   }
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
@@ -293,13 +305,12 @@ struct AllGatherStartModel
              BufferRelation::Equivalent}};
   }
   bool bufferizesToAllocation(Operation *op, Value value) const {
-    return llvm::is_contained(llvm::cast<AllGatherStartOp>(op).getResults(),
-                              value);
+    return llvm::is_contained(llvm::cast<GatherOp>(op).getResults(), value);
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto start = llvm::cast<AllGatherStartOp>(op);
+    auto start = llvm::cast<GatherOp>(op);
     Location loc = op->getLoc();
     SmallVector<Value> shards, wholes;
     for (auto [shard, result] :
@@ -429,7 +440,10 @@ void mlir::tg::registerCollectiveBufferization(DialectRegistry &registry) {
     AllReduceStartOp::attachInterface<AllReduceStartModel>(*ctx);
     CollectiveWaitOp::attachInterface<CollectiveWaitModel>(*ctx);
     ReduceScatterStartOp::attachInterface<ReduceScatterStartModel>(*ctx);
-    AllGatherStartOp::attachInterface<AllGatherStartModel>(*ctx);
+    AllGatherStartOp::attachInterface<GatherStartModel<AllGatherStartOp>>(
+        *ctx);
+    ParameterGatherStartOp::attachInterface<
+        GatherStartModel<ParameterGatherStartOp>>(*ctx);
     ShardOp::attachInterface<ShardModel>(*ctx);
     SumOverProcessesOp::attachInterface<SumOverProcessesModel>(*ctx);
     ctx->loadDialect<arith::ArithDialect, memref::MemRefDialect,

@@ -26,7 +26,8 @@ struct ConvertTGToLinalgPass
     // Collectives (and ZeRO-1's shards, cut where only the runtime knows
     // the rank) stay: they bufferize into runtime calls (Collectives.cpp).
     target.addLegalOp<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp,
-                      SumOverProcessesOp, ShardOp, CollectiveWaitOp>();
+                      ParameterGatherStartOp, SumOverProcessesOp, ShardOp,
+                      CollectiveWaitOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

@@ -62,6 +62,7 @@ OpCost AllReduceStartOp::getCost() { return {}; }
 OpCost CollectiveWaitOp::getCost() { return {}; }
 OpCost ReduceScatterStartOp::getCost() { return {}; }
 OpCost AllGatherStartOp::getCost() { return {}; }
+OpCost ParameterGatherStartOp::getCost() { return {}; }
 OpCost SumOverProcessesOp::getCost() { return {}; }
 OpCost ShardOp::getCost() { return {}; }
 

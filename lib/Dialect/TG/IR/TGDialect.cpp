@@ -135,6 +135,18 @@ static LogicalResult verifyShardOf(Operation *op, NamedAttribute attribute) {
   return success();
 }
 
+/// `tg.sharded` gives the whole type of a ZeRO-3 parameter shard.
+static LogicalResult verifySharded(Operation *op, NamedAttribute attribute) {
+  auto type = llvm::dyn_cast<TypeAttr>(attribute.getValue());
+  auto tensor =
+      type ? llvm::dyn_cast<RankedTensorType>(type.getValue()) : nullptr;
+  if (!tensor || !tensor.hasStaticShape())
+    return op->emitError() << "'" << attribute.getName().strref()
+                           << "' must be a statically shaped tensor type, got "
+                           << attribute.getValue();
+  return success();
+}
+
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -142,6 +154,8 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attribute.getName().strref();
   if (name == kShardOfAttrName)
     return verifyShardOf(op, attribute);
+  if (name == kShardedAttrName)
+    return verifySharded(op, attribute);
   if (name == kFrozenAttrName) {
     auto func = llvm::dyn_cast<FunctionOpInterface>(op);
     if (!llvm::isa<UnitAttr>(attribute.getValue()) || !func ||
@@ -171,6 +185,8 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
   StringRef name = attribute.getName().strref();
   if (name == kShardOfAttrName)
     return verifyShardOf(op, attribute);
+  if (name == kShardedAttrName)
+    return verifySharded(op, attribute);
   if (name != kOutputAttrName && name != kGradAttrName &&
       name != kParamAttrName && name != kStateAttrName)
     return op->emitError() << "unknown tg result attribute '" << name << "'";

@@ -736,7 +736,8 @@ CollectiveWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 /// The tensors a collective's start hands to its wait: every result but the
 /// request (the last), or nothing if `op` starts no collective.
 static std::optional<ResultRange> inFlightTensors(Operation *op) {
-  if (!op || !isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp>(op))
+  if (!op || !isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp,
+                  ParameterGatherStartOp>(op))
     return std::nullopt;
   return op->getResults().drop_back();
 }
@@ -747,8 +748,8 @@ LogicalResult CollectiveWaitOp::verify() {
   std::optional<ResultRange> tensors = inFlightTensors(start);
   if (!tensors || !llvm::equal(*tensors, getInputs()))
     return emitOpError("expects the request and the tensors of one "
-                       "tg.all_reduce_start, tg.reduce_scatter_start or "
-                       "tg.all_gather_start");
+                       "tg.all_reduce_start, tg.reduce_scatter_start, "
+                       "tg.all_gather_start or tg.parameter_gather_start");
   return success();
 }
 
@@ -819,6 +820,39 @@ LogicalResult AllGatherStartOp::verify() {
              << expected << ", got " << shard.getType();
     if (!full.getElementType().isF32())
       return emitOpError("gathers f32 tensors, got ") << full;
+  }
+  return success();
+}
+
+LogicalResult ParameterGatherStartOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  // The shards (read until the wait), the new whole tensors.
+  llvm::append_range(inferred, adaptor.getShards().getTypes());
+  for (Attribute type : adaptor.getWholeTypes())
+    inferred.push_back(llvm::cast<TypeAttr>(type).getValue());
+  inferred.push_back(IntegerType::get(ctx, 64));
+  return success();
+}
+
+LogicalResult ParameterGatherStartOp::verify() {
+  if (getShards().empty())
+    return emitOpError("expects at least one tensor");
+  if (getWholeTypes().size() != getShards().size())
+    return emitOpError("expects one whole type per shard, got ")
+           << getWholeTypes().size() << " for " << getShards().size()
+           << " shards";
+  for (auto [shard, attr] : llvm::zip(getShards(), getWholeTypes())) {
+    auto full = llvm::dyn_cast<RankedTensorType>(
+        llvm::cast<TypeAttr>(attr).getValue());
+    if (!full || !full.hasStaticShape() || !full.getElementType().isF32())
+      return emitOpError("gathers f32 tensors of static shape, got ")
+             << llvm::cast<TypeAttr>(attr).getValue();
+    RankedTensorType expected = ShardOp::getShardType(full, getProcesses());
+    if (shard.getType() != expected)
+      return emitOpError("the shard of ")
+             << full << " over " << getProcesses() << " processes is "
+             << expected << ", got " << shard.getType();
   }
   return success();
 }

@@ -649,7 +649,7 @@ func.func @scatter_no_processes(%g: tensor<4xf32>, %dp: tensor<f32>) {
 
 func.func @wait_half_of_scatter(%g: tensor<4xf32>, %dp: tensor<f32>) -> tensor<2xf32> {
   %sum, %shard, %r = tg.reduce_scatter_start(%g) weight %dp over 2 : tensor<4xf32>
-  // expected-error@+1 {{'tg.collective_wait' op expects the request and the tensors of one tg.all_reduce_start, tg.reduce_scatter_start or tg.all_gather_start}}
+  // expected-error@+1 {{'tg.collective_wait' op expects the request and the tensors of one tg.all_reduce_start, tg.reduce_scatter_start, tg.all_gather_start or tg.parameter_gather_start}}
   %s = tg.collective_wait %r(%shard) : tensor<2xf32>
   return %s : tensor<2xf32>
 }

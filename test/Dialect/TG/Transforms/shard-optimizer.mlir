@@ -68,12 +68,12 @@
 // STATS: communication {{ *}}25.14 MiB   (gradients reduce-scattered and parameters all-gathered per step, ZeRO-1: 17 + 17 collectives)
 // STATS-DP: optimizer state {{ *}}25.14 MiB
 
-// Flags: ZeRO-1 needs its process count; stages other than 1 are refused.
+// Flags: ZeRO needs its process count; stages other than 0, 1 and 3 are refused.
 // RUN: not tgc %examples/tiny-llama.json --zero=1 2>&1 | FileCheck %s --check-prefix=NOPROCS
-// NOPROCS: --zero=1 shards the optimizer state over a number of processes fixed at compile time: give it with --processes=N (the -np of mpirun)
+// NOPROCS: --zero=1 shards over a number of processes fixed at compile time: give it with --processes=N (the -np of mpirun)
 // RUN: not tgc %examples/tiny-llama.json --zero=2 --processes=2 2>&1 | FileCheck %s --check-prefix=STAGE
-// STAGE: --zero: expected 0 or 1 (ZeRO-1 shards the optimizer state; stages 2 and 3 are not implemented), got 2
+// STAGE: --zero: expected 0, 1 or 3 (ZeRO-1 shards the optimizer state, ZeRO-3 the parameters too; stage 2's saving comes with stage 1, docs/distributed.md), got 2
 // RUN: not tgc %examples/tiny-llama.json --data-parallel --processes=2 2>&1 | FileCheck %s --check-prefix=PROCS
-// PROCS: --processes is the process count of --zero=1; without ZeRO-1 the executable runs as any number of processes
+// PROCS: --processes is the process count of --zero=1 or --zero=3; without ZeRO the executable runs as any number of processes
 // RUN: not tgc %examples/tiny-llama.json --zero=1 --processes=2 --return-gradients -o %t 2>&1 | FileCheck %s --check-prefix=RETURN
 // RETURN: tiny-llama.json: --return-gradients: with --zero=1 each process holds only its shard of every gradient

@@ -67,6 +67,9 @@ def TG_Dialect : Dialect {
     /// Argument/result attribute (tg-shard-optimizer): this state is the
     /// process's shard of the state of the named parameter.
     static constexpr ::llvm::StringLiteral kShardOfAttrName = "tg.shard_of";
+    /// Argument/result attribute (tg-shard-parameters): this parameter is
+    /// the process's shard of a whole tensor of the given type.
+    static constexpr ::llvm::StringLiteral kShardedAttrName = "tg.sharded";
     /// Attribute of a ZeRO-1 @train_step: the processes it runs as.
     static constexpr ::llvm::StringLiteral kProcessesAttrName = "tg.processes";
     /// Op attribute set by users: "save" or "recompute"; wins over every

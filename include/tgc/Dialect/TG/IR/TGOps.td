@@ -1374,6 +1374,37 @@ def TG_SumOverProcessesOp : TG_CommOp<"sum_over_processes", [InferTypeOpAdaptor]
   let assemblyFormat = "`(` $inputs `)` attr-dict `:` type($inputs)";
 }
 
+def TG_ParameterGatherStartOp : TG_CommOp<"parameter_gather_start",
+    [InferTypeOpAdaptor, SameVariadicResultSize]> {
+  let summary = "Starts assembling whole parameters for their readers (ZeRO-3)";
+  let description = [{
+    ZeRO-3's parameter collective: each process holds only its shard of a
+    parameter (`S = ⌈numel / processes⌉` elements, as `tg.shard` cuts it,
+    the padding ignored); before the ops that read the whole parameter,
+    one non-blocking all-gather of the bucket assembles every process's
+    shard into `results`, new tensors of `whole_types` that die after
+    their last reader. `sent` are the shards (read by the collective until
+    it completes); `tg.collective_wait` on `request` takes `sent` and
+    `results`. Unlike `tg.all_gather_start` this updates nothing: the
+    shards stay the parameters.
+
+    Example:
+    ```mlir
+    %sent, %w, %request = tg.parameter_gather_start(%s) over 2 : tensor<8xf32> into [tensor<5x3xf32>]
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$shards,
+                       TypeArrayAttr:$whole_types,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$processes);
+  let results = (outs Variadic<TG_FloatTensor>:$sent,
+                      Variadic<TG_FloatTensor>:$results, I64:$request);
+  let assemblyFormat = [{
+    `(` $shards `)` `over` $processes attr-dict `:` type($shards) `into`
+    $whole_types
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_ShardOp : TG_Op<"shard", [InferTypeOpAdaptor]> {
   let summary = "This process's shard of a tensor (ZeRO-1)";
   let description = [{

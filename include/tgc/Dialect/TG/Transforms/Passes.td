@@ -397,6 +397,43 @@ def TGShardOptimizerPass : Pass<"tg-shard-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGShardParametersPass : Pass<"tg-shard-parameters", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-3: each process holds a shard of every parameter and "
+                "gathers whole ones for their readers";
+  let description = [{
+    Runs last on the training graph, on a step tg-shard-optimizer sharded
+    (`tg.processes = N`), after remat and tg-schedule-updates, so that it
+    sees the final order of the readers. Each f32 parameter argument
+    becomes this process's shard, a 1-d tensor of `S = ⌈numel / N⌉`
+    elements (`tg.sharded = <whole type>` on the argument and its new
+    value): the update writes the shard in place, and ZeRO-1's all-gather
+    of the updated shards into whole parameters goes.
+
+    The ops that read a whole parameter get it from a
+    `tg.parameter_gather_start` / `tg.collective_wait` pair. Parameters are
+    grouped into units as FSDP wraps modules: the name up to its first
+    numeric component (`model.layers.3`), or the whole name for the others
+    (`model.embed_tokens.weight`). Each maximal run of readers of one unit,
+    in program order, gathers that unit's parameters it reads once (one
+    bucket): the forward pass of a layer, its backward pass (with the ops
+    remat recomputes there), each micro-batch's. The wait comes right
+    before the run; the start `prefetch` runs earlier (right after the wait
+    of the run `prefetch` before it), so the next layers' gathers overlap
+    the current layer's compute. The gathered tensors are intermediates of
+    the arena: at most `prefetch + 1` runs' whole weights are alive.
+
+    An update is moved past the last gather that reads its shard (the
+    readers of a parameter run before its in-place update).
+  }];
+  let options = [
+    Option<"prefetch", "prefetch", "int64_t", "1",
+           "Gathers started ahead of the run that reads them (>= 0)">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: matrix products on bf16/f16 operands, "
                 "accumulated in f32";

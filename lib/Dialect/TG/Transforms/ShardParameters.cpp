@@ -1,0 +1,254 @@
+//===- ShardParameters.cpp - ZeRO-3: parameters in shards -----------------===//
+//
+// Each process holds only its shard of every parameter; the readers of a
+// whole parameter get it from an all-gather placed before them, one bucket
+// per run of a unit's readers, started ahead. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGSHARDPARAMETERSPASS
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// The unit a parameter is gathered with, as FSDP wraps modules: its name
+/// up to the first numeric component ("model.layers.3"), or the whole name.
+StringRef unitOf(StringRef name) {
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t end = name.find('.', start);
+    if (end == StringRef::npos)
+      end = name.size();
+    StringRef part = name.slice(start, end);
+    if (!part.empty() && llvm::all_of(part, [](char c) { return llvm::isDigit(c); }))
+      return name.take_front(end);
+    start = end + 1;
+  }
+  return name;
+}
+
+/// A maximal run of readers of one unit's whole parameters.
+struct Run {
+  StringRef unit;
+  Operation *first = nullptr;
+  /// The unit's parameters this run reads, in argument order, with their
+  /// readers (operands) in the run.
+  llvm::MapVector<BlockArgument, SmallVector<OpOperand *>> reads;
+};
+
+struct TGShardParametersPass
+    : tg::impl::TGShardParametersPassBase<TGShardParametersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto step = getOperation().lookupSymbol<func::FuncOp>(trainStepName);
+    if (!step || !step.getBody().hasOneBlock()) {
+      getOperation().emitError()
+          << "tg-shard-parameters: no function @" << trainStepName
+          << " with a body (run tg-shard-optimizer first)";
+      return signalPassFailure();
+    }
+    auto processes =
+        step->getAttrOfType<IntegerAttr>(TGDialect::kProcessesAttrName);
+    if (!processes) {
+      step.emitError("tg-shard-parameters: expects a step whose optimizer "
+                     "state is sharded (tg-shard-optimizer before it)");
+      return signalPassFailure();
+    }
+    if (prefetch < 0) {
+      step.emitError("tg-shard-parameters: prefetch must be non-negative, "
+                     "got ")
+          << static_cast<int64_t>(prefetch);
+      return signalPassFailure();
+    }
+    if (failed(shard(step, processes.getInt())))
+      signalPassFailure();
+  }
+
+  LogicalResult shard(func::FuncOp step, int64_t processes) {
+    Block &body = step.getBody().front();
+    auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
+    auto fail = [&](Operation *at, const Twine &message) {
+      return at->emitError("tg-shard-parameters: ") << message;
+    };
+    OpBuilder b(step.getContext());
+
+    // ZeRO-1's gathers of the updated shards go: the step returns them.
+    SmallVector<AllGatherStartOp> gathers;
+    body.walk([&](AllGatherStartOp op) { gathers.push_back(op); });
+    for (AllGatherStartOp gather : gathers) {
+      for (Operation *user :
+           llvm::make_early_inc_range(gather.getRequest().getUsers())) {
+        auto wait = llvm::cast<CollectiveWaitOp>(user);
+        size_t n = gather.getShards().size();
+        for (auto [i, result] : llvm::enumerate(wait.getResults()))
+          result.replaceAllUsesWith(gather.getShards()[i % n]);
+        wait.erase();
+      }
+      gather.erase();
+    }
+
+    // Each parameter's readers of the whole tensor; tg.shard of it (the
+    // updates' operand) becomes the argument itself.
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = i;
+    struct Read {
+      int64_t at;
+      StringRef unit;
+      BlockArgument param;
+      OpOperand *operand;
+    };
+    SmallVector<Read> reads;
+    SmallVector<BlockArgument> params;
+    for (BlockArgument arg : step.getArguments()) {
+      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    TGDialect::kParamAttrName);
+      if (!name)
+        continue;
+      auto type = llvm::cast<RankedTensorType>(arg.getType());
+      if (!type.getElementType().isF32() || !type.hasStaticShape())
+        return fail(step, "parameter '" + name.getValue() +
+                              "' is not a statically shaped f32 tensor: "
+                              "only those are sharded");
+      params.push_back(arg);
+      for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
+        Operation *owner = use.getOwner();
+        if (llvm::isa<ShardOp>(owner))
+          continue; // the shard is the argument itself below
+        if (llvm::isa<func::ReturnOp>(owner))
+          return fail(owner, "parameter '" + name.getValue() +
+                                 "' is returned whole");
+        Operation *top = body.findAncestorOpInBlock(*owner);
+        reads.push_back({position[top], unitOf(name.getValue()), arg, &use});
+      }
+    }
+    llvm::stable_sort(reads,
+                      [](const Read &a, const Read &b) { return a.at < b.at; });
+
+    // Runs of one unit's readers.
+    SmallVector<Run> runs;
+    for (const Read &read : reads) {
+      if (runs.empty() || runs.back().unit != read.unit) {
+        runs.emplace_back();
+        runs.back().unit = read.unit;
+        runs.back().first =
+            body.findAncestorOpInBlock(*read.operand->getOwner());
+      }
+      runs.back().reads[read.param].push_back(read.operand);
+    }
+
+    // Shards: the arguments change type; tg.shard of them is them.
+    for (BlockArgument arg : params) {
+      auto whole = llvm::cast<RankedTensorType>(arg.getType());
+      RankedTensorType shardType = ShardOp::getShardType(whole, processes);
+      for (Operation *user : llvm::make_early_inc_range(arg.getUsers()))
+        if (auto cut = llvm::dyn_cast<ShardOp>(user)) {
+          cut.getResult().replaceAllUsesWith(arg);
+          cut.erase();
+        }
+      arg.setType(shardType);
+      step.setArgAttr(arg.getArgNumber(), TGDialect::kShardedAttrName,
+                      TypeAttr::get(whole));
+      wholeOf[arg] = whole;
+    }
+
+    // One gather per run, waited for right before it, started `prefetch`
+    // runs ahead.
+    IntegerAttr over = b.getI64IntegerAttr(processes);
+    SmallVector<CollectiveWaitOp> waits;
+    Operation *lastEarlyStart = nullptr; // the first runs' starts, in order
+    for (auto [k, run] : llvm::enumerate(runs)) {
+      SmallVector<Value> shards;
+      SmallVector<Attribute> wholeTypes;
+      for (auto &[param, operands] : run.reads) {
+        shards.push_back(param);
+        wholeTypes.push_back(TypeAttr::get(wholeOf[param]));
+      }
+      if (prefetch == 0)
+        b.setInsertionPoint(run.first);
+      else if (k >= static_cast<size_t>(prefetch))
+        b.setInsertionPointAfter(waits[k - prefetch]);
+      else if (lastEarlyStart)
+        b.setInsertionPointAfter(lastEarlyStart);
+      else
+        b.setInsertionPointToStart(&body);
+      auto start = ParameterGatherStartOp::create(
+          b, run.first->getLoc(), shards, b.getArrayAttr(wholeTypes), over);
+      if (prefetch > 0 && k < static_cast<size_t>(prefetch))
+        lastEarlyStart = start;
+      b.setInsertionPoint(run.first);
+      auto wait = CollectiveWaitOp::create(b, run.first->getLoc(),
+                                           start.getRequest(),
+                                           start->getResults().drop_back());
+      waits.push_back(wait);
+      for (auto [i, entry] : llvm::enumerate(run.reads))
+        for (OpOperand *operand : entry.second)
+          operand->set(wait.getResults()[shards.size() + i]);
+    }
+
+    // Each update writes its shard in place: after every gather reading it.
+    for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+      if (!op.hasTrait<ParameterUpdate>())
+        continue;
+      auto param = llvm::dyn_cast<BlockArgument>(op.getOperand(0));
+      if (!param || !wholeOf.count(param))
+        continue;
+      Operation *last = nullptr;
+      for (Operation *user : param.getUsers()) {
+        Operation *reader = body.findAncestorOpInBlock(*user);
+        if (auto start = llvm::dyn_cast<ParameterGatherStartOp>(reader))
+          reader = *start.getRequest().getUsers().begin();
+        if (reader != &op && (!last || last->isBeforeInBlock(reader)))
+          last = reader;
+      }
+      if (!last || last->isBeforeInBlock(&op))
+        continue;
+      for (Operation *user : op.getUsers())
+        if (body.findAncestorOpInBlock(*user)->isBeforeInBlock(last))
+          return fail(&op, "cannot move this update past the gathers that "
+                           "read its parameter's shard");
+      op.moveAfter(last);
+    }
+
+    // The step returns the updated shards.
+    for (unsigned r = 0, e = ret.getNumOperands(); r < e; ++r) {
+      auto name = step.getResultAttrOfType<StringAttr>(
+          r, TGDialect::kParamAttrName);
+      if (!name)
+        continue;
+      BlockArgument param;
+      for (BlockArgument arg : params)
+        if (step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName) ==
+            name)
+          param = arg;
+      if (!param || ret.getOperand(r).getType() != param.getType())
+        return fail(ret, "the new value of parameter '" + name.getValue() +
+                             "' is not its shard");
+      step.setResultAttr(r, TGDialect::kShardedAttrName,
+                         TypeAttr::get(wholeOf[param]));
+    }
+    step.setFunctionType(FunctionType::get(
+        step.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+
+  /// Each sharded parameter's whole type.
+  llvm::DenseMap<Value, RankedTensorType> wholeOf;
+};
+
+} // namespace

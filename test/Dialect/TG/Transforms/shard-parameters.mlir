@@ -1,0 +1,53 @@
+// tg-shard-parameters (ZeRO-3): over 3 processes each parameter argument
+// becomes this process's shard (layers.0.w: 64 -> 22 elements), the update
+// writes the shard in place and the step returns it (no all-gather of
+// updated parameters). The readers of a whole parameter get it from one
+// gather per run of a unit's readers: layer 0's forward (w and b in one
+// bucket), layer 1's forward, the head's forward and backward (one run:
+// nothing of another unit reads between them), layer 1's backward (its
+// input gradient needs w again). Layer 0's backward reads no weight: its
+// input's gradient is not needed. Each start runs one run ahead.
+// RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph="fusion=none data-parallel=true zero-processes=3 shard-parameters=true dp-bucket-bytes=0" | FileCheck %s
+// RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph="fusion=none data-parallel=true zero-processes=3 shard-parameters=true gather-prefetch=0 dp-bucket-bytes=0" | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: not tgc-opt %S/Inputs/two-layers.mlir --tg-autodiff --tg-data-parallel --tg-optimizer --tg-shard-parameters 2>&1 | FileCheck %s --check-prefix=NOZERO1
+// RUN: not tgc-opt %S/Inputs/two-layers.mlir --tg-autodiff --tg-data-parallel --tg-optimizer --tg-shard-optimizer=processes=3 --tg-shard-parameters=prefetch=-1 2>&1 | FileCheck %s --check-prefix=PREFETCH
+
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[W0:[^:]*]]: tensor<22xf32> {tg.param = "layers.0.w", tg.sharded = tensor<8x8xf32>}
+// CHECK-SAME: %[[B0:[^:]*]]: tensor<3xf32> {tg.param = "layers.0.b", tg.sharded = tensor<8xf32>}
+// CHECK-SAME: %[[W1:[^:]*]]: tensor<22xf32> {tg.param = "layers.1.w", tg.sharded = tensor<8x8xf32>}
+// CHECK-SAME: %[[H:[^:]*]]: tensor<14xf32> {tg.param = "head.weight", tg.sharded = tensor<5x8xf32>}
+// CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<f32> {tg.output = "grad_norm"}, tensor<22xf32> {tg.param = "layers.0.w", tg.sharded = tensor<8x8xf32>}
+// CHECK-NEXT: %[[S0:.*]]:2, %[[G0:.*]]:2, %[[R0:.*]] = tg.parameter_gather_start(%[[W0]], %[[B0]]) over 3 : tensor<22xf32>, tensor<3xf32> into [tensor<8x8xf32>, tensor<8xf32>]
+// CHECK: %[[L0:.*]]:4 = tg.collective_wait %[[R0]](%[[S0]]#0, %[[S0]]#1, %[[G0]]#0, %[[G0]]#1)
+// CHECK-NEXT: %[[S1:.*]], %[[G1:.*]], %[[R1:.*]] = tg.parameter_gather_start(%[[W1]]) over 3 : tensor<22xf32> into [tensor<8x8xf32>]
+// CHECK-NEXT: tg.linear %{{.*}}, %[[L0]]#2, %[[L0]]#3
+// CHECK-NEXT: tg.silu
+// CHECK-NEXT: %[[L1:.*]]:2 = tg.collective_wait %[[R1]](%[[S1]], %[[G1]])
+// CHECK-NEXT: %[[S2:.*]], %[[G2:.*]], %[[R2:.*]] = tg.parameter_gather_start(%[[H]]) over 3 : tensor<14xf32> into [tensor<5x8xf32>]
+// CHECK-NEXT: tg.linear %{{.*}}, %[[L1]]#1
+// CHECK-NEXT: tg.silu
+// CHECK-NEXT: %[[LH:.*]]:2 = tg.collective_wait %[[R2]](%[[S2]], %[[G2]])
+// CHECK-NEXT: %[[S3:.*]], %[[G3:.*]], %[[R3:.*]] = tg.parameter_gather_start(%[[W1]]) over 3
+// CHECK-NEXT: tg.linear %{{.*}}, %[[LH]]#1
+// CHECK: tg.matmul %{{.*}}, %[[LH]]#1 :
+// CHECK: %[[L3:.*]]:2 = tg.collective_wait %[[R3]](%[[S3]], %[[G3]])
+// CHECK-NEXT: tg.matmul %{{.*}}, %[[L3]]#1 :
+// CHECK: %[[NEWW1:.*]], %{{.*}}, %{{.*}} = tg.adamw_update %[[W1]], %{{.*}} : tensor<22xf32>, tensor<22xf32>
+// CHECK: %[[NEWW0:.*]], %{{.*}}, %{{.*}} = tg.adamw_update %[[W0]], %{{.*}} : tensor<22xf32>, tensor<22xf32>
+// CHECK-NOT: tg.parameter_gather_start
+// CHECK-NOT: tg.all_gather_start
+// CHECK-NOT: tg.shard
+// CHECK: return %{{.*}}, %{{.*}}, %[[NEWW0]], %{{.*}}, %[[NEWW1]],
+
+// Without prefetch each gather starts right before its wait.
+// NOPREFETCH: tg.parameter_gather_start
+// NOPREFETCH-NEXT: tg.collective_wait
+// NOPREFETCH-NEXT: tg.linear
+// NOPREFETCH-NEXT: tg.silu
+// NOPREFETCH-NEXT: tg.parameter_gather_start
+// NOPREFETCH-NEXT: tg.collective_wait
+// NOPREFETCH-NEXT: tg.linear
+
+// NOZERO1: error: tg-shard-parameters: expects a step whose optimizer state is sharded (tg-shard-optimizer before it)
+// PREFETCH: error: tg-shard-parameters: prefetch must be non-negative, got -1

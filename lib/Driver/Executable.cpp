@@ -251,7 +251,10 @@ std::string tgc::generateHeader(const std::vector<BufferDesc> &buffers,
     os << llvm::formatv(" *   [{0,3}] {1,-14} {2} [", i, roleName(b.role),
                         b.name);
     llvm::interleaveComma(b.shape, os);
-    os << "]\n";
+    os << "]";
+    if (b.shardNumel)
+      os << " (shard: " << b.shardNumel << " elements)";
+    os << "\n";
   }
   os << " */\n" << kABIHeader;
   return out;

@@ -136,8 +136,16 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   if (s.recompute.flops)
     os << llvm::formatv("{0,-30}{1,22}   (remat {2})\n", "FLOPs recomputed",
                         humanCount(s.recompute.flops), c.remat);
-  os << "\nMemory\n";
-  if (s.frozenParameters)
+  if (s.processes)
+    os << "\nMemory per process (ZeRO-" << (s.shardedParameters ? 3 : 1)
+       << ", " << s.processes << " processes)\n";
+  else
+    os << "\nMemory\n";
+  if (s.shardedParameters)
+    os << llvm::formatv("  {0,-28}{1,16}   (this process's shards of {2})\n",
+                        "parameters", formatBytes(s.heldParameterBytes),
+                        formatBytes(s.parameterBytes));
+  else if (s.frozenParameters)
     os << llvm::formatv("  {0,-28}{1,16}   (trainable {2}, frozen {3})\n",
                         "parameters", formatBytes(s.parameterBytes),
                         formatBytes(s.parameterBytes - s.frozenParameterBytes),
@@ -153,8 +161,15 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   else
     os << llvm::formatv("  {0,-28}{1,16}\n", "gradients",
                         formatBytes(s.gradientBytes()));
-  os << llvm::formatv("  {0,-28}{1,16}\n", "optimizer state",
-                      formatBytes(s.optimizerStateBytes));
+  if (s.shardedParameters)
+    os << llvm::formatv("  {0,-28}{1,16}   (in the planned peak, {2} gathers "
+                        "per step; at most {3} in flight while a layer "
+                        "computes)\n",
+                        "gathered parameters", formatBytes(s.gatheredPeakBytes),
+                        s.parameterGathers, s.gathersInFlight);
+  os << llvm::formatv("  {0,-28}{1,16}{2}\n", "optimizer state",
+                      formatBytes(s.optimizerStateBytes),
+                      s.processes ? "   (this process's shards)" : "");
   os << llvm::formatv("  {0,-28}{1,16}   ({2} elements)\n", "saved activations",
                       formatBytes(s.savedActivationBytes),
                       withCommas(s.savedActivationElements));
@@ -163,6 +178,12 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
                         "step, in {2} all-reduces)\n",
                         "communication", formatBytes(s.collectiveBytes),
                         s.collectives);
+  else if (s.collectives && s.shardedParameters)
+    os << llvm::formatv("  {0,-28}{1,16}   (whole tensors per step: {2} "
+                        "reduce-scatters of gradients, {3} gathers of "
+                        "parameters)\n",
+                        "communication", formatBytes(s.collectiveBytes),
+                        s.reduceScatters, s.parameterGathers);
   else if (s.collectives)
     os << llvm::formatv("  {0,-28}{1,16}   (gradients reduce-scattered and "
                         "parameters all-gathered per step, ZeRO-1: {2} + {3} "
@@ -172,6 +193,11 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
   os << llvm::formatv("  {0,-28}{1,16}   (remat {2}; most live at once {3})\n",
                       "planned peak", formatBytes(s.plannedPeakBytes), c.remat,
                       formatBytes(s.maxLiveBytes));
+  os << llvm::formatv("  {0,-28}{1,16}   (parameters held, optimizer state "
+                      "and planned peak)\n",
+                      "total", formatBytes(s.heldParameterBytes +
+                                           s.optimizerStateBytes +
+                                           s.plannedPeakBytes));
   if (report.saved)
     printMemoryTable(os, report);
   if (report.sweep)
@@ -202,12 +228,21 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                           {"optimizer_state", s.optimizerStateBytes},
                           {"saved_activations", s.savedActivationBytes},
                           {"peak", s.plannedPeakBytes},
-                          {"max_live", s.maxLiveBytes}}},
+                          {"max_live", s.maxLiveBytes},
+                          {"parameters_held", s.heldParameterBytes},
+                          {"gathered_parameters_alive_at_once",
+                           s.gatheredPeakBytes},
+                          {"total", s.heldParameterBytes +
+                                        s.optimizerStateBytes +
+                                        s.plannedPeakBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
       {"communication",
        llvm::json::Object{{"collectives", s.collectives},
                           {"reduce_scatters", s.reduceScatters},
                           {"all_gathers", s.allGathers},
+                          {"parameter_gathers", s.parameterGathers},
+                          {"gathers_in_flight", s.gathersInFlight},
+                          {"processes", s.processes},
                           {"bytes", s.collectiveBytes}}},
       {"remat", c.remat},
   };

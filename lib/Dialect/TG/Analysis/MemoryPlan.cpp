@@ -68,8 +68,26 @@ int64_t mlir::tg::assignArenaOffsets(std::vector<ArenaBlock> &blocks,
 }
 
 namespace {
-/// Ops whose result shares its operand's storage once bufferized.
-bool isAliasingOp(Operation *op) { return op->hasTrait<StorageView>(); }
+/// The operand whose storage `result` shares once bufferized, or null: a
+/// view's source, and the tensors a collective works on in place between
+/// its start and its wait (the whole tensors a gather fills are new).
+Value storageSource(OpResult result) {
+  Operation *op = result.getOwner();
+  unsigned i = result.getResultNumber();
+  if (op->hasTrait<StorageView>())
+    return op->getOperand(0);
+  if (auto wait = llvm::dyn_cast<CollectiveWaitOp>(op))
+    return wait.getInputs()[i];
+  if (auto start = llvm::dyn_cast<AllReduceStartOp>(op))
+    return i < start.getInputs().size() ? start.getInputs()[i] : Value();
+  if (auto start = llvm::dyn_cast<ReduceScatterStartOp>(op))
+    return i < start.getInputs().size() ? start.getInputs()[i] : Value();
+  if (auto start = llvm::dyn_cast<AllGatherStartOp>(op))
+    return i < start.getShards().size() ? start.getShards()[i] : Value();
+  if (auto start = llvm::dyn_cast<ParameterGatherStartOp>(op))
+    return i < start.getShards().size() ? start.getShards()[i] : Value();
+  return Value();
+}
 } // namespace
 
 MemoryPlan mlir::tg::planMemory(func::FuncOp func) {
@@ -90,17 +108,17 @@ MemoryPlan mlir::tg::planMemory(func::FuncOp func) {
   for (Operation &op : body.without_terminator()) {
     if (op.hasTrait<OpTrait::ConstantLike>())
       continue;
-    for (Value result : op.getResults()) {
+    for (OpResult result : op.getResults()) {
       if (!llvm::isa<RankedTensorType>(result.getType()))
         continue;
-      bool isView = isAliasingOp(&op);
+      Value source = storageSource(result);
       // A view of an argument or constant lives outside the arena.
-      if (isView && !storage.contains(op.getOperand(0)))
+      if (source && !storage.contains(source))
         continue;
       intermediates.push_back(result);
       storage.insert(result);
-      if (isView)
-        storage.unionSets(result, op.getOperand(0));
+      if (source)
+        storage.unionSets(result, source);
     }
   }
 

@@ -38,13 +38,25 @@ OpCost mlir::tg::getOpCost(Operation *op) {
 
 TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
   TrainingStats stats;
+  if (auto processes =
+          step->getAttrOfType<IntegerAttr>(TGDialect::kProcessesAttrName))
+    stats.processes = processes.getInt();
   for (BlockArgument arg : step.getArguments()) {
     if (step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName)) {
-      stats.parameters += numel(arg);
-      stats.parameterBytes += numel(arg) * elementBytes(arg);
+      // A ZeRO-3 shard counts as its whole parameter.
+      auto whole = step.getArgAttrOfType<TypeAttr>(
+          arg.getArgNumber(), TGDialect::kShardedAttrName);
+      auto type = llvm::cast<RankedTensorType>(whole ? whole.getValue()
+                                                     : arg.getType());
+      int64_t elements = type.getNumElements();
+      int64_t bytes = elements * elementBytes(arg);
+      stats.shardedParameters |= bool(whole);
+      stats.heldParameterBytes += numel(arg) * elementBytes(arg);
+      stats.parameters += elements;
+      stats.parameterBytes += bytes;
       if (step.getArgAttr(arg.getArgNumber(), TGDialect::kFrozenAttrName)) {
-        stats.frozenParameters += numel(arg);
-        stats.frozenParameterBytes += numel(arg) * elementBytes(arg);
+        stats.frozenParameters += elements;
+        stats.frozenParameterBytes += bytes;
       }
     } else if (step.getArgAttr(arg.getArgNumber(), TGDialect::kStateAttrName)) {
       stats.optimizerStateBytes += numel(arg) * elementBytes(arg);
@@ -107,6 +119,35 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
     for (Value output : op.getOutputs())
       stats.collectiveBytes += getValueBytes(output);
   });
+
+  // ZeRO-3's gathers: how many, their bytes, and how many are in flight
+  // at once (started for later runs while one computes).
+  int64_t inFlight = 0;
+  for (Operation &op : step.getBody().front()) {
+    if (auto gather = llvm::dyn_cast<ParameterGatherStartOp>(op)) {
+      ++stats.collectives;
+      ++stats.parameterGathers;
+      for (Value whole : gather.getResults())
+        stats.collectiveBytes += getValueBytes(whole);
+      stats.gathersInFlight = std::max(stats.gathersInFlight, ++inFlight);
+    } else if (auto wait = llvm::dyn_cast<CollectiveWaitOp>(op)) {
+      if (wait.getRequest().getDefiningOp<ParameterGatherStartOp>())
+        --inFlight;
+    }
+  }
+  std::vector<int64_t> gathered(plan.schedule.size() + 1, 0);
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (llvm::any_of(buffer.values, [](Value v) {
+          auto gather = v.getDefiningOp<ParameterGatherStartOp>();
+          return gather && llvm::is_contained(gather.getResults(), v);
+        })) {
+      gathered[buffer.block.start] += buffer.block.bytes;
+      gathered[buffer.block.end + 1] -= buffer.block.bytes;
+    }
+  int64_t gatheredLive = 0;
+  for (int64_t d : gathered)
+    stats.gatheredPeakBytes =
+        std::max(stats.gatheredPeakBytes, gatheredLive += d);
 
   // Gradients: what each tg.sum_squares reads (one per parameter).
   llvm::DenseSet<Value> gradients;

@@ -51,3 +51,25 @@
 
 // NOZERO1: error: tg-shard-parameters: expects a step whose optimizer state is sharded (tg-shard-optimizer before it)
 // PREFETCH: error: tg-shard-parameters: prefetch must be non-negative, got -1
+
+// The memory per process that tgc stats reports. The tiny llama at 2
+// processes: half the parameters held, two layers' weights gathered at
+// once. Llama-2-7B at 8 processes, bf16-mixed, remat by layers, 1 x 2048:
+// under 12 GiB per process. llama-d512-l8 at 4 processes, 1 x 64: half of
+// ZeRO-1's total.
+// RUN: tgc stats %examples/tiny-llama.json --zero=3 --processes=2 | FileCheck %s --check-prefix=STATS
+// STATS: Parameters   3,295,488
+// STATS: Memory per process (ZeRO-3, 2 processes)
+// STATS: parameters {{ *}}6.29 MiB   (this process's shards of 12.57 MiB)
+// STATS: gathered parameters {{ *}}6.04 MiB   (in the planned peak, 14 gathers per step; at most 1 in flight while a layer computes)
+// STATS: optimizer state {{ *}}12.57 MiB   (this process's shards)
+// STATS: communication {{ *}}37.46 MiB   (whole tensors per step: 17 reduce-scatters of gradients, 14 gathers of parameters)
+// RUN: tgc stats %examples/llama-2-7b.json --zero=3 --processes=8 --precision=bf16-mixed --remat=layers --batch-size=1 --seq-len=2048 | FileCheck %s --check-prefix=SEVENB
+// SEVENB: Parameters   6,738,415,616
+// SEVENB: parameters {{ *}}3.14 GiB   (this process's shards of 25.10 GiB)
+// SEVENB: optimizer state {{ *}}6.28 GiB
+// SEVENB: total {{ *}}11.94 GiB
+// RUN: tgc stats %examples/llama-d512-l8.json --zero=1 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO1
+// RUN: tgc stats %examples/llama-d512-l8.json --zero=3 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO3
+// D512-ZERO1: total {{ *}}244.80 MiB
+// D512-ZERO3: total {{ *}}121.33 MiB

@@ -59,6 +59,17 @@ struct TrainingStats {
   int64_t collectiveBytes = 0;
   int64_t reduceScatters = 0;
   int64_t allGathers = 0;
+  /// ZeRO (tg.processes): the processes of the step; with ZeRO-3
+  /// (tg-shard-parameters) the bytes of parameters this process holds (its
+  /// shards), the gathers of whole parameters for their readers, the most
+  /// bytes of gathered parameters the plan keeps alive at once, and the most
+  /// gathers in flight at once while a run computes (the prefetch depth).
+  int64_t processes = 0;
+  bool shardedParameters = false;
+  int64_t heldParameterBytes = 0;
+  int64_t parameterGathers = 0;
+  int64_t gatheredPeakBytes = 0;
+  int64_t gathersInFlight = 0;
 };
 
 /// One value the reverse graph keeps from the forward pass, and who reads it.

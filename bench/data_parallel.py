@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Data parallelism on one machine: 2 processes x 1 thread (with and without
-ZeRO-1) against 1 process x 2 threads, the same global batch, side by side.
+"""Data parallelism on one machine: 2 processes x 1 thread (plain, ZeRO-1
+and ZeRO-3) against 1 process x 2 threads, the same global batch, side by
+side.
 
-Compiles MODEL three times (global batch G: --batch-size=G for one process,
---batch-size=G/2 --data-parallel, and --batch-size=G/2 --zero=1
---processes=2 for two), runs each RUNS times for STEPS steps and prints
+Compiles MODEL four times (global batch G: --batch-size=G for one process,
+--batch-size=G/2 --data-parallel, --zero=1 --processes=2 and --zero=3
+--processes=2 for two), runs them interleaved, RUNS times each, for STEPS
+steps and prints
 median ms/step, tokens/s, peak RSS (of the largest process), the ratio,
 and, for two processes, the collectives' time in flight and the part of it
 hidden behind the backward pass (1 - time waited / time in flight), medians
@@ -54,11 +56,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
         zero = os.path.join(tmp, "zero")
+        zero3 = os.path.join(tmp, "zero3")
         common = [args.model, f"--seq-len={args.seq}"]
         half = common + [f"--batch-size={args.batch // 2}"]
         subprocess.run([args.tgc] + common + [f"--batch-size={args.batch}", "-o", one], check=True)
         subprocess.run([args.tgc] + half + ["--data-parallel", "-o", two], check=True)
         subprocess.run([args.tgc] + half + ["--zero=1", "--processes=2", "-o", zero],
+                       check=True)
+        subprocess.run([args.tgc] + half + ["--zero=3", "--processes=2", "-o", zero3],
                        check=True)
         env = dict(os.environ)
         steps = ["--steps", str(args.steps)]
@@ -68,41 +73,48 @@ def main():
             "1 process x 2 threads": [one] + steps + ["--threads", "2"],
             "2 processes x 1 thread": mpirun + [two] + steps + ["--threads", "1"],
             "2 x 1, ZeRO-1": mpirun + [zero] + steps + ["--threads", "1"],
+            "2 x 1, ZeRO-3": mpirun + [zero3] + steps + ["--threads", "1"],
         }
-        results = {}
-        for label, cmd in configs.items():
-            ms, tok, flight, waited, peak = [], [], [], [], []
-            for _ in range(args.runs):
+        samples = {label: {"ms": [], "tok": [], "flight": [], "waited": [], "peak": []}
+                   for label in configs}
+        for _ in range(args.runs):  # interleaved: each run of every config in turn
+            for label, cmd in configs.items():
                 err = run(cmd, env)
+                got = samples[label]
                 m = DONE.search(err)
-                ms.append(float(m.group(1)))
-                tok.append(float(m.group(2)))
-                peak.append(float(PEAK.search(err).group(1)))
+                got["ms"].append(float(m.group(1)))
+                got["tok"].append(float(m.group(2)))
+                got["peak"].append(float(PEAK.search(err).group(1)))
                 d = DIST.search(err)
                 if d:
-                    flight.append(float(d.group(1)))
-                    waited.append(float(d.group(2)))
-            results[label] = statistics.median(ms)
-            line = (f"{label:24s} {statistics.median(ms):9.2f} ms/step "
-                    f"{statistics.median(tok):9.0f} tok/s "
-                    f"{statistics.median(peak):8.1f} MiB peak RSS")
-            if flight:
-                f, w = statistics.median(flight), statistics.median(waited)
+                    got["flight"].append(float(d.group(1)))
+                    got["waited"].append(float(d.group(2)))
+        results = {}
+        for label, got in samples.items():
+            med = {k: statistics.median(v) for k, v in got.items() if v}
+            results[label] = med["ms"]
+            line = (f"{label:24s} {med['ms']:9.2f} ms/step "
+                    f"{med['tok']:9.0f} tok/s "
+                    f"{med['peak']:8.1f} MiB peak RSS")
+            if "flight" in med:
+                f, w = med["flight"], med["waited"]
                 line += (f"   collectives {f:.2f} ms/step in flight, {w:.2f} waited"
                          f" ({100 * (1 - w / f) if f else 0:.0f}% hidden)")
             print(line)
-        a, b, z = results.values()
+        a, b, z, z3 = results.values()
         print(f"ratio (2 processes / 1 process, ms/step): {b / a:.2f}; "
-              f"ZeRO-1 / plain 2 processes: {z / b:.2f}")
+              f"ZeRO-1 / plain 2 processes: {z / b:.2f}; ZeRO-3 / ZeRO-1: {z3 / z:.2f}")
         for label, flags in [("plain", ["--data-parallel"]),
-                             ("ZeRO-1", ["--zero=1", "--processes=2"])]:
+                             ("ZeRO-1", ["--zero=1", "--processes=2"]),
+                             ("ZeRO-3", ["--zero=3", "--processes=2"])]:
             out = subprocess.run([args.tgc, "stats", "--json"] + half + flags,
                                  capture_output=True, text=True, check=True).stdout
             memory = json.loads(out)["memory"]
-            print(f"planned per process ({label}): optimizer state "
-                  f"{memory['optimizer_state'] / 2**20:.2f} MiB, parameters "
-                  f"{memory['parameters'] / 2**20:.2f} MiB, peak of intermediates "
-                  f"{memory['peak'] / 2**20:.2f} MiB")
+            print(f"planned per process ({label}): parameters held "
+                  f"{memory['parameters_held'] / 2**20:.2f} MiB, optimizer state "
+                  f"{memory['optimizer_state'] / 2**20:.2f} MiB, peak of intermediates "
+                  f"{memory['peak'] / 2**20:.2f} MiB, total "
+                  f"{memory['total'] / 2**20:.2f} MiB")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,12 @@ cl::opt<bool> dataParallel(
              "gradient is summed over the processes inside the step "
              "(docs/distributed.md)"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+Flag<int64_t> gatherPrefetch(
+    "gather-prefetch",
+    "With --zero=3: how many layers ahead each gather of parameters starts "
+    "(default 1: the next layer's weights arrive while this layer computes; "
+    "each more keeps one more layer's weights in memory)",
+    "n");
 Flag<int64_t> zeroStage(
     "zero",
     "ZeRO stage: 1 shards the optimizer state over the processes of a "
@@ -293,6 +299,8 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (processes.given())
     t.processes = processes;
+  if (gatherPrefetch.given())
+    t.gatherPrefetch = gatherPrefetch;
   if (lossScale.given()) {
     t.lossScale = mlir::tg::parseLossScaleSetting(lossScale);
     if (!t.lossScale)
@@ -351,6 +359,13 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
         "docs/distributed.md), got " +
         std::to_string(int64_t(zeroStage)));
   std::string zeroFlag = "--zero=" + std::to_string(int64_t(zeroStage));
+  if (gatherPrefetch.given() && (gatherPrefetch < 0 || zeroStage != 3))
+    return llvm::createStringError(
+        gatherPrefetch < 0
+            ? "--gather-prefetch must be non-negative, got " +
+                  std::to_string(int64_t(gatherPrefetch))
+            : std::string("--gather-prefetch is the prefetch depth of "
+                          "--zero=3's parameter gathers"));
   if (processes.given() && processes < 1)
     return llvm::createStringError("--processes must be positive, got " +
                                    std::to_string(int64_t(processes)));
@@ -420,6 +435,7 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.dpBucketBytes = t.dpBucketKiB * 1024;
   options.zeroProcesses = t.zeroStage > 0 ? t.processes : 0;
   options.shardParameters = t.zeroStage == 3;
+  options.gatherPrefetch = t.gatherPrefetch;
   options.lossScaling = t.lossScaling();
   options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
   options.guardUpdates = t.guardsUpdates();

@@ -11,6 +11,12 @@
     runs CMD --resume it --steps 3 (DIR/resumed.jsonl) and an uninterrupted
     CMD --steps N+3 (DIR/full.jsonl), for compare_logs.py.
 
+  interrupt.py DIR --kill-rank -- mpirun ... CMD...
+    Runs CMD with --save-every 2, waits until the log holds 5 records and
+    kills rank 1 (SIGKILL, as a node failure would): the job must stop with
+    a non-zero status and no rank left, the log's lines whole, the
+    checkpoint whole and of an even step; then resumes from it, as above.
+
   interrupt.py DIR --twice -- CMD...
     Stops the run (SIGSTOP), sends SIGINT and SIGTERM, lets it go on: the
     second signal ends it at once, by that signal, with the log's lines whole.
@@ -117,6 +123,52 @@ def checkpoint_step(path):
     return int(json.loads(data[8:8 + n])["__metadata__"]["step"])
 
 
+def whole_checkpoint(path):
+    """Fails unless `path` is a whole safetensors file: its size is the
+    header's plus the end of its last tensor."""
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    end = max(v["data_offsets"][1] for k, v in header.items()
+              if k != "__metadata__")
+    if len(data) != 8 + n + end:
+        fail(f"{path}: {len(data)} bytes, its header describes {8 + n + end}")
+
+
+def kill_rank(cmd, out, log, ckpt, err):
+    proc = start(cmd + ["--steps", "1000000000", "--log", log, "--save", ckpt,
+                        "--save-every", "2"], err)
+    wait_for_records(proc, log, 5)
+    ranks = [rank_process(proc.pid, r) for r in (0, 1)]
+    os.kill(ranks[1], signal.SIGKILL)
+    status = wait(proc)
+    if status == 0:
+        fail("the job exited 0 after one of its ranks was killed")
+    print("job stopped, exit status non-zero")
+    for pid in ranks:
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+            if stat[stat.rindex(")") + 2] != "Z":
+                fail(f"rank process {pid} still runs after the job ended")
+        except OSError:
+            pass
+    print("no rank left")
+    rows = records(log)
+    steps = [r["step"] for r in rows]
+    if steps != list(range(1, len(steps) + 1)):
+        fail(f"log steps are not 1..N: {steps[:5]} ... {steps[-5:]}")
+    whole_checkpoint(ckpt)
+    step = checkpoint_step(ckpt)
+    if step % 2 or not 2 <= step <= len(steps):
+        fail(f"checkpoint holds step {step}, not a --save-every step of "
+             f"the log's 1..{len(steps)}")
+    print("checkpoint: whole, a --save-every step the log reached")
+    subprocess.run(cmd + ["--resume", ckpt, "--steps", "3", "--quiet", "--log",
+                          os.path.join(out, "resumed.jsonl")], check=True)
+    subprocess.run(cmd + ["--steps", str(step + 3), "--quiet", "--log",
+                          os.path.join(out, "full.jsonl")], check=True)
+
+
 def main():
     args = sys.argv[1:]
     split = args.index("--")
@@ -143,6 +195,10 @@ def main():
         if not records(log):
             fail("empty log")
         print("log: each line whole")
+        return
+
+    if "--kill-rank" in options:
+        kill_rank(cmd, out, log, ckpt, err)
         return
 
     proc = start(cmd + ["--steps", "1000000000", "--log", log, "--save", ckpt],

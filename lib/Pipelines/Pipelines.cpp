@@ -94,6 +94,9 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   remat.memoryBudget = options.memoryBudget;
   remat.report = options.rematReport;
   remat.fusedRecompute = options.fusion != mlir::tg::FusionMode::None;
+  remat.gatheredParameters = options.withOptimizer && options.dataParallel &&
+                             options.zeroProcesses > 0 &&
+                             options.shardParameters;
   bool lowPrecisionSaves = options.precision != mlir::tg::Precision::FP32 &&
                            options.lowPrecisionSaves;
   if (lowPrecisionSaves)

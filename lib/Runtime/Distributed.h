@@ -59,6 +59,11 @@ void tgc_collective_holds(int64_t request, int64_t address);
 /// every process's shard into each whole tensor.
 void tgc_zero_add(int64_t whole, int64_t count, int64_t shard,
                   int64_t shard_count);
+/// The same for a tensor of 16-bit floats (ZeRO-3 gathers bf16-mixed
+/// weights in bf16): only tgc_all_gather_start() takes these, in a bucket
+/// of its own.
+void tgc_zero_add16(int64_t whole, int64_t count, int64_t shard,
+                    int64_t shard_count);
 int64_t tgc_reduce_scatter_start(float weight);
 int64_t tgc_all_gather_start(void);
 /// Copies this process's shard of `whole` into `shard` (zero padded).
@@ -80,11 +85,12 @@ inline int64_t shardElements(int64_t count, int64_t shardCount, int64_t rank) {
   return left <= 0 ? 0 : (left < shardCount ? left : shardCount);
 }
 
-/// A whole tensor and this process's shard of it (tgc_zero_add).
-struct ShardPair {
-  float *whole;
+/// A whole tensor and this process's shard of it (tgc_zero_add, of floats;
+/// tgc_zero_add16, of 16-bit floats).
+template <typename T> struct ShardPairOf {
+  T *whole;
   int64_t count;
-  float *shard;
+  T *shard;
   int64_t shardCount;
 
   int64_t elements(int rank) const {
@@ -93,15 +99,16 @@ struct ShardPair {
   /// Shard `rank` of the whole tensor into `shard`, zero padded.
   void cut(int rank) const {
     int64_t n = elements(rank);
-    std::memcpy(shard, whole + rank * shardCount, sizeof(float) * n);
-    std::memset(shard + n, 0, sizeof(float) * (shardCount - n));
+    std::memcpy(shard, whole + rank * shardCount, sizeof(T) * n);
+    std::memset(shard + n, 0, sizeof(T) * (shardCount - n));
   }
   /// `shard` back into its place (rank's) in the whole tensor.
   void place(int rank) const {
-    std::memcpy(whole + rank * shardCount, shard,
-                sizeof(float) * elements(rank));
+    std::memcpy(whole + rank * shardCount, shard, sizeof(T) * elements(rank));
   }
 };
+using ShardPair = ShardPairOf<float>;
+using HalfShardPair = ShardPairOf<uint16_t>;
 } // namespace tgc::runtime
 
 #endif // TGC_RUNTIME_DISTRIBUTED_H

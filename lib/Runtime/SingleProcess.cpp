@@ -30,6 +30,7 @@ void tgc_dist_take_times(double *waiting, double *inFlight, int64_t *count) {
 namespace {
 std::vector<std::pair<float *, int64_t>> bucket;
 std::vector<tgc::runtime::ShardPair> shardBucket;
+std::vector<tgc::runtime::HalfShardPair> halfBucket;
 
 float *pointer(int64_t address) { return reinterpret_cast<float *>(address); }
 } // namespace
@@ -68,10 +69,19 @@ int64_t tgc_reduce_scatter_start(float weight) {
   return 0;
 }
 
+void tgc_zero_add16(int64_t whole, int64_t count, int64_t shard,
+                    int64_t shardCount) {
+  halfBucket.push_back({reinterpret_cast<uint16_t *>(whole), count,
+                        reinterpret_cast<uint16_t *>(shard), shardCount});
+}
+
 int64_t tgc_all_gather_start(void) {
   for (const tgc::runtime::ShardPair &p : shardBucket)
     p.place(0);
+  for (const tgc::runtime::HalfShardPair &p : halfBucket)
+    p.place(0);
   shardBucket.clear();
+  halfBucket.clear();
   return 0;
 }
 

@@ -47,10 +47,12 @@ FailureOr<Value> addressOf(RewriterBase &rewriter, Location loc, Operation *op,
                            Value buffer) {
   auto type = llvm::cast<MemRefType>(buffer.getType());
   Type element = type.getElementType();
-  if (!(element.isF32() || element.isF64()) || !type.hasStaticShape() ||
+  if (!(element.isF32() || element.isF64() || element.isBF16() ||
+        element.isF16()) ||
+      !type.hasStaticShape() ||
       !type.areTrailingDimsContiguous(type.getRank()))
-    return op->emitError("needs a contiguous f32 or f64 buffer of static "
-                         "shape, got ")
+    return op->emitError("needs a contiguous float buffer of static shape, "
+                         "got ")
            << type;
   auto metadata =
       memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
@@ -320,8 +322,13 @@ struct GatherStartModel
         return failure();
       FailureOr<Value> wholeBuffer =
           allocateFor(rewriter, loc, result, options);
+      // ZeRO-3 gathers bf16-mixed weights in their 16-bit type.
+      bool half = llvm::cast<RankedTensorType>(result.getType())
+                      .getElementType()
+                      .getIntOrFloatBitWidth() == 16;
       if (failed(wholeBuffer) ||
-          failed(callWithShardPair(rewriter, loc, op, "tgc_zero_add",
+          failed(callWithShardPair(rewriter, loc, op,
+                                   half ? "tgc_zero_add16" : "tgc_zero_add",
                                    *wholeBuffer, *shardBuffer)))
         return failure();
       shards.push_back(*shardBuffer);

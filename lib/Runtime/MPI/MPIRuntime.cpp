@@ -30,6 +30,7 @@ bool active = false; // under mpirun, MPI initialised
 int rank = 0, size = 1;
 std::string description;
 
+using tgc::runtime::HalfShardPair;
 using tgc::runtime::ShardPair;
 
 enum class Collective { AllReduce, ReduceScatter, AllGather };
@@ -49,6 +50,10 @@ struct InFlight {
   // (MPI reads them until the collective completes).
   std::vector<ShardPair> shardPieces;
   std::vector<float> sent;
+  // ZeRO-3's gathers of 16-bit weights: always packed, one block per
+  // process.
+  std::vector<HalfShardPair> halfPieces;
+  std::vector<uint16_t> halfSent, halfPacked;
   std::vector<int> counts, offsets;
   // Every buffer of the step the collective reads or writes.
   std::vector<const float *> held;
@@ -56,6 +61,7 @@ struct InFlight {
 std::vector<InFlight> requests;
 std::vector<std::pair<float *, int64_t>> bucket; // the next start's tensors
 std::vector<ShardPair> shardBucket;              // the next ZeRO-1 start's
+std::vector<HalfShardPair> halfBucket;           // the next 16-bit gather's
 double waitingSeconds = 0, inFlightSeconds = 0;
 int64_t collectives = 0;
 
@@ -92,6 +98,9 @@ int64_t startRequest(Collective kind) {
   r.pieces.clear();
   r.shardPieces.clear();
   r.sent.clear();
+  r.halfPieces.clear();
+  r.halfSent.clear();
+  r.halfPacked.clear();
   r.held.clear();
   return id;
 }
@@ -296,8 +305,22 @@ void tgc_collective_wait(int64_t id) {
       offset += p.shardCount;
     }
   }
+  if (!r.halfPieces.empty()) {
+    int64_t block = 0;
+    for (const HalfShardPair &p : r.halfPieces)
+      block += p.shardCount;
+    int64_t offset = 0;
+    for (const HalfShardPair &p : r.halfPieces) {
+      for (int q = 0; q < size; ++q)
+        std::memcpy(p.whole + q * p.shardCount,
+                    r.halfPacked.data() + q * block + offset,
+                    sizeof(uint16_t) * p.elements(q));
+      offset += p.shardCount;
+    }
+  }
   r.pieces.clear();
   r.shardPieces.clear();
+  r.halfPieces.clear();
   r.waited = true;
 }
 
@@ -348,7 +371,49 @@ int64_t tgc_reduce_scatter_start(float weight) {
   return started(id, std::move(pieces));
 }
 
+void tgc_zero_add16(int64_t whole, int64_t count, int64_t shard,
+                    int64_t shardCount) {
+  halfBucket.push_back({reinterpret_cast<uint16_t *>(whole), count,
+                        reinterpret_cast<uint16_t *>(shard), shardCount});
+}
+
+/// A gather of 16-bit shards (ZeRO-3's bf16 weights): packed into one block
+/// per process, unpacked by the wait.
+static int64_t startHalfGather(std::vector<HalfShardPair> pieces) {
+  if (!active || size == 1) {
+    for (const HalfShardPair &p : pieces)
+      p.place(0);
+    return -1;
+  }
+  int64_t id = startRequest(Collective::AllGather);
+  InFlight &r = requests[id];
+  int64_t block = 0;
+  for (const HalfShardPair &p : pieces)
+    block += p.shardCount;
+  r.halfSent.resize(block);
+  int64_t offset = 0;
+  for (const HalfShardPair &p : pieces) {
+    std::memcpy(r.halfSent.data() + offset, p.shard,
+                sizeof(uint16_t) * p.shardCount);
+    offset += p.shardCount;
+    r.held.push_back(reinterpret_cast<const float *>(p.whole));
+    r.held.push_back(reinterpret_cast<const float *>(p.shard));
+  }
+  r.halfPacked.assign(block * size, 0);
+  MPI_Iallgather(r.halfSent.data(), mpiCount(block), MPI_UINT16_T,
+                 r.halfPacked.data(), mpiCount(block), MPI_UINT16_T,
+                 MPI_COMM_WORLD, &r.request);
+  r.halfPieces = std::move(pieces);
+  ++collectives;
+  return id;
+}
+
 int64_t tgc_all_gather_start(void) {
+  if (!halfBucket.empty()) {
+    std::vector<HalfShardPair> half;
+    half.swap(halfBucket);
+    return startHalfGather(std::move(half));
+  }
   std::vector<ShardPair> pieces;
   pieces.swap(shardBucket);
   if (!active || size == 1) {

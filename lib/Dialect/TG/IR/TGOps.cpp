@@ -845,8 +845,11 @@ LogicalResult ParameterGatherStartOp::verify() {
   for (auto [shard, attr] : llvm::zip(getShards(), getWholeTypes())) {
     auto full = llvm::dyn_cast<RankedTensorType>(
         llvm::cast<TypeAttr>(attr).getValue());
-    if (!full || !full.hasStaticShape() || !full.getElementType().isF32())
-      return emitOpError("gathers f32 tensors of static shape, got ")
+    Type element = full ? full.getElementType() : Type();
+    if (!full || !full.hasStaticShape() ||
+        !(element.isF32() || element.isBF16() || element.isF16()))
+      return emitOpError("gathers f32, bf16 or f16 tensors of static shape, "
+                         "got ")
              << llvm::cast<TypeAttr>(attr).getValue();
     RankedTensorType expected = ShardOp::getShardType(full, getProcesses());
     if (shard.getType() != expected)

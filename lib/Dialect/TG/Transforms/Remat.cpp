@@ -115,7 +115,19 @@ struct StepGraph {
   /// The type tg-low-precision-saves keeps saved activations in (null: as
   /// they are).
   Type savedElement;
+  /// ZeRO-3: parameters the reverse graph reads (the others would need a
+  /// gather of their own to be read there).
+  bool gatheredParameters = false;
+  llvm::DenseSet<Value> parametersReadBackward;
 };
+
+/// A parameter argument of the step (tg.param).
+bool isParameter(Value v) {
+  auto arg = llvm::dyn_cast<BlockArgument>(v);
+  auto func = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                  : func::FuncOp();
+  return func && func.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttrName);
+}
 
 StepGraph analyzeStep(func::FuncOp step) {
   StepGraph graph;
@@ -321,6 +333,8 @@ llvm::DenseSet<Operation *> fusedRecomputePlan(const StepGraph &graph) {
   llvm::DenseSet<Value> available;
   auto isAvailable = [&](Value v) {
     Operation *def = v.getDefiningOp();
+    if (!def && graph.gatheredParameters && isParameter(v))
+      return graph.parametersReadBackward.contains(v);
     return !def || def->hasTrait<OpTrait::ConstantLike>() ||
            graph.readByBackward.contains(def) || available.contains(v);
   };
@@ -507,11 +521,20 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
                                                RematPolicy policy,
                                                MemoryBudget budget,
                                                bool fusedRecompute,
-                                               Type savedElement) {
+                                               Type savedElement,
+                                               bool gatheredParameters) {
   RematResult result;
   result.policy = policy;
   StepGraph graph = analyzeStep(step);
   graph.savedElement = savedElement;
+  graph.gatheredParameters = gatheredParameters;
+  for (BlockArgument arg : step.getArguments())
+    if (isParameter(arg) &&
+        llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          Operation *top = step.getBody().front().findAncestorOpInBlock(*user);
+          return top && !graph.forward.contains(top);
+        }))
+      graph.parametersReadBackward.insert(arg);
   result.plannedPeakWithout = plannedPeakOf(step, savedElement);
 
   bool hasLayers = llvm::any_of(
@@ -660,7 +683,8 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
       return signalPassFailure();
     }
     FailureOr<RematResult> result =
-        rematerialize(step, policy, budget, fusedRecompute, saved);
+        rematerialize(step, policy, budget, fusedRecompute, saved,
+                      gatheredParameters);
     if (failed(result))
       return signalPassFailure();
     if (report)

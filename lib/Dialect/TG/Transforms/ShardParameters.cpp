@@ -167,38 +167,68 @@ struct TGShardParametersPass
       wholeOf[arg] = whole;
     }
 
-    // One gather per run, waited for right before it, started `prefetch`
-    // runs ahead.
+    // One gather per run and element type, waited for right before the
+    // run, started `prefetch` runs ahead. A parameter the run reads only
+    // through casts to one 16-bit type (mixed precision) is gathered in it:
+    // its shard is cast, and the casts read the gathered tensor instead.
     IntegerAttr over = b.getI64IntegerAttr(processes);
-    SmallVector<CollectiveWaitOp> waits;
+    SmallVector<Operation *> runWaits; // each run's first wait
     Operation *lastEarlyStart = nullptr; // the first runs' starts, in order
     for (auto [k, run] : llvm::enumerate(runs)) {
-      SmallVector<Value> shards;
-      SmallVector<Attribute> wholeTypes;
-      for (auto &[param, operands] : run.reads) {
-        shards.push_back(param);
-        wholeTypes.push_back(TypeAttr::get(wholeOf[param]));
-      }
-      if (prefetch == 0)
+      llvm::MapVector<Type, SmallVector<BlockArgument>> byType;
+      for (auto &[param, operands] : run.reads)
+        byType[gatheredElementType(operands)].push_back(param);
+      Operation *firstWait = nullptr;
+      SmallVector<std::pair<CastOp, Value>> castsRead;
+      for (auto &[element, group] : byType) {
+        if (prefetch == 0)
+          b.setInsertionPoint(run.first);
+        else if (k >= static_cast<size_t>(prefetch))
+          b.setInsertionPointAfter(runWaits[k - prefetch]);
+        else if (lastEarlyStart)
+          b.setInsertionPointAfter(lastEarlyStart);
+        else
+          b.setInsertionPointToStart(&body);
+        SmallVector<Value> shards;
+        SmallVector<Attribute> wholeTypes;
+        for (BlockArgument param : group) {
+          Value shard = param;
+          auto shardType = llvm::cast<RankedTensorType>(param.getType());
+          if (shardType.getElementType() != element)
+            shard = CastOp::create(b, run.first->getLoc(),
+                                   shardType.clone(element), param);
+          shards.push_back(shard);
+          wholeTypes.push_back(TypeAttr::get(wholeOf[param].clone(element)));
+        }
+        auto start = ParameterGatherStartOp::create(
+            b, run.first->getLoc(), shards, b.getArrayAttr(wholeTypes), over);
+        if (prefetch > 0 && k < static_cast<size_t>(prefetch))
+          lastEarlyStart = start;
         b.setInsertionPoint(run.first);
-      else if (k >= static_cast<size_t>(prefetch))
-        b.setInsertionPointAfter(waits[k - prefetch]);
-      else if (lastEarlyStart)
-        b.setInsertionPointAfter(lastEarlyStart);
-      else
-        b.setInsertionPointToStart(&body);
-      auto start = ParameterGatherStartOp::create(
-          b, run.first->getLoc(), shards, b.getArrayAttr(wholeTypes), over);
-      if (prefetch > 0 && k < static_cast<size_t>(prefetch))
-        lastEarlyStart = start;
-      b.setInsertionPoint(run.first);
-      auto wait = CollectiveWaitOp::create(b, run.first->getLoc(),
-                                           start.getRequest(),
-                                           start->getResults().drop_back());
-      waits.push_back(wait);
-      for (auto [i, entry] : llvm::enumerate(run.reads))
-        for (OpOperand *operand : entry.second)
-          operand->set(wait.getResults()[shards.size() + i]);
+        auto wait = CollectiveWaitOp::create(b, run.first->getLoc(),
+                                             start.getRequest(),
+                                             start->getResults().drop_back());
+        if (!firstWait)
+          firstWait = wait;
+        for (auto [i, param] : llvm::enumerate(group)) {
+          Value whole = wait.getResults()[shards.size() + i];
+          bool low = shards[i] != param;
+          for (OpOperand *operand : run.reads[param]) {
+            if (!low) {
+              operand->set(whole);
+              continue;
+            }
+            castsRead.push_back({llvm::cast<CastOp>(operand->getOwner()),
+                                 whole});
+          }
+        }
+      }
+      // (After the run's last wait: a cast may be the run's first op.)
+      for (auto [cast, whole] : castsRead) {
+        cast.getResult().replaceAllUsesWith(whole);
+        cast.erase();
+      }
+      runWaits.push_back(firstWait);
     }
 
     // Each update writes its shard in place: after every gather reading it.
@@ -245,6 +275,26 @@ struct TGShardParametersPass
     step.setFunctionType(FunctionType::get(
         step.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
     return success();
+  }
+
+  /// The element type a run's readers of one parameter (`operands`) take it
+  /// in: a 16-bit type when every one casts it to that type, else f32.
+  static Type gatheredElementType(ArrayRef<OpOperand *> operands) {
+    Type own = llvm::cast<RankedTensorType>(operands.front()->get().getType())
+                   .getElementType();
+    Type low;
+    for (OpOperand *operand : operands) {
+      auto cast = llvm::dyn_cast<CastOp>(operand->getOwner());
+      if (!cast)
+        return own;
+      Type element =
+          llvm::cast<RankedTensorType>(cast.getResult().getType())
+              .getElementType();
+      if (element.getIntOrFloatBitWidth() != 16 || (low && low != element))
+        return own;
+      low = element;
+    }
+    return low;
   }
 
   /// Each sharded parameter's whole type.

@@ -49,13 +49,25 @@
 // NOPREFETCH-NEXT: tg.collective_wait
 // NOPREFETCH-NEXT: tg.linear
 
+// bf16-mixed: a parameter whose readers in a run all cast it to bf16 is
+// gathered in bf16 (its shard cast first), and the casts read the gathered
+// tensor: half the bytes moved and kept.
+// RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph="fusion=none data-parallel=true zero-processes=3 shard-parameters=true dp-bucket-bytes=0 precision=bf16-mixed" | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: func.func @train_step
+// BF16: %[[C0:.*]] = tg.cast %arg0 : tensor<22xf32> -> tensor<22xbf16>
+// BF16-NEXT: %[[C1:.*]] = tg.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
+// BF16-NEXT: %[[S:.*]]:2, %[[G:.*]]:2, %[[R:.*]] = tg.parameter_gather_start(%[[C0]], %[[C1]]) over 3 : tensor<22xbf16>, tensor<3xbf16> into [tensor<8x8xbf16>, tensor<8xbf16>]
+// BF16: %[[W:.*]]:4 = tg.collective_wait %[[R]]
+// BF16: tg.linear %{{.*}}, %[[W]]#2, %[[W]]#3 : tensor<2x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16> -> tensor<2x8xf32>
+// BF16-NOT: into [tensor<8x8xf32>
+
 // NOZERO1: error: tg-shard-parameters: expects a step whose optimizer state is sharded (tg-shard-optimizer before it)
 // PREFETCH: error: tg-shard-parameters: prefetch must be non-negative, got -1
 
 // The memory per process that tgc stats reports. The tiny llama at 2
 // processes: half the parameters held, two layers' weights gathered at
 // once. Llama-2-7B at 8 processes, bf16-mixed, remat by layers, 1 x 2048:
-// under 12 GiB per process. llama-d512-l8 at 4 processes, 1 x 64: half of
+// under 12 GiB per process, the layers' weights gathered in bf16. llama-d512-l8 at 4 processes, 1 x 64: half of
 // ZeRO-1's total.
 // RUN: tgc stats %examples/tiny-llama.json --zero=3 --processes=2 | FileCheck %s --check-prefix=STATS
 // STATS: Parameters   3,295,488
@@ -67,8 +79,9 @@
 // RUN: tgc stats %examples/llama-2-7b.json --zero=3 --processes=8 --precision=bf16-mixed --remat=layers --batch-size=1 --seq-len=2048 | FileCheck %s --check-prefix=SEVENB
 // SEVENB: Parameters   6,738,415,616
 // SEVENB: parameters {{ *}}3.14 GiB   (this process's shards of 25.10 GiB)
+// SEVENB: gathered parameters {{ *}}886.03 MiB
 // SEVENB: optimizer state {{ *}}6.28 GiB
-// SEVENB: total {{ *}}11.94 GiB
+// SEVENB: total {{ *}}11.49 GiB
 // RUN: tgc stats %examples/llama-d512-l8.json --zero=1 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO1
 // RUN: tgc stats %examples/llama-d512-l8.json --zero=3 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO3
 // D512-ZERO1: total {{ *}}244.80 MiB

@@ -623,6 +623,9 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     Option<"savedElementType", "saved-element-type", "std::string", "\"\"",
            "Plan for saved activations kept in bf16 or f16 "
            "(tg-low-precision-saves, which runs next); empty: as they are">,
+    Option<"gatheredParameters", "gathered-parameters", "bool", "false",
+           "ZeRO-3 (tg-shard-parameters runs later): recompute no cheap "
+           "value from a parameter the reverse graph does not read">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to rewrite">,
   ];

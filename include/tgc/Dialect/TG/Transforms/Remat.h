@@ -68,11 +68,15 @@ struct RematResult {
 /// values a fused backward kernel can remake from values kept anyway, when
 /// that lowers the planned peak. With `savedElement` (bf16/f16) plans count
 /// the saved activations in that type, as tg-low-precision-saves will keep
-/// them after this rewrite (which does not apply it).
+/// them after this rewrite (which does not apply it). With
+/// `gatheredParameters` (ZeRO-3: each reader gets a parameter from a
+/// gather) the cheap recomputation reads no parameter that the reverse
+/// graph does not read anyway, as that would gather it once more.
 FailureOr<RematResult> rematerialize(func::FuncOp step, RematPolicy policy,
                                      MemoryBudget budget = {},
                                      bool fusedRecompute = false,
-                                     Type savedElement = {});
+                                     Type savedElement = {},
+                                     bool gatheredParameters = false);
 
 /// The --remat-report table.
 void printRematReport(llvm::raw_ostream &os, const RematResult &result);

@@ -50,6 +50,11 @@ struct InFlight {
   // (MPI reads them until the collective completes).
   std::vector<ShardPair> shardPieces;
   std::vector<float> sent;
+  // An all-gather of several tensors: one MPI_Iallgatherv per tensor
+  // straight into it (`request` is the first), with each one's counts and
+  // offsets, instead of a packed copy.
+  std::vector<MPI_Request> more;
+  std::vector<std::vector<int>> moreCounts, moreOffsets;
   // ZeRO-3's gathers of 16-bit weights: always packed, one block per
   // process.
   std::vector<HalfShardPair> halfPieces;
@@ -101,6 +106,9 @@ int64_t startRequest(Collective kind) {
   r.halfPieces.clear();
   r.halfSent.clear();
   r.halfPacked.clear();
+  r.more.clear();
+  r.moreCounts.clear();
+  r.moreOffsets.clear();
   r.held.clear();
   return id;
 }
@@ -157,6 +165,9 @@ void progress() {
       continue;
     int flag = 0;
     MPI_Test(&r.request, &flag, MPI_STATUS_IGNORE);
+    if (flag && !r.more.empty())
+      MPI_Testall(static_cast<int>(r.more.size()), r.more.data(), &flag,
+                  MPI_STATUSES_IGNORE);
     if (flag) {
       r.done = true;
       r.finished = now();
@@ -278,6 +289,9 @@ void tgc_collective_wait(int64_t id) {
   if (!r.done) {
     double t0 = now();
     MPI_Wait(&r.request, MPI_STATUS_IGNORE);
+    if (!r.more.empty())
+      MPI_Waitall(static_cast<int>(r.more.size()), r.more.data(),
+                  MPI_STATUSES_IGNORE);
     r.finished = now();
     r.done = true;
     waitingSeconds += r.finished - t0;
@@ -288,7 +302,7 @@ void tgc_collective_wait(int64_t id) {
     std::memcpy(p, sums, sizeof(float) * n);
     sums += n;
   }
-  if (r.shardPieces.size() > 1) {
+  if (r.shardPieces.size() > 1 && r.more.empty()) {
     // Packed buckets: shards in piece order, and for the all-gather one
     // such block per process.
     int64_t block = blockOf(r.shardPieces);
@@ -431,17 +445,18 @@ int64_t tgc_all_gather_start(void) {
                     r.counts.data(), r.offsets.data(), MPI_FLOAT,
                     MPI_COMM_WORLD, &r.request);
   } else {
-    int64_t block = blockOf(pieces);
-    r.sent.resize(block);
-    int64_t offset = 0;
-    for (const ShardPair &p : pieces) {
-      std::memcpy(r.sent.data() + offset, p.shard,
-                  sizeof(float) * p.shardCount);
-      offset += p.shardCount;
+    // Each tensor straight into its whole buffer: no packed copy to unpack.
+    r.moreCounts.resize(pieces.size());
+    r.moreOffsets.resize(pieces.size());
+    r.more.assign(pieces.size() - 1, MPI_REQUEST_NULL);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const ShardPair &p = pieces[i];
+      shardLayout(p.count, p.shardCount, r.moreCounts[i], r.moreOffsets[i]);
+      MPI_Iallgatherv(p.shard, r.moreCounts[i][rank], MPI_FLOAT, p.whole,
+                      r.moreCounts[i].data(), r.moreOffsets[i].data(),
+                      MPI_FLOAT, MPI_COMM_WORLD,
+                      i == 0 ? &r.request : &r.more[i - 1]);
     }
-    r.packed.assign(block * size, 0.0f);
-    MPI_Iallgather(r.sent.data(), mpiCount(block), MPI_FLOAT, r.packed.data(),
-                   mpiCount(block), MPI_FLOAT, MPI_COMM_WORLD, &r.request);
   }
   return started(id, std::move(pieces));
 }

@@ -190,17 +190,20 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
 
 /// b's host copy as a whole tensor of `shape`: a shard (ZeRO-1's state,
 /// ZeRO-3's parameters) is gathered from every process on rank 0 (every
-/// process calls this; only rank 0's result is whole).
+/// process calls this; only rank 0's result holds the elements, the others
+/// hold none).
 static TensorData wholeTensor(const Buffer &b,
                               const std::vector<int64_t> &shape) {
-  TensorData t = hostTensor(b);
   if (b.info->shard_numel == 0 && b.info->shard_of < 0)
-    return t;
+    return hostTensor(b);
+  TensorData t;
+  t.dtype = DType::F32;
+  t.shape = shape;
   int64_t numel = 1;
   for (int64_t d : shape)
     numel *= d;
-  t.shape = shape;
-  t.bytes.assign(numel * sizeof(float), 0);
+  if (tgc_dist_rank() == 0)
+    t.bytes.assign(numel * sizeof(float), 0);
   tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
                          reinterpret_cast<float *>(t.bytes.data()), numel);
   return t;

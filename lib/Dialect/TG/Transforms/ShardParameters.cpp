@@ -75,6 +75,7 @@ struct TGShardParametersPass
           << static_cast<int64_t>(prefetch);
       return signalPassFailure();
     }
+    wholeOf.clear();
     if (failed(shard(step, processes.getInt())))
       signalPassFailure();
   }

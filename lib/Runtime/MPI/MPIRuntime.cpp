@@ -45,20 +45,16 @@ struct InFlight {
   // by the wait.
   std::vector<std::pair<float *, int64_t>> pieces;
   std::vector<float> packed;
-  // ZeRO-1: the (whole, shard) pairs; a bucket of several is sent packed
-  // (`packed` receives); per-process counts and offsets of a single one
-  // (MPI reads them until the collective completes).
+  // A reduce-scatter's (whole, shard) pairs; a bucket of several is sent
+  // packed (`packed` receives); per-process counts and offsets of a single
+  // one (MPI reads them until the collective completes).
   std::vector<ShardPair> shardPieces;
   std::vector<float> sent;
-  // An all-gather of several tensors: one MPI_Iallgatherv per tensor
-  // straight into it (`request` is the first), with each one's counts and
-  // offsets, instead of a packed copy.
+  // An all-gather: one MPI_Iallgatherv per tensor straight into it
+  // (`request` is the first, `more` the others), with each one's counts
+  // and offsets.
   std::vector<MPI_Request> more;
   std::vector<std::vector<int>> moreCounts, moreOffsets;
-  // ZeRO-3's gathers of 16-bit weights: always packed, one block per
-  // process.
-  std::vector<HalfShardPair> halfPieces;
-  std::vector<uint16_t> halfSent, halfPacked;
   std::vector<int> counts, offsets;
   // Every buffer of the step the collective reads or writes.
   std::vector<const float *> held;
@@ -103,9 +99,6 @@ int64_t startRequest(Collective kind) {
   r.pieces.clear();
   r.shardPieces.clear();
   r.sent.clear();
-  r.halfPieces.clear();
-  r.halfSent.clear();
-  r.halfPacked.clear();
   r.more.clear();
   r.moreCounts.clear();
   r.moreOffsets.clear();
@@ -173,6 +166,29 @@ void progress() {
       r.finished = now();
     }
   }
+}
+
+/// One MPI_Iallgatherv per (whole, shard) pair of `T` (`type`), each from
+/// the shard straight into its whole tensor, completed together by the wait.
+template <typename T>
+int64_t startGathers(const std::vector<tgc::runtime::ShardPairOf<T>> &pieces,
+                     MPI_Datatype type) {
+  int64_t id = startRequest(Collective::AllGather);
+  InFlight &r = requests[id];
+  r.moreCounts.resize(pieces.size());
+  r.moreOffsets.resize(pieces.size());
+  r.more.assign(pieces.size() - 1, MPI_REQUEST_NULL);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const tgc::runtime::ShardPairOf<T> &p = pieces[i];
+    shardLayout(p.count, p.shardCount, r.moreCounts[i], r.moreOffsets[i]);
+    MPI_Iallgatherv(p.shard, r.moreCounts[i][rank], type, p.whole,
+                    r.moreCounts[i].data(), r.moreOffsets[i].data(), type,
+                    MPI_COMM_WORLD, i == 0 ? &r.request : &r.more[i - 1]);
+    r.held.push_back(reinterpret_cast<const float *>(p.whole));
+    r.held.push_back(reinterpret_cast<const float *>(p.shard));
+  }
+  ++collectives;
+  return id;
 }
 
 } // namespace
@@ -302,39 +318,17 @@ void tgc_collective_wait(int64_t id) {
     std::memcpy(p, sums, sizeof(float) * n);
     sums += n;
   }
-  if (r.shardPieces.size() > 1 && r.more.empty()) {
-    // Packed buckets: shards in piece order, and for the all-gather one
-    // such block per process.
-    int64_t block = blockOf(r.shardPieces);
+  if (r.shardPieces.size() > 1) {
+    // A packed reduce-scatter bucket: this process's shards in piece order.
     int64_t offset = 0;
     for (const ShardPair &p : r.shardPieces) {
-      if (r.kind == Collective::ReduceScatter)
-        std::memcpy(p.shard, r.packed.data() + offset,
-                    sizeof(float) * p.shardCount);
-      else
-        for (int q = 0; q < size; ++q)
-          std::memcpy(p.whole + q * p.shardCount,
-                      r.packed.data() + q * block + offset,
-                      sizeof(float) * p.elements(q));
-      offset += p.shardCount;
-    }
-  }
-  if (!r.halfPieces.empty()) {
-    int64_t block = 0;
-    for (const HalfShardPair &p : r.halfPieces)
-      block += p.shardCount;
-    int64_t offset = 0;
-    for (const HalfShardPair &p : r.halfPieces) {
-      for (int q = 0; q < size; ++q)
-        std::memcpy(p.whole + q * p.shardCount,
-                    r.halfPacked.data() + q * block + offset,
-                    sizeof(uint16_t) * p.elements(q));
+      std::memcpy(p.shard, r.packed.data() + offset,
+                  sizeof(float) * p.shardCount);
       offset += p.shardCount;
     }
   }
   r.pieces.clear();
   r.shardPieces.clear();
-  r.halfPieces.clear();
   r.waited = true;
 }
 
@@ -391,74 +385,21 @@ void tgc_zero_add16(int64_t whole, int64_t count, int64_t shard,
                         reinterpret_cast<uint16_t *>(shard), shardCount});
 }
 
-/// A gather of 16-bit shards (ZeRO-3's bf16 weights): packed into one block
-/// per process, unpacked by the wait.
-static int64_t startHalfGather(std::vector<HalfShardPair> pieces) {
-  if (!active || size == 1) {
-    for (const HalfShardPair &p : pieces)
-      p.place(0);
-    return -1;
-  }
-  int64_t id = startRequest(Collective::AllGather);
-  InFlight &r = requests[id];
-  int64_t block = 0;
-  for (const HalfShardPair &p : pieces)
-    block += p.shardCount;
-  r.halfSent.resize(block);
-  int64_t offset = 0;
-  for (const HalfShardPair &p : pieces) {
-    std::memcpy(r.halfSent.data() + offset, p.shard,
-                sizeof(uint16_t) * p.shardCount);
-    offset += p.shardCount;
-    r.held.push_back(reinterpret_cast<const float *>(p.whole));
-    r.held.push_back(reinterpret_cast<const float *>(p.shard));
-  }
-  r.halfPacked.assign(block * size, 0);
-  MPI_Iallgather(r.halfSent.data(), mpiCount(block), MPI_UINT16_T,
-                 r.halfPacked.data(), mpiCount(block), MPI_UINT16_T,
-                 MPI_COMM_WORLD, &r.request);
-  r.halfPieces = std::move(pieces);
-  ++collectives;
-  return id;
-}
-
 int64_t tgc_all_gather_start(void) {
-  if (!halfBucket.empty()) {
-    std::vector<HalfShardPair> half;
-    half.swap(halfBucket);
-    return startHalfGather(std::move(half));
-  }
   std::vector<ShardPair> pieces;
   pieces.swap(shardBucket);
+  std::vector<HalfShardPair> half;
+  half.swap(halfBucket);
   if (!active || size == 1) {
     for (const ShardPair &p : pieces)
       p.place(0);
+    for (const HalfShardPair &p : half)
+      p.place(0);
     return -1;
   }
-  int64_t id = startRequest(Collective::AllGather);
-  InFlight &r = requests[id];
-  if (pieces.size() == 1) {
-    // Straight into the parameter: process q's part at q · shard_count.
-    const ShardPair &p = pieces.front();
-    shardLayout(p.count, p.shardCount, r.counts, r.offsets);
-    MPI_Iallgatherv(p.shard, r.counts[rank], MPI_FLOAT, p.whole,
-                    r.counts.data(), r.offsets.data(), MPI_FLOAT,
-                    MPI_COMM_WORLD, &r.request);
-  } else {
-    // Each tensor straight into its whole buffer: no packed copy to unpack.
-    r.moreCounts.resize(pieces.size());
-    r.moreOffsets.resize(pieces.size());
-    r.more.assign(pieces.size() - 1, MPI_REQUEST_NULL);
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      const ShardPair &p = pieces[i];
-      shardLayout(p.count, p.shardCount, r.moreCounts[i], r.moreOffsets[i]);
-      MPI_Iallgatherv(p.shard, r.moreCounts[i][rank], MPI_FLOAT, p.whole,
-                      r.moreCounts[i].data(), r.moreOffsets[i].data(),
-                      MPI_FLOAT, MPI_COMM_WORLD,
-                      i == 0 ? &r.request : &r.more[i - 1]);
-    }
-  }
-  return started(id, std::move(pieces));
+  // ZeRO-3's 16-bit weights come in a bucket of their own.
+  return half.empty() ? startGathers(pieces, MPI_FLOAT)
+                      : startGathers(half, MPI_UINT16_T);
 }
 
 void tgc_collective_holds(int64_t id, int64_t address) {

@@ -531,8 +531,11 @@ FailureOr<RematResult> mlir::tg::rematerialize(func::FuncOp step,
   for (BlockArgument arg : step.getArguments())
     if (isParameter(arg) &&
         llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          // The optimizer reads the shard (ZeRO's tg.shard), not a gather.
           Operation *top = step.getBody().front().findAncestorOpInBlock(*user);
-          return top && !graph.forward.contains(top);
+          return top && !graph.forward.contains(top) && !isa<ShardOp>(top) &&
+                 !top->hasTrait<OptimizerStep>() &&
+                 !top->hasTrait<ParameterUpdate>();
         }))
       graph.parametersReadBackward.insert(arg);
   result.plannedPeakWithout = plannedPeakOf(step, savedElement);

@@ -73,9 +73,9 @@
 // STATS: Parameters   3,295,488
 // STATS: Memory per process (ZeRO-3, 2 processes)
 // STATS: parameters {{ *}}6.29 MiB   (this process's shards of 12.57 MiB)
-// STATS: gathered parameters {{ *}}6.04 MiB   (in the planned peak, 14 gathers per step; at most 1 in flight while a layer computes)
+// STATS: gathered parameters {{ *}}6.04 MiB   (in the planned peak, 12 gathers per step; at most 1 in flight while a layer computes)
 // STATS: optimizer state {{ *}}12.57 MiB   (this process's shards)
-// STATS: communication {{ *}}37.46 MiB   (whole tensors per step: 17 reduce-scatters of gradients, 14 gathers of parameters)
+// STATS: communication {{ *}}37.21 MiB   (whole tensors per step: 17 reduce-scatters of gradients, 12 gathers of parameters)
 // RUN: tgc stats %examples/llama-2-7b.json --zero=3 --processes=8 --precision=bf16-mixed --remat=layers --batch-size=1 --seq-len=2048 | FileCheck %s --check-prefix=SEVENB
 // SEVENB: Parameters   6,738,415,616
 // SEVENB: parameters {{ *}}3.14 GiB   (this process's shards of 25.10 GiB)
@@ -86,3 +86,13 @@
 // RUN: tgc stats %examples/llama-d512-l8.json --zero=3 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO3
 // D512-ZERO1: total {{ *}}244.80 MiB
 // D512-ZERO3: total {{ *}}121.33 MiB
+
+// Remat knows the weights are gathered: under ZeRO-1 policy none recomputes
+// the tiny llama's embedding lookup in the backward pass (cheap, from the
+// table and the ids); under ZeRO-3 that would gather the table once more,
+// so the lookup's output is kept instead.
+// RUN: tgc %examples/tiny-llama.json --zero=1 --processes=2 --emit=grad | FileCheck %s --check-prefix=REMAT1
+// RUN: tgc %examples/tiny-llama.json --zero=3 --processes=2 --emit=grad | FileCheck %s --check-prefix=REMAT3
+// REMAT1: tg.embedding {{.*}}tg.recomputed
+// REMAT3-LABEL: func.func @train_step
+// REMAT3-NOT: tg.embedding {{.*}}tg.recomputed

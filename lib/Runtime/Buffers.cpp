@@ -37,11 +37,12 @@ int64_t tgc::rt::numelOf(const tgc_buffer_info &b) {
   return b.shard_numel > 0 ? b.shard_numel : wholeNumelOf(b);
 }
 
-void tgc::rt::storeShard(Buffer &b, const std::function<float(int64_t)> &whole) {
+void tgc::rt::storeShard(Buffer &b, int64_t wholeCount,
+                         const std::function<float(int64_t)> &whole) {
   std::vector<float> values(b.numel, 0.0f);
   int64_t first = tgc_dist_rank() * b.numel;
-  int64_t n = tgc::runtime::shardElements(wholeNumelOf(*b.info), b.numel,
-                                          tgc_dist_rank());
+  int64_t n =
+      tgc::runtime::shardElements(wholeCount, b.numel, tgc_dist_rank());
   for (int64_t i = 0; i < n; ++i)
     values[i] = whole(first + i);
   storeFloats(b, values.data());
@@ -149,7 +150,7 @@ void tgc::rt::initialise(Buffer &b, uint64_t seed) {
     }
   }
   if (sharded)
-    storeShard(b, [&](int64_t i) { return p[i]; });
+    storeShard(b, numel, [&](int64_t i) { return p[i]; });
   else
     storeFloats(b, p);
 }

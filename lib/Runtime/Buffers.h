@@ -88,9 +88,11 @@ void initialise(Buffer &b, uint64_t seed);
 /// Writes `values` (b.numel floats) into b's host copy, rounded to b's
 /// element type (bf16/f16 for frozen weights of tgc --frozen-dtype).
 void storeFloats(Buffer &b, const float *values);
-/// A ZeRO-3 parameter: stores this process's shard (zero padded) of the
-/// whole tensor whose element i is `whole(i)`.
-void storeShard(Buffer &b, const std::function<float(int64_t)> &whole);
+/// A shard (a ZeRO-3 parameter, ZeRO-1 state): stores this process's part
+/// (zero padded) of the `wholeCount`-element tensor whose element i is
+/// `whole(i)`.
+void storeShard(Buffer &b, int64_t wholeCount,
+                const std::function<float(int64_t)> &whole);
 /// b's host copy, widened to floats.
 std::vector<float> loadFloats(const Buffer &b);
 /// b's host copy as a tensor of its shape and element type.

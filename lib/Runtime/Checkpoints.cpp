@@ -18,7 +18,8 @@ void tgc::rt::copyFrom(Buffer &b, const TensorData &t,
   checkWeightTensor(b, t, file);
   if (b.info->shard_numel > 0) {
     // ZeRO-3: this process's shard of the whole tensor.
-    storeShard(b, [&](int64_t i) { return static_cast<float>(t.get(i)); });
+    storeShard(b, wholeNumelOf(*b.info),
+               [&](int64_t i) { return static_cast<float>(t.get(i)); });
     t.release();
     return;
   }
@@ -40,12 +41,8 @@ static void copyShardFrom(Buffer &b, const Buffer &param, const TensorData &t,
     die(file + ": tensor 'optimizer." + b.info->name + "' has shape " +
         shapeText(t.shape) + " but the model needs " +
         shapeText(shapeOf(*param.info)));
-  float *p = static_cast<float *>(b.data);
-  int64_t first = tgc_dist_rank() * b.numel;
-  int64_t n = tgc::runtime::shardElements(wholeNumelOf(*param.info), b.numel,
-                                          tgc_dist_rank());
-  for (int64_t i = 0; i < b.numel; ++i)
-    p[i] = i < n ? static_cast<float>(t.get(first + i)) : 0.0f;
+  storeShard(b, wholeNumelOf(*param.info),
+             [&](int64_t i) { return static_cast<float>(t.get(i)); });
 }
 
 /// Copies the parameters `st` holds into `s`. Each parameter `required`

@@ -28,6 +28,22 @@ int64_t elementBytes(Value v) {
 
 bool isOptimizerOp(Operation *op) { return op->hasTrait<OptimizerStep>(); }
 
+/// The most bytes `plan` keeps alive at once in buffers holding a value
+/// that `holds` picks.
+int64_t mostLiveAtOnce(const MemoryPlan &plan,
+                       llvm::function_ref<bool(Value)> holds) {
+  std::vector<int64_t> delta(plan.schedule.size() + 1, 0);
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (llvm::any_of(buffer.values, holds)) {
+      delta[buffer.block.start] += buffer.block.bytes;
+      delta[buffer.block.end + 1] -= buffer.block.bytes;
+    }
+  int64_t live = 0, most = 0;
+  for (int64_t d : delta)
+    most = std::max(most, live += d);
+  return most;
+}
+
 } // namespace
 
 OpCost mlir::tg::getOpCost(Operation *op) {
@@ -135,33 +151,16 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
         --inFlight;
     }
   }
-  std::vector<int64_t> gathered(plan.schedule.size() + 1, 0);
-  for (const PlannedBuffer &buffer : plan.buffers)
-    if (llvm::any_of(buffer.values, [](Value v) {
-          auto gather = v.getDefiningOp<ParameterGatherStartOp>();
-          return gather && llvm::is_contained(gather.getResults(), v);
-        })) {
-      gathered[buffer.block.start] += buffer.block.bytes;
-      gathered[buffer.block.end + 1] -= buffer.block.bytes;
-    }
-  int64_t gatheredLive = 0;
-  for (int64_t d : gathered)
-    stats.gatheredPeakBytes =
-        std::max(stats.gatheredPeakBytes, gatheredLive += d);
+  stats.gatheredPeakBytes = mostLiveAtOnce(plan, [](Value v) {
+    auto gather = v.getDefiningOp<ParameterGatherStartOp>();
+    return gather && llvm::is_contained(gather.getResults(), v);
+  });
 
   // Gradients: what each tg.sum_squares reads (one per parameter).
   llvm::DenseSet<Value> gradients;
   step.walk([&](SumSquaresOp op) { gradients.insert(op.getInput()); });
-  std::vector<int64_t> delta(plan.schedule.size() + 1, 0);
-  for (const PlannedBuffer &buffer : plan.buffers)
-    if (llvm::any_of(buffer.values,
-                     [&](Value v) { return gradients.contains(v); })) {
-      delta[buffer.block.start] += buffer.block.bytes;
-      delta[buffer.block.end + 1] -= buffer.block.bytes;
-    }
-  int64_t live = 0;
-  for (int64_t d : delta)
-    stats.gradientPeakBytes = std::max(stats.gradientPeakBytes, live += d);
+  stats.gradientPeakBytes = mostLiveAtOnce(
+      plan, [&](Value v) { return gradients.contains(v); });
   return stats;
 }
 

@@ -240,7 +240,10 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   auto step = module.lookupSymbol<func::FuncOp>(kStepName);
   bool inPlace = step && canUpdateInPlace(step);
   if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
-        buildTGToLinalgPipeline(pm, kStepName, fusion, target.taskBytes());
+        buildTGToLinalgPipeline(pm, kStepName, fusion,
+                                [&](OpPassManager &tiling) {
+                                  target.buildTilingPipeline(tiling, fusion);
+                                });
       })))
     return failure();
   if (inPlace) {
@@ -307,7 +310,10 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   if (level == EmitLevel::Linalg) {
     if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
           buildTGToLinalgPipeline(pm, kStepName, training.fusion,
-                                  target.taskBytes());
+                                  [&](OpPassManager &tiling) {
+                                    target.buildTilingPipeline(
+                                        tiling, training.fusion);
+                                  });
         })))
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });

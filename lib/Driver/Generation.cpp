@@ -129,7 +129,9 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
 
   tg::FusionMode fusion = model.training.fusion;
   if (failed(runPassPipeline(*module, [&](OpPassManager &pm) {
-        buildGenerationToLinalgPipeline(pm, fusion, target.taskBytes());
+        buildGenerationToLinalgPipeline(pm, fusion, [&](OpPassManager &tiling) {
+          target.buildTilingPipeline(tiling, fusion);
+        });
       })))
     return failedCompile();
   if (level == EmitLevel::Linalg)

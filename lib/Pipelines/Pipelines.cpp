@@ -120,24 +120,15 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   }
 }
 
-/// One attention score tile under fusion: small enough to stay in the
-/// caches between its product, softmax and the next product, big enough
-/// for efficient products (and for a few tiles per sequence, so that causal
-/// attention skips most of the tiles above the diagonal).
-constexpr int64_t kAttentionTileBytes = 4 << 20;
-
 /// tg → linalg on tensors for every function left in the module.
 static void addTGToLinalg(mlir::OpPassManager &pm,
-                          mlir::tg::FusionMode fusion, int64_t taskBytes) {
-  // With fusion, attention a tile of scores at a time and each optimizer
-  // update one loop.
+                          mlir::tg::FusionMode fusion,
+                          tgc::TilingHook chooseTiles) {
+  if (chooseTiles)
+    chooseTiles(pm);
+  // With fusion, each optimizer update one loop.
   mlir::tg::ConvertTGToLinalgPassOptions lowering;
-  if (fusion != mlir::tg::FusionMode::None) {
-    lowering.attentionTileBytes = kAttentionTileBytes;
-    lowering.taskBytes = taskBytes;
-    lowering.fuseUpdates = true;
-    lowering.transposedOperands = true;
-  }
+  lowering.fuseUpdates = fusion != mlir::tg::FusionMode::None;
   pm.addPass(mlir::tg::createConvertTGToLinalgPass(lowering));
   // No CSE on tensors: it would merge tg-remat's recomputed clones back into
   // the forward ops (after bufferization CSE cannot: the ops write memory).
@@ -151,18 +142,18 @@ static void addTGToLinalg(mlir::OpPassManager &pm,
 void tgc::buildTGToLinalgPipeline(mlir::OpPassManager &pm,
                                   llvm::StringRef function,
                                   mlir::tg::FusionMode fusion,
-                                  int64_t taskBytes) {
+                                  TilingHook chooseTiles) {
   // Only the compiled function survives (the forward function is dropped).
   pm.addPass(mlir::createSymbolPrivatizePass({function.str()}));
   pm.addPass(mlir::createSymbolDCEPass());
-  addTGToLinalg(pm, fusion, taskBytes);
+  addTGToLinalg(pm, fusion, chooseTiles);
 }
 
 void tgc::buildGenerationToLinalgPipeline(mlir::OpPassManager &pm,
                                           mlir::tg::FusionMode fusion,
-                                          int64_t taskBytes) {
+                                          TilingHook chooseTiles) {
   pm.addPass(mlir::createSymbolPrivatizePass());
-  addTGToLinalg(pm, fusion, taskBytes);
+  addTGToLinalg(pm, fusion, chooseTiles);
 }
 
 void tgc::buildBufferizePipeline(

@@ -21,7 +21,8 @@ mlir::Operation *TargetBackend::roundingPackedBy(mlir::Operation *) const {
 
 void TargetBackend::prepareKernelCount(mlir::ModuleOp) const {}
 
-int64_t TargetBackend::taskBytes() const { return 0; }
+void TargetBackend::buildTilingPipeline(mlir::OpPassManager &,
+                                        mlir::tg::FusionMode) const {}
 
 llvm::Error TargetBackend::buildKernelPipeline(mlir::OpPassManager &,
                                                llvm::StringRef) const {

@@ -46,17 +46,10 @@ constexpr llvm::StringLiteral kSavedCopyAttrName = "tgc.saved_copy";
 void populateTGDataMovementToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateTGMatmulToLinalgPatterns(RewritePatternSet &patterns);
-/// `taskBytes`: the norms and their gradients as parallel tasks over tiles
-/// of rows of at most this many bytes (0: a pass per statistic).
-void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns,
-                                         int64_t taskBytes = 0);
-/// `tileBytes`: most bytes of one tile of attention scores (0: the whole
-/// sequence is one tile). `transposedOperands`: the gradient's products
-/// read P and dS transposed through their maps, not from transposed copies.
-void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                         int64_t tileBytes = 0,
-                                         bool transposedOperands = false,
-                                         int64_t taskBytes = 0);
+/// The norms and attention are tiled as their `tg.tiling` says (a target's
+/// choice, TGAttrs.td), untiled without one.
+void populateTGReductionToLinalgPatterns(RewritePatternSet &patterns);
+void populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns);
 /// `fuseUpdates`: each optimizer update (parameter and state) as one loop.
 void populateTGOptimizerToLinalgPatterns(RewritePatternSet &patterns,
                                          bool fuseUpdates);

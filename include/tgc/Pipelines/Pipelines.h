@@ -141,15 +141,18 @@ struct TrainingGraphOptions
 void buildTrainingGraphPipeline(mlir::OpPassManager &pm,
                                 const TrainingGraphOptions &options);
 
-/// Up to linalg on tensors (the --emit=linalg level), target-neutral: only
-/// `function` survives, tg → linalg, canonicalised; with `fusion` other than
-/// none, chains of elementwise ops fused (tgc-fuse-elementwise) and, with
-/// `taskBytes` (the target's TargetBackend::taskBytes),
-/// the attention forward and the norms as parallel tasks.
+/// The target's choice of tiles for the neutral ops (`tg.tiling`), added
+/// right before convert-tg-to-linalg (TargetBackend::buildTilingPipeline).
+using TilingHook = llvm::function_ref<void(mlir::OpPassManager &)>;
+
+/// Up to linalg on tensors (the --emit=linalg level): only `function`
+/// survives, `chooseTiles` sets the target's tiles, tg → linalg,
+/// canonicalised; with `fusion` other than none, chains of elementwise ops
+/// fused (tgc-fuse-elementwise) and each optimizer update one loop.
 void buildTGToLinalgPipeline(
     mlir::OpPassManager &pm, llvm::StringRef function,
     mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default,
-    int64_t taskBytes = 0);
+    TilingHook chooseTiles = {});
 
 /// The same lowering for a generation program (@prefill, @decode): every
 /// function is kept, made private so that bufferization may drop the
@@ -157,7 +160,7 @@ void buildTGToLinalgPipeline(
 void buildGenerationToLinalgPipeline(
     mlir::OpPassManager &pm,
     mlir::tg::FusionMode fusion = mlir::tg::FusionMode::Default,
-    int64_t taskBytes = 0);
+    TilingHook chooseTiles = {});
 
 /// Linalg on tensors → bufferized step (results become out-parameters) with
 /// intermediates planned into one static arena (`tgc.arena_bytes`).

@@ -89,13 +89,12 @@ public:
   /// for `tgc stats` to count; nothing by default.
   virtual void prepareKernelCount(mlir::ModuleOp copy) const;
 
-  /// With fusion on, the attention forward and the norms as parallel
-  /// tasks whose own tiles take at most this many bytes (one core's cache:
-  /// convert-tg-to-linalg's task-bytes): attention per (sequence, key/value
-  /// head, query tile), a norm per tile of rows. 0 (the default): batched
-  /// products over all heads, a tile at a time, and a pass over the whole
-  /// tensor per norm statistic.
-  virtual int64_t taskBytes() const;
+  /// On tg, right before convert-tg-to-linalg: the target's tiles of the
+  /// neutral ops (attention, norms, expert products), as `tg.tiling`
+  /// attributes (TGAttrs.td). `fusion` none: attention and the norms
+  /// untiled. Nothing by default (every op untiled).
+  virtual void buildTilingPipeline(mlir::OpPassManager &pm,
+                                   mlir::tg::FusionMode fusion) const;
   /// After the arena plan: everything down to the LLVM dialect, with the C
   /// entry point `tgc_<function>(void **buffers)`.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,

@@ -17,9 +17,8 @@
 // recomputes each tile's probabilities from the logsumexp, writes dQ's rows
 // per query tile and accumulates dK and dV into the key tiles' rows.
 //
-// The tile size comes from a byte budget for one score tile
-// (convert-tg-to-linalg's attention-tile-bytes); with no budget the whole
-// sequence is one tile (the same code, no loops).
+// The tile size is the target's (the op's #tg.attention_tiling); without
+// one the whole sequence is one tile (the same code, no loops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -250,8 +249,7 @@ std::pair<Value, Value> attentionTasks(OpBuilder &b, Location loc,
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t tileBytes, int64_t taskBytes)
-      : OpConversionPattern(ctx), tileBytes(tileBytes), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -266,9 +264,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       rewriter.replaceOp(op, {out, lse});
       return success();
     }
-    if (taskBytes > 0) {
+    Tiling tiling = tilingOf(op, l);
+    if (tiling.taskTile > 0) {
       auto [out, lse] = attentionTasks(
-          rewriter, loc, l, mask, score, l.taskTilePositions(taskBytes),
+          rewriter, loc, l, mask, score, tiling.taskTile,
           adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
       rewriter.replaceOp(op, {out, lse});
       return success();
@@ -277,7 +276,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Value k = l.keyRows(rewriter, loc, adaptor.getKey());
     Value v = l.keyRows(rewriter, loc, adaptor.getValue());
     Value kT = transposeMatrices(rewriter, loc, k);
-    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
+    int64_t bh = l.B * l.Hkv, tile = tiling.tile;
     SmallVector<Value> init{
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.Dv}, l.elt),
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G}, l.elt)};
@@ -309,16 +308,12 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                             l.fromStatRows(rewriter, loc, results[1])});
     return success();
   }
-  int64_t tileBytes, taskBytes;
 };
 
 } // namespace
 
-void mlir::tg::populateTGAttentionToLinalgPatterns(RewritePatternSet &patterns,
-                                                   int64_t tileBytes,
-                                                   bool transposedOperands,
-                                                   int64_t taskBytes) {
-  patterns.add<AttentionLowering>(patterns.getContext(), tileBytes, taskBytes);
-  populateAttentionGradPattern(patterns, tileBytes, transposedOperands,
-                               taskBytes);
+void mlir::tg::populateTGAttentionToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AttentionLowering>(patterns.getContext());
+  populateAttentionGradPattern(patterns);
 }

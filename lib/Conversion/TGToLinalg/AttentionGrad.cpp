@@ -259,10 +259,7 @@ SmallVector<Value> attentionGradTasks(OpBuilder &b, Location loc,
 }
 
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
-  AttentionGradLowering(MLIRContext *ctx, int64_t tileBytes,
-                        bool transposedOperands, int64_t taskBytes)
-      : OpConversionPattern(ctx), tileBytes(tileBytes),
-        transposedOperands(transposedOperands), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -275,7 +272,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     // the output needs no heads-layout copy (the forward then writes it in
     // the sequence's layout directly), and no layout change of delta is
     // left for the fusion to fold into dS's loop.
-    int64_t bh = l.B * l.Hkv, tile = l.tilePositions(tileBytes);
+    Tiling tiling = tilingOf(op, l);
+    int64_t bh = l.B * l.Hkv;
     Value deltaBySequence;
     {
       MLIRContext *ctx = rewriter.getContext();
@@ -293,13 +291,13 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
             return mulF(nb, nl2, a[0], a[1]);
           }));
     }
-    if (taskBytes > 0) {
+    if (tiling.taskTile > 0) {
       rewriter.replaceOp(
           op, attentionGradTasks(
-                  rewriter, loc, l, mask, score, l.taskTilePositions(taskBytes),
+                  rewriter, loc, l, mask, score, tiling.taskTile,
                   adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
                   adaptor.getGrad(), adaptor.getLogsumexp(), deltaBySequence,
-                  transposedOperands));
+                  tiling.transposedOperands));
       return success();
     }
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
@@ -321,23 +319,18 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
     SmallVector<Value> grads = gradQueryTiles(
-        rewriter, loc, l, mask, score, tile, whole, init, transposedOperands);
+        rewriter, loc, l, mask, score, tiling.tile, whole, init,
+        tiling.transposedOperands);
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});
     return success();
   }
-
-  int64_t tileBytes;
-  bool transposedOperands;
-  int64_t taskBytes;
 };
 
 } // namespace
 
 void mlir::tg::lowering::attention::populateAttentionGradPattern(
-    RewritePatternSet &patterns, int64_t tileBytes, bool transposedOperands,
-    int64_t taskBytes) {
-  patterns.add<AttentionGradLowering>(patterns.getContext(), tileBytes,
-                                      transposedOperands, taskBytes);
+    RewritePatternSet &patterns) {
+  patterns.add<AttentionGradLowering>(patterns.getContext());
 }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionTiles.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -16,6 +17,17 @@ using namespace mlir::tg;
 using namespace mlir::tg::lowering;
 
 namespace mlir::tg::lowering::attention {
+
+Tiling tilingOf(Operation *op, const Layout &l) {
+  int64_t whole = std::max(l.S, l.Skv);
+  auto tiling = op->getAttrOfType<AttentionTilingAttr>(TGDialect::kTilingAttrName);
+  if (!tiling)
+    return {whole, 0, false};
+  int64_t tile = tiling.getTile();
+  return {tile > 0 ? std::min(tile, whole) : whole,
+          std::min(tiling.getTaskTile(), whole),
+          tiling.getTransposedOperands()};
+}
 
 Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
   RankedTensorType t = tensorType(v);

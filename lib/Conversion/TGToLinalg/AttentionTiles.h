@@ -15,7 +15,6 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -61,35 +60,6 @@ struct Layout {
     elt = qt.getElementType();
   }
 
-  /// Positions per tile (of queries and of keys): a [B·Hkv, T·G, T] score
-  /// tile of at most `tileBytes`, a multiple of 16 when above it; the
-  /// whole sequence when that fits or `tileBytes` is 0.
-  int64_t tilePositions(int64_t tileBytes) const {
-    int64_t whole = std::max(S, Skv);
-    if (tileBytes <= 0)
-      return whole;
-    int64_t eltBytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
-    auto t = static_cast<int64_t>(
-        std::sqrt(static_cast<double>(tileBytes) /
-                  static_cast<double>(B * Hkv * G * eltBytes)));
-    if (t > 16)
-      t -= t % 16;
-    return std::clamp<int64_t>(t, 16, whole);
-  }
-
-  /// Positions per tile of a task (one sequence and key/value head): a
-  /// [T·G, T] score tile of at most `taskBytes`, a multiple of 16 when
-  /// above it; the whole sequence when that fits.
-  int64_t taskTilePositions(int64_t taskBytes) const {
-    int64_t whole = std::max(S, Skv);
-    int64_t eltBytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
-    auto t = static_cast<int64_t>(std::sqrt(static_cast<double>(taskBytes) /
-                                            static_cast<double>(G * eltBytes)));
-    if (t > 16)
-      t -= t % 16;
-    return std::clamp<int64_t>(t, 16, whole);
-  }
-
   /// Query-shaped [B, S, Hq, E] → [B·Hkv, S·G, E].
   Value queryRows(OpBuilder &b, Location loc, Value x) const {
     int64_t e = tensorType(x).getDimSize(3);
@@ -131,6 +101,19 @@ struct Layout {
     return transpose(b, loc, hm, {0, 2, 1, 3});
   }
 };
+
+/// How the target tiles one attention op (its tg.tiling, a
+/// #tg.attention_tiling), in positions; without one, the whole sequence
+/// is one tile and there are no tasks.
+struct Tiling {
+  /// Query and key positions per batched tile (at most the sequence).
+  int64_t tile;
+  /// Positions per tile of a parallel task; 0: no tasks.
+  int64_t taskTile;
+  /// The gradient's products read score tiles through transposed maps.
+  bool transposedOperands;
+};
+Tiling tilingOf(Operation *op, const Layout &l);
 
 /// Which keys each query sees: tg.attention's `causal` and `window`.
 struct Mask {
@@ -231,9 +214,7 @@ std::pair<Value, Value> cachedAttention(OpBuilder &b, Location loc,
                                         Value positions);
 
 /// Adds tg.attention_grad's lowering (AttentionGrad.cpp).
-void populateAttentionGradPattern(RewritePatternSet &patterns,
-                                  int64_t tileBytes, bool transposedOperands,
-                                  int64_t taskBytes);
+void populateAttentionGradPattern(RewritePatternSet &patterns);
 
 } // namespace mlir::tg::lowering::attention
 

@@ -326,10 +326,19 @@ std::pair<Value, Value> segment(OpBuilder &b, Location l, Value offsets,
   return {lo, hi};
 }
 
-/// Rows per chunk of an expert's segment, then per chunk of its remainder.
-/// Every product is of static shape (the matmul schedule's), and the last
-/// chunk wastes fewer than kTailRows rows.
-constexpr int64_t kChunkRows = 256, kTailRows = 32;
+/// Rows per chunk of an expert's segment, then per padded chunk of its
+/// remainder, as the target chose them (#tg.row_chunks): every product is
+/// of static shape. Without a choice, one padded chunk of all `rows`.
+struct ChunkSizes {
+  int64_t rows, tailRows;
+};
+ChunkSizes chunkSizesOf(Operation *op, int64_t rows) {
+  if (auto chunks =
+          op->getAttrOfType<RowChunksAttr>(TGDialect::kTilingAttrName))
+    return {chunks.getRows(), chunks.getTailRows()};
+  int64_t whole = std::max<int64_t>(rows, 1);
+  return {whole, whole};
+}
 
 /// One chunk of an expert's rows: its first row, its static size, and the
 /// rows of it that belong to the expert (the others are padding).
@@ -340,9 +349,10 @@ struct Chunk {
   bool padded;
 };
 
-/// Visits the rows `[lo, hi)` in chunks of kChunkRows, then the rest in
-/// padded chunks of kTailRows, carrying `init`.
-Value forEachRowChunk(OpBuilder &b, Location l, Value lo, Value hi, Value init,
+/// Visits the rows `[lo, hi)` in chunks of `sizes.rows`, then the rest in
+/// padded chunks of `sizes.tailRows`, carrying `init`.
+Value forEachRowChunk(OpBuilder &b, Location l, ChunkSizes sizes, Value lo,
+                      Value hi, Value init,
                       function_ref<Value(OpBuilder &, Location, const Chunk &,
                                          Value)>
                           body) {
@@ -365,13 +375,13 @@ Value forEachRowChunk(OpBuilder &b, Location l, Value lo, Value hi, Value init,
                 })[0];
   };
   Value n = arith::SubIOp::create(b, l, hi, lo);
-  Value full = arith::DivUIOp::create(b, l, n, index(b, l, kChunkRows));
-  Value acc = chunks(lo, full, kChunkRows, /*padded=*/false, init);
+  Value full = arith::DivUIOp::create(b, l, n, index(b, l, sizes.rows));
+  Value acc = chunks(lo, full, sizes.rows, /*padded=*/false, init);
   Value rest = arith::AddIOp::create(
-      b, l, lo, arith::MulIOp::create(b, l, full, index(b, l, kChunkRows)));
+      b, l, lo, arith::MulIOp::create(b, l, full, index(b, l, sizes.rows)));
   Value tails = arith::CeilDivUIOp::create(
-      b, l, arith::SubIOp::create(b, l, hi, rest), index(b, l, kTailRows));
-  return chunks(rest, tails, kTailRows, /*padded=*/true, acc);
+      b, l, arith::SubIOp::create(b, l, hi, rest), index(b, l, sizes.tailRows));
+  return chunks(rest, tails, sizes.tailRows, /*padded=*/true, acc);
 }
 
 SmallVector<OpFoldResult> rowOffsets(OpBuilder &b, Value first) {
@@ -427,11 +437,12 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     int64_t rows = out.getDimSize(0), m = out.getDimSize(1);
     Type acc = accumulationType(op.getInput().getType().getElementType());
     Value result = filled(rewriter, l, out.clone(acc), 0.0);
+    ChunkSizes sizes = chunkSizesOf(op, rows);
     for (auto [e, w] : llvm::enumerate(adaptor.getWeights())) {
       auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
       Value rhs = op.getTransposeWeights() ? transpose2D(rewriter, l, w) : w;
       result = forEachRowChunk(
-          rewriter, l, lo, hi, result,
+          rewriter, l, sizes, lo, hi, result,
           [&](OpBuilder &b, Location l, const Chunk &c, Value dest) {
             Value x = chunkRows(b, l, adaptor.getInput(), c);
             Value product = matmul2D(
@@ -455,11 +466,12 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
     int64_t rows = op.getLhs().getType().getDimSize(0);
     Type acc = accumulationType(op.getLhs().getType().getElementType());
     SmallVector<Value> results;
+    ChunkSizes sizes = chunkSizesOf(op, rows);
     for (auto [e, r] : llvm::enumerate(op.getResults())) {
       auto type = llvm::cast<RankedTensorType>(r.getType());
       auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
       Value g = forEachRowChunk(
-          rewriter, l, lo, hi, filled(rewriter, l, type.clone(acc), 0.0),
+          rewriter, l, sizes, lo, hi, filled(rewriter, l, type.clone(acc), 0.0),
           [&](OpBuilder &b, Location l, const Chunk &c, Value sum) {
             return matmulTransposedLhs(b, l, chunkRows(b, l, adaptor.getLhs(), c),
                                        chunkRows(b, l, adaptor.getRhs(), c),

@@ -218,21 +218,19 @@ SmallVector<Value> rowTasks(OpBuilder &b, Location loc, ValueRange inputs,
   return results;
 }
 
-/// `body` over the rows of `inputs` (as rowTasks describes): with a task
-/// budget, as parallel tasks of as many rows as fit `taskBytes` (at least
-/// one), their partial sums then summed; without one, on the whole tensors
-/// at once (its partials are then the sums).
-SmallVector<Value> byRows(OpBuilder &b, Location loc, ValueRange inputs,
-                          int64_t taskBytes, ArrayRef<Type> rowTypes,
+/// `body` over the rows of `inputs` (as rowTasks describes): as `norm`'s
+/// tg.tiling says, parallel tasks of its rows each, their partial sums then
+/// summed; without one, on the whole tensors at once (its partials are then
+/// the sums).
+SmallVector<Value> byRows(OpBuilder &b, Location loc, Operation *norm,
+                          ValueRange inputs, ArrayRef<Type> rowTypes,
                           ArrayRef<Type> partialTypes, RowTaskBody body) {
   RankedTensorType type = tensorType(inputs[0]);
-  if (taskBytes <= 0 || type.getRank() < 2 || type.getNumElements() == 0)
+  auto tasks = norm->getAttrOfType<RowTasksAttr>(TGDialect::kTilingAttrName);
+  if (!tasks || type.getRank() < 2 || type.getNumElements() == 0)
     return body(b, loc, inputs);
-  int64_t rowBytes = type.getShape().back() *
-                     std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  int64_t tileRows =
-      std::max<int64_t>(taskBytes / std::max<int64_t>(rowBytes, 1), 1);
-  return rowTasks(b, loc, inputs, tileRows, rowTypes, partialTypes, body);
+  return rowTasks(b, loc, inputs, tasks.getRows(), rowTypes, partialTypes,
+                  body);
 }
 
 //===----------------------------------------------------------------------===//
@@ -286,8 +284,7 @@ SmallVector<Value> rmsNormGradRows(OpBuilder &b, Location loc, Value g, Value x,
 }
 
 struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
-  RMSNormLowering(MLIRContext *ctx, int64_t taskBytes)
-      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -297,19 +294,17 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
     Value w = adaptor.getWeight();
     Type elt = type.getElementType();
     rewriter.replaceOp(
-        op, byRows(rewriter, loc, adaptor.getInput(), taskBytes, elt, {},
+        op, byRows(rewriter, loc, op, adaptor.getInput(), elt, {},
                    [&](OpBuilder &b, Location l, ValueRange rows) {
                      return SmallVector<Value>{
                          rmsNormRows(b, l, rows[0], w, eps, elt)};
                    }));
     return success();
   }
-  int64_t taskBytes;
 };
 
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
-  RMSNormGradLowering(MLIRContext *ctx, int64_t taskBytes)
-      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -321,14 +316,13 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
     // dw summed in the gradient's element type (per task, then over them).
     Type dwElt = tensorType(g).getElementType();
     rewriter.replaceOp(op,
-                       byRows(rewriter, loc, {g, x}, taskBytes, dxElt, dwElt,
+                       byRows(rewriter, loc, op, {g, x}, dxElt, dwElt,
                               [&](OpBuilder &b, Location l, ValueRange rows) {
                                 return rmsNormGradRows(b, l, rows[0], rows[1],
                                                        w, eps, dxElt);
                               }));
     return success();
   }
-  int64_t taskBytes;
 };
 
 /// Mean and inverse standard deviation per row (biased variance).
@@ -410,8 +404,7 @@ SmallVector<Value> layerNormGradRows(OpBuilder &b, Location loc, Value g,
 }
 
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
-  LayerNormLowering(MLIRContext *ctx, int64_t taskBytes)
-      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -423,19 +416,17 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     if (adaptor.getBias())
       columns.push_back(adaptor.getBias());
     rewriter.replaceOp(
-        op, byRows(rewriter, loc, adaptor.getInput(), taskBytes, elt, {},
+        op, byRows(rewriter, loc, op, adaptor.getInput(), elt, {},
                    [&](OpBuilder &b, Location l, ValueRange rows) {
                      return SmallVector<Value>{
                          layerNormRows(b, l, rows[0], columns, eps, elt)};
                    }));
     return success();
   }
-  int64_t taskBytes;
 };
 
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
-  LayerNormGradLowering(MLIRContext *ctx, int64_t taskBytes)
-      : OpConversionPattern(ctx), taskBytes(taskBytes) {}
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -447,14 +438,13 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
     // dw and db summed in the gradient's element type.
     Type wElt = tensorType(g).getElementType();
     rewriter.replaceOp(
-        op, byRows(rewriter, loc, {g, x}, taskBytes, dxElt, {wElt, wElt},
+        op, byRows(rewriter, loc, op, {g, x}, dxElt, {wElt, wElt},
                    [&](OpBuilder &b, Location l, ValueRange rows) {
                      return layerNormGradRows(b, l, rows[0], rows[1], w, eps,
                                               dxElt);
                    }));
     return success();
   }
-  int64_t taskBytes;
 };
 
 //===----------------------------------------------------------------------===//
@@ -504,11 +494,10 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 
 } // namespace
 
-void mlir::tg::populateTGReductionToLinalgPatterns(RewritePatternSet &patterns,
-                                                   int64_t taskBytes) {
-  MLIRContext *ctx = patterns.getContext();
+void mlir::tg::populateTGReductionToLinalgPatterns(
+    RewritePatternSet &patterns) {
   patterns.add<ReduceSumLowering, SoftmaxLowering, SoftmaxGradLowering,
-               CrossEntropyLowering, CrossEntropyGradLowering>(ctx);
-  patterns.add<RMSNormLowering, RMSNormGradLowering, LayerNormLowering,
-               LayerNormGradLowering>(ctx, taskBytes);
+               CrossEntropyLowering, CrossEntropyGradLowering, RMSNormLowering,
+               RMSNormGradLowering, LayerNormLowering, LayerNormGradLowering>(
+      patterns.getContext());
 }

@@ -35,9 +35,8 @@ struct ConvertTGToLinalgPass
     populateTGDataMovementToLinalgPatterns(patterns);
     populateTGElementwiseToLinalgPatterns(patterns);
     populateTGMatmulToLinalgPatterns(patterns);
-    populateTGReductionToLinalgPatterns(patterns, taskBytes);
-    populateTGAttentionToLinalgPatterns(patterns, attentionTileBytes,
-                                        transposedOperands, taskBytes);
+    populateTGReductionToLinalgPatterns(patterns);
+    populateTGAttentionToLinalgPatterns(patterns);
     populateTGOptimizerToLinalgPatterns(patterns, fuseUpdates);
     populateTGFusedToLinalgPatterns(patterns);
     populateTGMoEToLinalgPatterns(patterns);

@@ -37,6 +37,16 @@ void CPUBackendOptions::setCPU(const CPUDescription &cpu) {
   threads = cpu.threads;
 }
 
+void tgc::cpu::buildCPUTilingPipeline(OpPassManager &pm,
+                                      tg::FusionMode fusion) {
+  // Without fusion attention and the norms are untiled (each op its own
+  // passes over memory); expert products still need static chunks.
+  TGCCPUChooseTilesPassOptions tiles;
+  if (fusion == tg::FusionMode::None)
+    tiles.scoreTileBytes = tiles.taskBytes = 0;
+  pm.addPass(createTGCCPUChooseTilesPass(tiles));
+}
+
 void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
                                         const CPUBackendOptions &options,
                                         tg::FusionMode fusion) {
@@ -126,7 +136,10 @@ void tgc::cpu::registerCPUBackendPasses() {
       "(tg → linalg, then the CPU backend)",
       [](OpPassManager &pm, const CPUBackendOptions &options) {
         buildTGToLinalgPipeline(pm, options.function, options.fusion,
-                                kTaskBytes);
+                                [&](OpPassManager &tiling) {
+                                  buildCPUTilingPipeline(tiling,
+                                                         options.fusion);
+                                });
         buildCPUBackendPipeline(pm, options);
       });
 }
@@ -168,7 +181,10 @@ public:
     cpu::prepareProductOperandsForCount(copy, options.amx, options.bf16Dot);
   }
 
-  int64_t taskBytes() const override { return cpu::kTaskBytes; }
+  void buildTilingPipeline(OpPassManager &pm,
+                           tg::FusionMode fusion) const override {
+    buildCPUTilingPipeline(pm, fusion);
+  }
 
   void buildCodegenPipeline(OpPassManager &pm,
                             StringRef function) const override {

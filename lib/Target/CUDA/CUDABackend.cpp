@@ -115,6 +115,12 @@ void tgc::cuda::buildCUDACodegenPipeline(OpPassManager &pm,
   pm.addPass(tg::createTGCEmitCEntryPass(entry));
 }
 
+void tgc::cuda::buildCUDATilingPipeline(OpPassManager &pm,
+                                        tg::FusionMode fusion) {
+  if (fusion != tg::FusionMode::None)
+    pm.addPass(createTGCGPUChooseTilesPass());
+}
+
 void tgc::cuda::registerCUDABackendPasses() {
   registerTGCUDAPasses();
   PassPipelineRegistration<CUDABackendOptions>(
@@ -122,7 +128,11 @@ void tgc::cuda::registerCUDABackendPasses() {
       "@train_step in tg → LLVM dialect with NVVM kernels serialised for the "
       "GPU (tg → linalg, then the CUDA backend)",
       [](OpPassManager &pm, const CUDABackendOptions &options) {
-        buildTGToLinalgPipeline(pm, options.function, options.fusion);
+        buildTGToLinalgPipeline(pm, options.function, options.fusion,
+                                [&](OpPassManager &tiling) {
+                                  buildCUDATilingPipeline(tiling,
+                                                          options.fusion);
+                                });
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
           buildCUDASchedulePipeline(nested, options);
         });
@@ -164,6 +174,11 @@ public:
           "mixture-of-experts layers do not compile for the CUDA target yet "
           "(docs/moe.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
+  }
+
+  void buildTilingPipeline(OpPassManager &pm,
+                           tg::FusionMode fusion) const override {
+    buildCUDATilingPipeline(pm, fusion);
   }
 
   void buildSchedulePipeline(OpPassManager &pm, tg::FusionMode) const override {

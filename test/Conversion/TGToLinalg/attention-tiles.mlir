@@ -1,6 +1,6 @@
-// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192 transposed-operands=true" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="score-tile-bytes=8192 task-bytes=0" --convert-tg-to-linalg --canonicalize | FileCheck %s
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
-// RUN: tgc-opt %s --convert-tg-to-linalg="task-bytes=8192" --canonicalize | FileCheck %s --check-prefix=TASKS
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="task-bytes=8192" --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=TASKS
 
 // FlashAttention tiles: S = 100 positions, G = 2 query heads per key/value
 // head, f32 scores: a budget of 8192 bytes gives T = 32 positions per tile
@@ -103,7 +103,7 @@ func.func @cross(%q: tensor<1x100x2x4xf32>, %k: tensor<1x100x1x4xf32>, %v: tenso
 // The gradient: per query tile, dQ's rows accumulate over the key tiles and
 // are written once; dK's and dV's rows accumulate in place; the
 // probabilities come from the logsumexp (no row max, no row sum). With
-// transposed-operands, dV and dK read P and dS transposed through their
+// transposed_operands, dV and dK read P and dS transposed through their
 // products' maps: no score tile is transposed.
 // delta = rowsum(dO ∘ O) once, before the tiles, reading dO and O in the
 // sequence's layout through its maps: O is never transposed to heads.

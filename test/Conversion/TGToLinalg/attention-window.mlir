@@ -1,4 +1,4 @@
-// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="score-tile-bytes=8192 task-bytes=0" --convert-tg-to-linalg --canonicalize | FileCheck %s
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
 
 // A sliding window of W = 40 over S = 100 positions, tiles of T = 32

@@ -1,4 +1,4 @@
-// RUN: tgc-opt %s --convert-tg-to-linalg="attention-tile-bytes=8192" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="score-tile-bytes=8192 task-bytes=0" --convert-tg-to-linalg --canonicalize | FileCheck %s
 
 // A decode step: one token of G = 2 query heads per key/value head against
 // a cache of 16 positions. Every query scores the whole cache (no key

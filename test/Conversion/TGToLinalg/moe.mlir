@@ -1,8 +1,23 @@
 // The mixture-of-experts ops lower to scalar loops (routing, the counting
 // sort, the counts) and, for the grouped products, to linalg.matmul of
-// static shape per expert: chunks of 256 rows, then chunks of 32 rows
-// zero-padded past the expert's segment.
-// RUN: tgc-opt %s --convert-tg-to-linalg | FileCheck %s
+// static shape per expert: chunks of rows as the target chose them
+// (#tg.row_chunks; the CPU's 256 rows, then chunks of 32 rows zero-padded
+// past the expert's segment).
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles --convert-tg-to-linalg | FileCheck %s
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="expert-chunk-rows=64 expert-tail-rows=8" --convert-tg-to-linalg | FileCheck %s --check-prefix=SMALL
+// Without a choice: one zero-padded chunk of all 600 rows per expert.
+// RUN: tgc-opt %s --convert-tg-to-linalg | FileCheck %s --check-prefix=WHOLE
+// RUN: not tgc-opt %s --tgc-cpu-choose-tiles="expert-chunk-rows=8 expert-tail-rows=64" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: tgc-cpu-choose-tiles: expert chunks need 1 <= expert-tail-rows <= expert-chunk-rows, got 64 and 8
+
+// SMALL-LABEL: func.func @grouped(
+// SMALL: linalg.matmul {{.*}} -> tensor<64x40xf32>
+// SMALL: linalg.matmul {{.*}} -> tensor<8x40xf32>
+// WHOLE-LABEL: func.func @grouped(
+// WHOLE-NOT: tensor<256x
+// WHOLE: linalg.matmul {{.*}} -> tensor<600x40xf32>
+// WHOLE-NOT: tensor<32x
+// WHOLE: return
 
 // CHECK-LABEL: func.func @route
 // CHECK: linalg.generic

@@ -1,10 +1,10 @@
-// Norms as parallel tasks over tiles of rows (convert-tg-to-linalg's
-// task-bytes): each task computes its rows' statistics and then their
+// Norms as parallel tasks over tiles of rows (#tg.row_tasks, here as the
+// CPU chooses it for a task budget): each task computes its rows' statistics and then their
 // outputs from the same slices; a gradient's weight (and bias) gradient is
 // summed per task into one row of a [tasks, d] tensor, then over the tasks.
 // 96 bytes are three rows of 8 floats: 10 rows are three tasks and a
 // remainder of one row (a single task, folded to straight-line code).
-// RUN: tgc-opt %s --convert-tg-to-linalg="task-bytes=96" --canonicalize | FileCheck %s
+// RUN: tgc-opt %s --tgc-cpu-choose-tiles="task-bytes=96" --convert-tg-to-linalg --canonicalize | FileCheck %s
 // Without a budget: a pass over the whole tensor per statistic.
 // RUN: tgc-opt %s --convert-tg-to-linalg --canonicalize | FileCheck %s --check-prefix=WHOLE
 

@@ -17,13 +17,6 @@
 
 namespace tgc::cpu {
 
-/// With fusion, the attention forward runs as parallel tasks per (sequence,
-/// key/value head, query tile) whose score tile is at most this many bytes,
-/// and each norm as tasks over tiles of rows of this many bytes: a task's
-/// tiles (scores, Kᵀ and V tiles, running state; a norm's rows) stay in its
-/// core's L2.
-constexpr int64_t kTaskBytes = 64 << 10;
-
 /// The CPU backend's pipeline options (`tgc-opt --tgc-cpu-lowering`; tgc
 /// fills the machine description from --mcpu).
 struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
@@ -62,6 +55,12 @@ struct CPUBackendOptions : public mlir::PassPipelineOptions<CPUBackendOptions> {
 
   void setCPU(const CPUDescription &cpu);
 };
+
+/// On tg, before convert-tg-to-linalg: expert products in chunks and, with
+/// `fusion` on, attention and the norms tiled for a core's caches
+/// (tgc-cpu-choose-tiles).
+void buildCPUTilingPipeline(mlir::OpPassManager &pm,
+                            mlir::tg::FusionMode fusion);
 
 /// The CPU schedule on bufferized linalg: matmuls tiled and vectorised for
 /// the CPU, large elementwise and reduction ops in parallel chunks. Runs

@@ -27,6 +27,25 @@ struct CPUDescription {
   int64_t threads = 0; // CPUs the step's threads run on (host only; 0: unknown)
 };
 
+/// With fusion, attention runs as parallel tasks per (sequence, key/value
+/// head[, query tile]) whose score tile is at most this many bytes, and
+/// each norm as tasks over tiles of rows of this many bytes: a task's tiles
+/// (scores, Kᵀ and V tiles, running state; a norm's rows) stay in its
+/// core's L2 (tgc-cpu-choose-tiles).
+constexpr int64_t kTaskBytes = 64 << 10;
+
+/// Without tasks, one batched tile of attention scores: small enough to
+/// stay in the caches between its product, softmax and the next product,
+/// big enough for efficient products and for a few tiles per sequence (so
+/// that causal attention skips most tiles above the diagonal).
+constexpr int64_t kAttentionTileBytes = 4 << 20;
+
+/// An expert's rows (a run-time count) reach the matmul schedule in chunks
+/// of this many rows, then zero-padded chunks of the tail size: static
+/// shapes the schedule tiles well, fewer than 32 rows of padding each.
+constexpr int64_t kExpertChunkRows = 256;
+constexpr int64_t kExpertTailRows = 32;
+
 /// Describes `cpu`: "native" reads this machine's features (cpuid) and
 /// cache sizes (sysfs); an LLVM CPU name reads its features from LLVM's
 /// description of that CPU, with typical cache sizes. Unknown names are an

@@ -2,6 +2,9 @@
 #ifndef TGC_TARGET_CPU_PASSES_H
 #define TGC_TARGET_CPU_PASSES_H
 
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Target/CPU/CPUTarget.h"
+
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

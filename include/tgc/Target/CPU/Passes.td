@@ -1,7 +1,8 @@
 //===- Passes.td - the CPU backend's passes ----------------*- tablegen -*-===//
 //
-// The CPU target's schedule (run on bufferized linalg before the shared arena
-// planner) and its lowering helpers. Target-neutral passes live in
+// The CPU target's tiles of the neutral ops (chosen on tg, before
+// convert-tg-to-linalg), its schedule (run on bufferized linalg before the
+// shared arena planner) and its lowering helpers. Target-neutral passes live in
 // include/tgc/Conversion/Passes.td.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,47 @@
 #define TGC_TARGET_CPU_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def TGCCPUChooseTilesPass : Pass<"tgc-cpu-choose-tiles", "::mlir::ModuleOp"> {
+  let summary = "Chooses how the CPU tiles attention, the norms and expert products";
+  let description = [{
+    Sets `tg.tiling` on each tg.attention, tg.attention_grad, norm (and
+    norm gradient) and expert product for convert-tg-to-linalg, sized for a
+    core's caches:
+
+    * attention as parallel tasks, one per (sequence, key/value head,
+      query tile) in the forward and per (sequence, key/value head) in the
+      gradient, whose own score tile `[T·G, T]` takes at most `task-bytes`,
+      so scores, probabilities and the running state stay in the task's
+      core's L2; batched tiles of `[B·Hkv, T·G, T]` scores of at most
+      `score-tile-bytes` where tasks are off; the gradient's products read
+      score tiles through transposed maps (tgc-vectorize-matmuls takes
+      them);
+    * each norm as tasks over tiles of rows of at most `task-bytes`, which
+      compute the rows' statistics and outputs while the rows are in cache;
+    * each expert's rows of tg.grouped_matmul and tg.grouped_weight_grad
+      in chunks of `expert-chunk-rows`, the rest in zero-padded chunks of
+      `expert-tail-rows`: static shapes for the matmul schedule.
+
+    A budget of 0 leaves those ops untiled (`score-tile-bytes` and
+    `task-bytes` both 0: attention; `task-bytes` 0: the norms). Attention
+    over a key/value cache (`positions`) is left untiled.
+  }];
+  let options = [
+    Option<"scoreTileBytes", "score-tile-bytes", "int64_t",
+           "::tgc::cpu::kAttentionTileBytes",
+           "Most bytes of one batched tile of attention scores (0: none)">,
+    Option<"taskBytes", "task-bytes", "int64_t", "::tgc::cpu::kTaskBytes",
+           "Most bytes of one parallel task's tiles (0: no tasks)">,
+    Option<"expertChunkRows", "expert-chunk-rows", "int64_t",
+           "::tgc::cpu::kExpertChunkRows",
+           "Rows per chunk of an expert's rows in its products">,
+    Option<"expertTailRows", "expert-tail-rows", "int64_t",
+           "::tgc::cpu::kExpertTailRows",
+           "Rows per zero-padded chunk of an expert's last rows">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
 
 def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp"> {
   let summary = "Moves each top-level loop nest of the step into its own function";

@@ -47,6 +47,11 @@ struct CUDABackendOptions
       llvm::cl::init(mlir::tg::FusionMode::Default), TG_FUSION_MODE_CL_VALUES};
 };
 
+/// On tg, before convert-tg-to-linalg: with `fusion` on, attention in
+/// batched tiles (tgc-gpu-choose-tiles).
+void buildCUDATilingPipeline(mlir::OpPassManager &pm,
+                             mlir::tg::FusionMode fusion);
+
 /// Kernel formation on bufferized linalg (before tgc-plan-buffers): buffer
 /// operations as parallel loops mapped to blocks and threads; with
 /// `launches`, converted to gpu.launch (without: the host-executable form

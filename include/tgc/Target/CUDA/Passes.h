@@ -2,6 +2,8 @@
 #ifndef TGC_TARGET_CUDA_PASSES_H
 #define TGC_TARGET_CUDA_PASSES_H
 
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -1,7 +1,8 @@
 //===- Passes.td - the CUDA backend's passes ---------------*- tablegen -*-===//
 //
-// The GPU target's kernel formation, run on bufferized linalg before the
-// shared arena planner. Everything after it (gpu.launch, outlining, NVVM,
+// The GPU target's tiles of the neutral ops (chosen on tg, before
+// convert-tg-to-linalg) and its kernel formation, run on bufferized linalg
+// before the shared arena planner. Everything after it (gpu.launch, outlining, NVVM,
 // PTX) is upstream MLIR.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,25 @@
 #define TGC_TARGET_CUDA_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def TGCGPUChooseTilesPass : Pass<"tgc-gpu-choose-tiles", "::mlir::ModuleOp"> {
+  let summary = "Chooses how the GPU tiles attention";
+  let description = [{
+    Sets `tg.tiling` on each tg.attention and tg.attention_grad for
+    convert-tg-to-linalg: batched FlashAttention tiles over all sequences
+    and heads, whose `[B·Hkv, T·G, T]` scores take at most
+    `score-tile-bytes`; each tile's products and softmax then become
+    kernels over every head at once (no per-head tasks, which would be
+    small kernels). The gradient's products read score tiles through
+    transposed maps. Norms stay one kernel per statistic over all rows.
+    Attention over a key/value cache (`positions`) is left untiled.
+  }];
+  let options = [
+    Option<"scoreTileBytes", "score-tile-bytes", "int64_t", "4194304",
+           "Most bytes of one batched tile of attention scores">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
 
 def TGCGPUPrepareKernelsPass
     : Pass<"tgc-gpu-prepare-kernels", "::mlir::func::FuncOp"> {

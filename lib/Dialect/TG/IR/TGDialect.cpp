@@ -9,16 +9,51 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace mlir::tg;
 
 #include "tgc/Dialect/TG/IR/TGOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tgc/Dialect/TG/IR/TGAttrs.cpp.inc"
 
 void TGDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "tgc/Dialect/TG/IR/TGOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tgc/Dialect/TG/IR/TGAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+AttentionTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t tile, int64_t taskTile, bool) {
+  if (tile < 0 || taskTile < 0)
+    return emitError() << "attention tiles must not be negative, got tile = "
+                       << tile << ", task_tile = " << taskTile;
+  return success();
+}
+
+LogicalResult
+RowChunksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t rows, int64_t tailRows) {
+  if (rows < 1 || tailRows < 1 || tailRows > rows)
+    return emitError() << "row chunks need 1 <= tail_rows <= rows, got rows = "
+                       << rows << ", tail_rows = " << tailRows;
+  return success();
+}
+
+LogicalResult RowTasksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t rows) {
+  if (rows < 1)
+    return emitError() << "row tasks need at least one row each, got rows = "
+                       << rows;
+  return success();
 }
 
 Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -231,6 +266,24 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     if (!llvm::isa<UnitAttr>(value))
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();
+  }
+  if (name == kTilingAttrName) {
+    auto expect = [&](bool matches, StringRef kind) -> LogicalResult {
+      if (matches)
+        return success();
+      return op->emitError() << "'" << name << "' of this op must be a "
+                             << kind << ", got " << value;
+    };
+    if (llvm::isa<AttentionOp, AttentionGradOp>(op))
+      return expect(llvm::isa<AttentionTilingAttr>(value),
+                    "#tg.attention_tiling");
+    if (llvm::isa<RMSNormOp, RMSNormGradOp, LayerNormOp, LayerNormGradOp>(op))
+      return expect(llvm::isa<RowTasksAttr>(value), "#tg.row_tasks");
+    if (llvm::isa<GroupedMatmulOp, GroupedWeightGradOp>(op))
+      return expect(llvm::isa<RowChunksAttr>(value), "#tg.row_chunks");
+    return op->emitError()
+           << "'" << name
+           << "' applies to attention, norm and expert product ops only";
   }
   if (name == kProcessesAttrName) {
     auto processes = llvm::dyn_cast<IntegerAttr>(value);

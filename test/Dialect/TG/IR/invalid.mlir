@@ -717,3 +717,43 @@ func.func @cache_update_positions(%c: tensor<1x8x2x4xf32>, %r: tensor<1x2x2x4xf3
   %0 = tg.cache_update %c, %r at %p : tensor<1x8x2x4xf32>, tensor<1x2x2x4xf32>, tensor<1x1xi32>
   return
 }
+
+// -----
+
+func.func @tiling_of_wrong_kind(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{'tg.tiling' of this op must be a #tg.row_tasks, got #tg.attention_tiling<tile = 16, task_tile = 0, transposed_operands = false>}}
+  %y = tg.rms_norm %x, %w {tg.tiling = #tg.attention_tiling<tile = 16, task_tile = 0, transposed_operands = false>} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @tiling_of_untiled_op(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{'tg.tiling' applies to attention, norm and expert product ops only}}
+  %y = tg.add %x, %x {tg.tiling = #tg.row_tasks<rows = 1>} : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @tiling_negative(%q: tensor<1x4x1x8xf32>) -> tensor<1x4x1x8xf32> {
+  // expected-error@+1 {{attention tiles must not be negative, got tile = -16, task_tile = 0}}
+  %o, %lse = tg.attention %q, %q, %q {tg.tiling = #tg.attention_tiling<tile = -16, task_tile = 0, transposed_operands = false>} : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32> -> tensor<1x4x1x8xf32>, tensor<1x4x1xf32>
+  return %o : tensor<1x4x1x8xf32>
+}
+
+// -----
+
+func.func @row_tasks_empty(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error@+1 {{row tasks need at least one row each, got rows = 0}}
+  %y = tg.rms_norm %x, %w {tg.tiling = #tg.row_tasks<rows = 0>} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @row_chunks_tail_too_long(%x: tensor<6x24xf32>, %o: tensor<2xi32>, %w: tensor<40x24xf32>) -> tensor<6x40xf32> {
+  // expected-error@+1 {{row chunks need 1 <= tail_rows <= rows, got rows = 16, tail_rows = 32}}
+  %y = tg.grouped_matmul %x, %o, %w {transpose_weights, tg.tiling = #tg.row_chunks<rows = 16, tail_rows = 32>} : tensor<6x24xf32>, tensor<2xi32>, tensor<40x24xf32> -> tensor<6x40xf32>
+  return %y : tensor<6x40xf32>
+}

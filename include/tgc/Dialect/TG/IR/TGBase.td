@@ -42,7 +42,7 @@ def TG_Dialect : Dialect {
     `[B, S, H*D]` output gives, so no transposes are needed around attention.
   }];
   let dependentDialects = [];
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
@@ -82,6 +82,9 @@ def TG_Dialect : Dialect {
     /// tg-low-precision-saves made in the forward pass (only the reverse
     /// graph reads it, so it is not in the loss's slice).
     static constexpr ::llvm::StringLiteral kSavedCopyAttrName = "tg.saved_copy";
+    /// Op attribute set by a target before convert-tg-to-linalg: how it
+    /// tiles the op (a TGAttrs.td lowering configuration).
+    static constexpr ::llvm::StringLiteral kTilingAttrName = "tg.tiling";
   }];
 }
 

@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "tgc/Dialect/TG/IR/TGAttrs.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGInterfaces.h"
 

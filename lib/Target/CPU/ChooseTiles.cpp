@@ -1,0 +1,68 @@
+//===- ChooseTiles.cpp - the CPU's tiles of attention and the norms -------===//
+//
+// See the pass description: a task's tiles fit a core's L2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Target/CPU/Passes.h"
+#include "tgc/Target/Tiling.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+namespace tgc::cpu {
+#define GEN_PASS_DEF_TGCCPUCHOOSETILESPASS
+#include "tgc/Target/CPU/Passes.h.inc"
+} // namespace tgc::cpu
+
+using namespace mlir;
+
+namespace {
+
+struct TGCCPUChooseTilesPass
+    : tgc::cpu::impl::TGCCPUChooseTilesPassBase<TGCCPUChooseTilesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    int64_t chunkRows = expertChunkRows, tailRows = expertTailRows;
+    if (chunkRows < 1 || tailRows < 1 || tailRows > chunkRows) {
+      getOperation().emitError()
+          << "tgc-cpu-choose-tiles: expert chunks need 1 <= expert-tail-rows "
+             "<= expert-chunk-rows, got "
+          << tailRows << " and " << chunkRows;
+      return signalPassFailure();
+    }
+    StringRef name = tg::TGDialect::kTilingAttrName;
+    bool tileAttention = scoreTileBytes > 0 || taskBytes > 0;
+    getOperation().walk([&](Operation *op) {
+      if (auto attention = dyn_cast<tg::AttentionOp>(op))
+        if (attention.getPositions())
+          return;
+      if (isa<tg::AttentionOp, tg::AttentionGradOp>(op)) {
+        if (!tileAttention)
+          return;
+        tgc::AttentionShape shape = tgc::AttentionShape::of(op);
+        int64_t tile = scoreTileBytes > 0
+                           ? tgc::batchedTilePositions(shape, scoreTileBytes)
+                           : 0;
+        int64_t taskTile =
+            taskBytes > 0 ? tgc::taskTilePositions(shape, taskBytes) : 0;
+        op->setAttr(name, tg::AttentionTilingAttr::get(
+                              ctx, tile, taskTile,
+                              /*transposed_operands=*/true));
+        return;
+      }
+      if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op)) {
+        op->setAttr(name, tg::RowChunksAttr::get(ctx, chunkRows, tailRows));
+        return;
+      }
+      if (isa<tg::RMSNormOp, tg::RMSNormGradOp, tg::LayerNormOp,
+              tg::LayerNormGradOp>(op) &&
+          taskBytes > 0)
+        if (int64_t rows = tgc::normRowsPerTask(op, taskBytes))
+          op->setAttr(name, tg::RowTasksAttr::get(ctx, rows));
+    });
+  }
+};
+
+} // namespace

@@ -11,15 +11,11 @@ using namespace tgc;
 
 TargetBackend::~TargetBackend() = default;
 
-bool TargetBackend::fusesIntoProductTiles(mlir::Operation *) const {
-  return false;
+void TargetBackend::countKernels(mlir::ModuleOp module,
+                                 mlir::tg::FusionMode fusion,
+                                 KernelCounts &counts) const {
+  tgc::countKernels(module, fusion, KernelCountModel(), counts);
 }
-
-mlir::Operation *TargetBackend::roundingPackedBy(mlir::Operation *) const {
-  return nullptr;
-}
-
-void TargetBackend::prepareKernelCount(mlir::ModuleOp) const {}
 
 void TargetBackend::buildTilingPipeline(mlir::OpPassManager &,
                                         mlir::tg::FusionMode) const {}

@@ -45,27 +45,10 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    bool returnGradients,
                                    bool lowPrecisionSaves = true);
 
-/// Loop nests and memory traffic of the bufferized step, before the target's
-/// schedule: every linalg op (and memref.copy) is one kernel; its bytes are
-/// those of every buffer it reads or writes. Ops inside loops (the fused
-/// loss's chunks) count once per iteration.
-struct KernelSource {
-  std::string module, op;
-  int64_t kernels = 0, bytesMoved = 0;
-};
-struct KernelCounts {
-  int64_t kernels = 0;
-  int64_t bytesMoved = 0;
-  /// The same, per source: the model module an op was lowered from (its
-  /// location's name, e.g. "model.layers.0.mlp.act_fn"; forward and
-  /// backward ops share it) and the op's name, in the step's order.
-  std::vector<KernelSource> bySource;
-};
-
 /// Lowers tg @train_step to a bufferized step whose intermediates are planned
 /// into one arena (the module attribute tgc.arena_bytes), running the
 /// target's schedule before the planner. Returns the arena's size; fills
-/// `counts` if given.
+/// `counts` if given (the target's count, TargetBackend::countKernels).
 mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
                                        const TargetBackend &target,
                                        mlir::tg::FusionMode fusion,

@@ -12,6 +12,7 @@
 #define TGC_TARGET_TARGETBACKEND_H
 
 #include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+#include "tgc/Target/KernelCount.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -72,22 +73,12 @@ public:
   virtual void buildSchedulePipeline(mlir::OpPassManager &pm,
                                      mlir::tg::FusionMode fusion) const = 0;
 
-  /// Whether the schedule, with fusion on, does `product`'s neighbours
-  /// inside the product's output tiles (tgc/Target/ProductFusion.h): the
-  /// fill that zeroes its output (tgc::findAccumulatorInit) and the
-  /// elementwise loop that reads it right after (tgc::findEpilogue). They
-  /// are then no passes over memory of their own; `tgc stats` counts
-  /// kernels and bytes accordingly.
-  virtual bool fusesIntoProductTiles(mlir::Operation *product) const;
-  /// The loop that rounds f32 values into a buffer that only `product`
-  /// reads, when the product packs that operand from the f32 values
-  /// itself (the loop is then no pass over memory, and the product reads
-  /// the f32 source); null by default.
-  virtual mlir::Operation *roundingPackedBy(mlir::Operation *product) const;
-  /// Rewrites a copy of the bufferized step as the schedule rewrites the
-  /// casts around its products (folded into neighbours, widened copies),
-  /// for `tgc stats` to count; nothing by default.
-  virtual void prepareKernelCount(mlir::ModuleOp copy) const;
+  /// `tgc stats --memory`: the kernels and bytes moved of the bufferized
+  /// step `module` (before the schedule, left unchanged) as this target's
+  /// schedule runs it (tgc/Target/KernelCount.h). By default every linalg
+  /// op and copy is a kernel over all its buffers.
+  virtual void countKernels(mlir::ModuleOp module, mlir::tg::FusionMode fusion,
+                            KernelCounts &counts) const;
 
   /// On tg, right before convert-tg-to-linalg: the target's tiles of the
   /// neutral ops (attention, norms, expert products), as `tg.tiling`

@@ -168,17 +168,23 @@ public:
     buildCPUSchedulePipeline(pm, options, fusion);
   }
 
-  bool fusesIntoProductTiles(Operation *product) const override {
-    return cpu::fusesIntoProductTiles(product, options.amx);
-  }
-
-  Operation *roundingPackedBy(Operation *product) const override {
+  void countKernels(ModuleOp module, tg::FusionMode fusion,
+                    KernelCounts &counts) const override {
+    // What tgc-vectorize-matmuls will read and write: a copy with the casts
+    // around its products as it makes them.
+    OwningOpRef<ModuleOp> copy(module.clone());
+    bool amx = options.amx, bf16Dot = options.bf16Dot;
+    cpu::prepareProductOperandsForCount(*copy, amx, bf16Dot);
+    KernelCountModel model;
+    model.fusesIntoProductTiles = [amx](Operation *product) {
+      return cpu::fusesIntoProductTiles(product, amx);
+    };
     // AMX and vdpbf16ps products pack B from a weight's f32 values.
-    return cpu::roundingPackedBy(product, options.amx, options.bf16Dot);
-  }
-
-  void prepareKernelCount(ModuleOp copy) const override {
-    cpu::prepareProductOperandsForCount(copy, options.amx, options.bf16Dot);
+    model.roundingPackedBy = [amx, bf16Dot](Operation *product) {
+      return cpu::roundingPackedBy(product, amx, bf16Dot);
+    };
+    model.taskCacheBytes = cpu::kTaskCacheBytes;
+    tgc::countKernels(*copy, fusion, model, counts);
   }
 
   void buildTilingPipeline(OpPassManager &pm,

@@ -20,6 +20,16 @@ namespace mlir::tg {
 /// elements and bytes (see checkElementCount).
 LogicalResult verifyElementCounts(Operation *op);
 
+/// A soft cap, when given, is positive and finite (attention, the loss and
+/// their gradients).
+LogicalResult verifySoftcap(Operation *op, std::optional<APFloat> softcap);
+
+/// Attention's mask and cap (forward and gradient): a window only with
+/// `causal`, and a valid soft cap.
+LogicalResult verifyMaskAndCap(Operation *op, bool causal,
+                               std::optional<uint64_t> window,
+                               std::optional<APFloat> softcap);
+
 /// Op trait: operands and results have element counts that fit in int64.
 template <typename ConcreteType>
 class ElementCountFits

@@ -25,6 +25,11 @@ struct AttentionShape {
   int64_t positions() const { return queries > keys ? queries : keys; }
 };
 
+/// Whether a target tiles `op`'s attention: a tg.attention_grad, or a
+/// tg.attention other than one over a key/value cache (`positions`: one
+/// query tile already).
+bool isTiledAttention(mlir::Operation *op);
+
 /// Positions per batched tile whose scores, [B·Hkv, T·G, T] over all
 /// sequences and heads, take at most `scoreBytes`: a multiple of 16 when
 /// above 16, at least 16, at most the sequence.

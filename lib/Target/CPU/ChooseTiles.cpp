@@ -35,11 +35,8 @@ struct TGCCPUChooseTilesPass
     StringRef name = tg::TGDialect::kTilingAttrName;
     bool tileAttention = scoreTileBytes > 0 || taskBytes > 0;
     getOperation().walk([&](Operation *op) {
-      if (auto attention = dyn_cast<tg::AttentionOp>(op))
-        if (attention.getPositions())
-          return;
       if (isa<tg::AttentionOp, tg::AttentionGradOp>(op)) {
-        if (!tileAttention)
+        if (!tileAttention || !tgc::isTiledAttention(op))
           return;
         tgc::AttentionShape shape = tgc::AttentionShape::of(op);
         int64_t tile = scoreTileBytes > 0

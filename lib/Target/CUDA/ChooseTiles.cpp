@@ -25,10 +25,7 @@ struct TGCGPUChooseTilesPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     getOperation().walk([&](Operation *op) {
-      if (auto attention = dyn_cast<tg::AttentionOp>(op))
-        if (attention.getPositions())
-          return;
-      if (!isa<tg::AttentionOp, tg::AttentionGradOp>(op))
+      if (!tgc::isTiledAttention(op))
         return;
       int64_t tile = tgc::batchedTilePositions(tgc::AttentionShape::of(op),
                                                scoreTileBytes);

@@ -30,6 +30,12 @@ tgc::AttentionShape tgc::AttentionShape::of(Operation *op) {
           q.getDimSize(2) / heads, bytesPerElement(q)};
 }
 
+bool tgc::isTiledAttention(Operation *op) {
+  if (auto attention = llvm::dyn_cast<tg::AttentionOp>(op))
+    return !attention.getPositions();
+  return llvm::isa<tg::AttentionGradOp>(op);
+}
+
 /// √(bytes / bytesPerSquare) positions, rounded down to a multiple of 16
 /// above 16, within [16, the sequence].
 static int64_t squareTile(const tgc::AttentionShape &shape, int64_t bytes,

@@ -30,7 +30,6 @@ namespace {
 
 constexpr llvm::StringLiteral kStepName = "train_step";
 
-
 /// Counts the kernels and bytes of the bufferized step as the target will
 /// schedule it (TargetBackend::countKernels).
 struct CountKernelsPass
@@ -167,11 +166,10 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                                    llvm::toString(std::move(err)));
   if (level == EmitLevel::Linalg) {
     if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
-          buildTGToLinalgPipeline(pm, kStepName, training.fusion,
-                                  [&](OpPassManager &tiling) {
-                                    target.buildTilingPipeline(
-                                        tiling, training.fusion);
-                                  });
+          buildTGToLinalgPipeline(
+              pm, kStepName, training.fusion, [&](OpPassManager &tiling) {
+                target.buildTilingPipeline(tiling, training.fusion);
+              });
         })))
       return failedCompile();
     return print([&](llvm::raw_ostream &os) { module.print(os); });

@@ -121,8 +121,7 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
 }
 
 /// tg → linalg on tensors for every function left in the module.
-static void addTGToLinalg(mlir::OpPassManager &pm,
-                          mlir::tg::FusionMode fusion,
+static void addTGToLinalg(mlir::OpPassManager &pm, mlir::tg::FusionMode fusion,
                           tgc::TilingHook chooseTiles) {
   if (chooseTiles)
     chooseTiles(pm);

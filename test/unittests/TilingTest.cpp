@@ -26,12 +26,12 @@ void expectWellFormed(int64_t tile, const AttentionShape &shape) {
 
 TEST(Tiling, BatchedTilesFitTheirBudget) {
   for (const AttentionShape &shape : {kLlama, kShort, kPrime})
-    for (int64_t bytes : {int64_t(1) << 10, int64_t(64) << 10,
-                          int64_t(4) << 20, int64_t(1) << 30}) {
+    for (int64_t bytes : {int64_t(1) << 10, int64_t(64) << 10, int64_t(4) << 20,
+                          int64_t(1) << 30}) {
       int64_t t = batchedTilePositions(shape, bytes);
       expectWellFormed(t, shape);
-      int64_t scores = shape.batch * shape.keyValueHeads * shape.groupSize *
-                       t * t * shape.elementBytes;
+      int64_t scores = shape.batch * shape.keyValueHeads * shape.groupSize * t *
+                       t * shape.elementBytes;
       if (t > 16)
         EXPECT_LE(scores, bytes) << "T = " << t;
     }
@@ -39,8 +39,8 @@ TEST(Tiling, BatchedTilesFitTheirBudget) {
 
 TEST(Tiling, TaskTilesFitTheirBudget) {
   for (const AttentionShape &shape : {kLlama, kShort, kPrime})
-    for (int64_t bytes : {int64_t(1) << 10, int64_t(64) << 10,
-                          int64_t(1) << 20}) {
+    for (int64_t bytes :
+         {int64_t(1) << 10, int64_t(64) << 10, int64_t(1) << 20}) {
       int64_t t = taskTilePositions(shape, bytes);
       expectWellFormed(t, shape);
       if (t > 16)

@@ -1,4 +1,4 @@
-//===- Tiling.h - tile sizes of the neutral ops from byte budgets -*- C++ -*-===//
+//===- Tiling.h - tile sizes of the neutral ops from budgets ----*- C++ -*-===//
 //
 // The arithmetic a target's tile-choosing pass shares with other targets:
 // how many attention positions or norm rows fit a budget of bytes. Which

@@ -266,9 +266,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     }
     Tiling tiling = tilingOf(op, l);
     if (tiling.taskTile > 0) {
-      auto [out, lse] = attentionTasks(
-          rewriter, loc, l, mask, score, tiling.taskTile,
-          adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+      auto [out, lse] = attentionTasks(rewriter, loc, l, mask, score,
+                                       tiling.taskTile, adaptor.getQuery(),
+                                       adaptor.getKey(), adaptor.getValue());
       rewriter.replaceOp(op, {out, lse});
       return success();
     }

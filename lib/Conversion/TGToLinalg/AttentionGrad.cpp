@@ -293,11 +293,11 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     }
     if (tiling.taskTile > 0) {
       rewriter.replaceOp(
-          op, attentionGradTasks(
-                  rewriter, loc, l, mask, score, tiling.taskTile,
-                  adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-                  adaptor.getGrad(), adaptor.getLogsumexp(), deltaBySequence,
-                  tiling.transposedOperands));
+          op, attentionGradTasks(rewriter, loc, l, mask, score, tiling.taskTile,
+                                 adaptor.getQuery(), adaptor.getKey(),
+                                 adaptor.getValue(), adaptor.getGrad(),
+                                 adaptor.getLogsumexp(), deltaBySequence,
+                                 tiling.transposedOperands));
       return success();
     }
     Value q = l.queryRows(rewriter, loc, adaptor.getQuery());
@@ -318,9 +318,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         tensor::EmptyOp::create(rewriter, loc, {bh, l.S * l.G, l.D}, l.elt),
         filled(rewriter, loc, tensorType(k), 0.0),
         filled(rewriter, loc, tensorType(v), 0.0)};
-    SmallVector<Value> grads = gradQueryTiles(
-        rewriter, loc, l, mask, score, tiling.tile, whole, init,
-        tiling.transposedOperands);
+    SmallVector<Value> grads =
+        gradQueryTiles(rewriter, loc, l, mask, score, tiling.tile, whole, init,
+                       tiling.transposedOperands);
     rewriter.replaceOp(op, {l.fromQueryRows(rewriter, loc, grads[0]),
                             l.fromKeyRows(rewriter, loc, grads[1]),
                             l.fromKeyRows(rewriter, loc, grads[2])});

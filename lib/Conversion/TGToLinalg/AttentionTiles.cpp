@@ -20,7 +20,8 @@ namespace mlir::tg::lowering::attention {
 
 Tiling tilingOf(Operation *op, const Layout &l) {
   int64_t whole = std::max(l.S, l.Skv);
-  auto tiling = op->getAttrOfType<AttentionTilingAttr>(TGDialect::kTilingAttrName);
+  auto tiling =
+      op->getAttrOfType<AttentionTilingAttr>(TGDialect::kTilingAttrName);
   if (!tiling)
     return {whole, 0, false};
   int64_t tile = tiling.getTile();

@@ -351,11 +351,9 @@ struct Chunk {
 
 /// Visits the rows `[lo, hi)` in chunks of `sizes.rows`, then the rest in
 /// padded chunks of `sizes.tailRows`, carrying `init`.
-Value forEachRowChunk(OpBuilder &b, Location l, ChunkSizes sizes, Value lo,
-                      Value hi, Value init,
-                      function_ref<Value(OpBuilder &, Location, const Chunk &,
-                                         Value)>
-                          body) {
+Value forEachRowChunk(
+    OpBuilder &b, Location l, ChunkSizes sizes, Value lo, Value hi, Value init,
+    function_ref<Value(OpBuilder &, Location, const Chunk &, Value)> body) {
   // `count` chunks of `size` rows from `start`; a padded chunk holds the
   // rows left before `hi`, at most `size`.
   auto chunks = [&](Value start, Value count, int64_t size, bool padded,

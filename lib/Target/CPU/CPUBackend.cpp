@@ -135,11 +135,10 @@ void tgc::cpu::registerCPUBackendPasses() {
       "@train_step in tg → LLVM dialect for the CPU with the C entry point "
       "(tg → linalg, then the CPU backend)",
       [](OpPassManager &pm, const CPUBackendOptions &options) {
-        buildTGToLinalgPipeline(pm, options.function, options.fusion,
-                                [&](OpPassManager &tiling) {
-                                  buildCPUTilingPipeline(tiling,
-                                                         options.fusion);
-                                });
+        buildTGToLinalgPipeline(
+            pm, options.function, options.fusion, [&](OpPassManager &tiling) {
+              buildCPUTilingPipeline(tiling, options.fusion);
+            });
         buildCPUBackendPipeline(pm, options);
       });
 }

@@ -1,6 +1,7 @@
-//===- ChooseTiles.cpp - the CPU's tiles of attention and the norms -------===//
+//===- ChooseTiles.cpp - the CPU's tiles of the neutral ops ---------------===//
 //
-// See the pass description: a task's tiles fit a core's L2.
+// See the pass description: a task's tiles fit a core's L2; an expert's
+// rows reach the matmul schedule in static chunks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +45,9 @@ struct TGCCPUChooseTilesPass
                            : 0;
         int64_t taskTile =
             taskBytes > 0 ? tgc::taskTilePositions(shape, taskBytes) : 0;
-        op->setAttr(name, tg::AttentionTilingAttr::get(
-                              ctx, tile, taskTile,
-                              /*transposed_operands=*/true));
+        op->setAttr(name,
+                    tg::AttentionTilingAttr::get(ctx, tile, taskTile,
+                                                 /*transposed_operands=*/true));
         return;
       }
       if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op)) {

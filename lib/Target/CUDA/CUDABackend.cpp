@@ -128,11 +128,10 @@ void tgc::cuda::registerCUDABackendPasses() {
       "@train_step in tg → LLVM dialect with NVVM kernels serialised for the "
       "GPU (tg → linalg, then the CUDA backend)",
       [](OpPassManager &pm, const CUDABackendOptions &options) {
-        buildTGToLinalgPipeline(pm, options.function, options.fusion,
-                                [&](OpPassManager &tiling) {
-                                  buildCUDATilingPipeline(tiling,
-                                                          options.fusion);
-                                });
+        buildTGToLinalgPipeline(
+            pm, options.function, options.fusion, [&](OpPassManager &tiling) {
+              buildCUDATilingPipeline(tiling, options.fusion);
+            });
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
           buildCUDASchedulePipeline(nested, options);
         });

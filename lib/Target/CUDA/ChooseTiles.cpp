@@ -24,6 +24,8 @@ struct TGCGPUChooseTilesPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    if (scoreTileBytes <= 0)
+      return;
     getOperation().walk([&](Operation *op) {
       if (!tgc::isTiledAttention(op))
         return;

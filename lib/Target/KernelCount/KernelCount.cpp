@@ -79,9 +79,8 @@ void tgc::countKernels(ModuleOp module, tg::FusionMode fusion,
   // bf16 operands widened to f32 reads and writes its copies).
   auto inF32Tiles = [&](Operation *product) {
     return model.fusesIntoProductTiles(product) &&
-           llvm::all_of(product->getOperandTypes(), [](Type t) {
-             return getElementTypeOrSelf(t).isF32();
-           });
+           llvm::all_of(product->getOperandTypes(),
+                        [](Type t) { return getElementTypeOrSelf(t).isF32(); });
   };
   // A product that packs an operand from the f32 values a loop rounded it
   // from: the loop is no kernel, the product reads the f32 values.
@@ -153,8 +152,8 @@ void tgc::countKernels(ModuleOp module, tg::FusionMode fusion,
                           : 0;
     counts.kernels += kernels;
     counts.bytesMoved += n * bytes;
-    KernelSource &source =
-        sourceOf(counts, sourceIndex, op->getLoc(), op->getName().getStringRef());
+    KernelSource &source = sourceOf(counts, sourceIndex, op->getLoc(),
+                                    op->getName().getStringRef());
     source.kernels += kernels;
     source.bytesMoved += n * bytes;
   });

@@ -26,8 +26,8 @@ tgc::AttentionShape tgc::AttentionShape::of(Operation *op) {
   auto q = llvm::cast<RankedTensorType>(query.getType());
   auto k = llvm::cast<RankedTensorType>(key.getType());
   int64_t heads = k.getDimSize(2);
-  return {q.getDimSize(0),          q.getDimSize(1),  k.getDimSize(1), heads,
-          q.getDimSize(2) / heads, bytesPerElement(q)};
+  return {q.getDimSize(0), q.getDimSize(1),         k.getDimSize(1),
+          heads,           q.getDimSize(2) / heads, bytesPerElement(q)};
 }
 
 bool tgc::isTiledAttention(Operation *op) {
@@ -54,8 +54,7 @@ int64_t tgc::batchedTilePositions(const AttentionShape &shape,
                         shape.elementBytes);
 }
 
-int64_t tgc::taskTilePositions(const AttentionShape &shape,
-                               int64_t taskBytes) {
+int64_t tgc::taskTilePositions(const AttentionShape &shape, int64_t taskBytes) {
   return squareTile(shape, taskBytes, shape.groupSize * shape.elementBytes);
 }
 

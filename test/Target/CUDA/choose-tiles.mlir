@@ -3,6 +3,8 @@
 // tasks; norms stay whole (one kernel per statistic over all rows).
 // RUN: tgc-opt %s --tgc-gpu-choose-tiles | FileCheck %s
 // RUN: tgc-opt %s --tgc-gpu-choose-tiles="score-tile-bytes=8192" | FileCheck %s --check-prefix=SMALL
+// RUN: tgc-opt %s --tgc-gpu-choose-tiles="score-tile-bytes=0" | FileCheck %s --check-prefix=NONE
+// NONE-NOT: tg.tiling
 
 // f32, B = 2, Hkv = 2, G = 2: √(4 MiB / 32) = 362 → 352 positions;
 // √(8192 / 32) = 16.

@@ -26,7 +26,7 @@ def TGCGPUChooseTilesPass : Pass<"tgc-gpu-choose-tiles", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"scoreTileBytes", "score-tile-bytes", "int64_t", "4194304",
-           "Most bytes of one batched tile of attention scores">,
+           "Most bytes of one batched tile of attention scores (0: untiled)">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }

@@ -145,8 +145,8 @@ LogicalResult ParameterGatherStartOp::verify() {
            << getWholeTypes().size() << " for " << getShards().size()
            << " shards";
   for (auto [shard, attr] : llvm::zip(getShards(), getWholeTypes())) {
-    auto full = llvm::dyn_cast<RankedTensorType>(
-        llvm::cast<TypeAttr>(attr).getValue());
+    auto full =
+        llvm::dyn_cast<RankedTensorType>(llvm::cast<TypeAttr>(attr).getValue());
     Type element = full ? full.getElementType() : Type();
     if (!full || !full.hasStaticShape() ||
         !(element.isF32() || element.isBF16() || element.isF16()))

@@ -271,8 +271,8 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     auto expect = [&](bool matches, StringRef kind) -> LogicalResult {
       if (matches)
         return success();
-      return op->emitError() << "'" << name << "' of this op must be a "
-                             << kind << ", got " << value;
+      return op->emitError() << "'" << name << "' of this op must be a " << kind
+                             << ", got " << value;
     };
     if (llvm::isa<AttentionOp, AttentionGradOp>(op))
       return expect(llvm::isa<AttentionTilingAttr>(value),

@@ -487,7 +487,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 
 /// A soft cap is a positive, finite bound.
 LogicalResult mlir::tg::verifySoftcap(Operation *op,
-                                     std::optional<APFloat> softcap) {
+                                      std::optional<APFloat> softcap) {
   if (softcap) {
     double cap = softcap->convertToDouble();
     if (!(cap > 0.0) || !std::isfinite(cap))
@@ -499,8 +499,8 @@ LogicalResult mlir::tg::verifySoftcap(Operation *op,
 
 /// A window narrows the causal mask: there is none to narrow without it.
 LogicalResult mlir::tg::verifyMaskAndCap(Operation *op, bool causal,
-                                        std::optional<uint64_t> window,
-                                        std::optional<APFloat> softcap) {
+                                         std::optional<uint64_t> window,
+                                         std::optional<APFloat> softcap) {
   if (window && !causal)
     return op->emitOpError("window needs causal (a window of the last ")
            << *window << " keys narrows the causal mask)";

@@ -30,6 +30,13 @@ struct AttentionShape {
 /// query tile already).
 bool isTiledAttention(mlir::Operation *op);
 
+/// The tiling of attention op `op` for budgets of `scoreTileBytes` per
+/// batched score tile and `taskBytes` per task (0: no batched tiles / no
+/// tasks), the gradient's products reading score tiles through transposed
+/// maps; null where `op` is not tiled (isTiledAttention) or both are 0.
+mlir::Attribute attentionTiling(mlir::Operation *op, int64_t scoreTileBytes,
+                                int64_t taskBytes);
+
 /// Positions per batched tile whose scores, [B·Hkv, T·G, T] over all
 /// sequences and heads, take at most `scoreBytes`: a multiple of 16 when
 /// above 16, at least 16, at most the sequence.

@@ -34,20 +34,11 @@ struct TGCCPUChooseTilesPass
       return signalPassFailure();
     }
     StringRef name = tg::TGDialect::kTilingAttrName;
-    bool tileAttention = scoreTileBytes > 0 || taskBytes > 0;
     getOperation().walk([&](Operation *op) {
       if (isa<tg::AttentionOp, tg::AttentionGradOp>(op)) {
-        if (!tileAttention || !tgc::isTiledAttention(op))
-          return;
-        tgc::AttentionShape shape = tgc::AttentionShape::of(op);
-        int64_t tile = scoreTileBytes > 0
-                           ? tgc::batchedTilePositions(shape, scoreTileBytes)
-                           : 0;
-        int64_t taskTile =
-            taskBytes > 0 ? tgc::taskTilePositions(shape, taskBytes) : 0;
-        op->setAttr(name,
-                    tg::AttentionTilingAttr::get(ctx, tile, taskTile,
-                                                 /*transposed_operands=*/true));
+        if (Attribute tiling =
+                tgc::attentionTiling(op, scoreTileBytes, taskBytes))
+          op->setAttr(name, tiling);
         return;
       }
       if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op)) {

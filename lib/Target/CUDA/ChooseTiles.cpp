@@ -23,17 +23,11 @@ struct TGCGPUChooseTilesPass
   using Base::Base;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    if (scoreTileBytes <= 0)
-      return;
+    // No per-head tasks: they would be small kernels.
     getOperation().walk([&](Operation *op) {
-      if (!tgc::isTiledAttention(op))
-        return;
-      int64_t tile = tgc::batchedTilePositions(tgc::AttentionShape::of(op),
-                                               scoreTileBytes);
-      op->setAttr(tg::TGDialect::kTilingAttrName,
-                  tg::AttentionTilingAttr::get(ctx, tile, /*task_tile=*/0,
-                                               /*transposed_operands=*/true));
+      if (Attribute tiling =
+              tgc::attentionTiling(op, scoreTileBytes, /*taskBytes=*/0))
+        op->setAttr(tg::TGDialect::kTilingAttrName, tiling);
     });
   }
 };

@@ -36,6 +36,18 @@ bool tgc::isTiledAttention(Operation *op) {
   return llvm::isa<tg::AttentionGradOp>(op);
 }
 
+Attribute tgc::attentionTiling(Operation *op, int64_t scoreTileBytes,
+                               int64_t taskBytes) {
+  if (!isTiledAttention(op) || (scoreTileBytes <= 0 && taskBytes <= 0))
+    return {};
+  AttentionShape shape = AttentionShape::of(op);
+  int64_t tile =
+      scoreTileBytes > 0 ? batchedTilePositions(shape, scoreTileBytes) : 0;
+  int64_t taskTile = taskBytes > 0 ? taskTilePositions(shape, taskBytes) : 0;
+  return tg::AttentionTilingAttr::get(op->getContext(), tile, taskTile,
+                                      /*transposed_operands=*/true);
+}
+
 /// √(bytes / bytesPerSquare) positions, rounded down to a multiple of 16
 /// above 16, within [16, the sequence].
 static int64_t squareTile(const tgc::AttentionShape &shape, int64_t bytes,

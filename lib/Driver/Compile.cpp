@@ -152,7 +152,7 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                                    llvm::toString(buffers.takeError()));
   ModelSummary summary = summarize(model, training, request.input);
   summary.updateInPlace = canUpdateInPlace(step);
-  describeLora(summary, step, training, model);
+  describeLora(summary, *buffers, step, training, model);
   if (auto processes =
           step->getAttrOfType<IntegerAttr>(tg::TGDialect::kProcessesAttrName))
     summary.zeroProcesses = processes.getInt();

@@ -113,6 +113,12 @@ cl::opt<bool> loraRslora(
     "lora-rslora",
     cl::desc("Scale the LoRA path by alpha / sqrt(r) (PEFT's use_rslora)"),
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
+Flag<std::string> loraConfig(
+    "lora-config",
+    "Take the LoRA settings (r, lora_alpha, target_modules, rank_pattern, "
+    "...) from a PEFT adapter_config.json; the other --lora flags override "
+    "its keys",
+    "file");
 Flag<double> loraDropout("lora-dropout",
                          "LoRA dropout: only 0 (tgc trains without dropout)",
                          "p");
@@ -256,6 +262,13 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (frozenDtype.getNumOccurrences())
     t.frozenDtype = frozenDtype;
+  if (loraConfig.given()) {
+    llvm::Expected<mlir::tg::LoraSettings> lora = loadLoraConfig(loraConfig);
+    if (!lora)
+      return llvm::createStringError("--lora-config: " +
+                                     llvm::toString(lora.takeError()));
+    t.lora = std::move(*lora);
+  }
   if (loraRank.given()) {
     if (loraRank < 1)
       return llvm::createStringError(
@@ -273,6 +286,7 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
   }
   if (loraTargets.getNumOccurrences()) {
     t.lora.targets.assign(loraTargets.begin(), loraTargets.end());
+    t.lora.targetPattern.clear();
     if (llvm::is_contained(t.lora.targets, ""))
       return llvm::createStringError("--lora-targets: an empty module name");
   }
@@ -289,7 +303,7 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
        loraRslora.getNumOccurrences()))
     return llvm::createStringError(
         "--lora-alpha, --lora-targets and --lora-rslora set up LoRA "
-        "adapters: give their rank with --lora-r");
+        "adapters: give their rank with --lora-r (or --lora-config)");
   if (dpBucketKiB.given())
     t.dpBucketKiB = dpBucketKiB;
   if (zeroStage.given()) {
@@ -397,7 +411,7 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
     config.moe.auxLoss = auxLoss;
   }
   mlir::tg::LoraSettings &lora = config.training.lora;
-  if (lora.enabled() && lora.targets.empty()) {
+  if (lora.enabled() && lora.targets.empty() && lora.targetPattern.empty()) {
     lora.targets = defaultLoraTargets(config.modelType);
     if (lora.targets.empty())
       return llvm::createStringError(
@@ -448,4 +462,17 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.loraAlpha = t.lora.alpha;
   options.loraRslora = t.lora.rslora;
   options.loraTargets = t.lora.targets;
+  options.loraTargetPattern = t.lora.targetPattern;
+  options.loraLayers = t.lora.layers;
+  options.loraLayersPattern = t.lora.layersPattern;
+  options.loraExclude = t.lora.exclude;
+  options.loraExcludePattern = t.lora.excludePattern;
+  for (auto &[key, r] : t.lora.rankPattern) {
+    options.loraRankPatternKeys.push_back(key);
+    options.loraRankPatternRanks.push_back(r);
+  }
+  for (auto &[key, a] : t.lora.alphaPattern) {
+    options.loraAlphaPatternKeys.push_back(key);
+    options.loraAlphaPatternAlphas.push_back(a);
+  }
 }

@@ -22,6 +22,10 @@ namespace tgc::config {
 using llvm::json::Object;
 using llvm::json::Value;
 
+/// Turns llvm::json's "[line:col, byte=N]: message" into
+/// "file:line:col: invalid JSON: ...".
+std::string formatParseError(llvm::StringRef path, llvm::Error error);
+
 /// Describes a JSON value for messages: `string "abc"`, `number 3.5`.
 std::string describe(const Value &v);
 

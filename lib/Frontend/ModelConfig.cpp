@@ -168,8 +168,10 @@ void readTraining(ConfigReader &r, TrainingConfig &t) {
     t.steps = *v;
 }
 
-/// Turns llvm::json's "[line:col, byte=N]: message" into "file:line:col: ...".
-std::string formatParseError(llvm::StringRef path, llvm::Error error) {
+} // namespace
+
+std::string tgc::config::formatParseError(llvm::StringRef path,
+                                          llvm::Error error) {
   std::string raw = llvm::toString(std::move(error));
   llvm::SmallVector<llvm::StringRef, 4> m;
   llvm::Regex re("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
@@ -180,8 +182,6 @@ std::string formatParseError(llvm::StringRef path, llvm::Error error) {
         .str();
   return (path + ": invalid JSON: " + raw).str();
 }
-
-} // namespace
 
 llvm::Error tgc::checkLossScale(const TrainingConfig &t, llvm::StringRef path) {
   if (!(t.lossScaleInit > 0) || !std::isfinite(t.lossScaleInit))

@@ -19,6 +19,20 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     lora.alpha = options.loraAlpha;
     lora.rslora = options.loraRslora;
     lora.targets.assign(options.loraTargets.begin(), options.loraTargets.end());
+    lora.targetPattern = options.loraTargetPattern;
+    lora.layers.assign(options.loraLayers.begin(), options.loraLayers.end());
+    lora.layersPattern.assign(options.loraLayersPattern.begin(),
+                              options.loraLayersPattern.end());
+    lora.exclude.assign(options.loraExclude.begin(), options.loraExclude.end());
+    lora.excludePattern = options.loraExcludePattern;
+    lora.rankPatternKeys.assign(options.loraRankPatternKeys.begin(),
+                                options.loraRankPatternKeys.end());
+    lora.rankPatternRanks.assign(options.loraRankPatternRanks.begin(),
+                                 options.loraRankPatternRanks.end());
+    lora.alphaPatternKeys.assign(options.loraAlphaPatternKeys.begin(),
+                                 options.loraAlphaPatternKeys.end());
+    lora.alphaPatternAlphas.assign(options.loraAlphaPatternAlphas.begin(),
+                                   options.loraAlphaPatternAlphas.end());
     pm.addPass(mlir::tg::createTGLoraPass(lora));
   }
   if (!options.freeze.empty()) {

@@ -48,16 +48,37 @@ json::Value parseJson(const std::string &text, const std::string &what) {
   return v;
 }
 
-/// target_modules as a sorted list ("all-linear" stays as written).
+/// A list of names (target_modules, exclude_modules, layers_pattern) as a
+/// sorted set, or a string (a regular expression; "all-linear") marked as
+/// one; null or absent is empty.
 std::vector<std::string> targetSet(const json::Value *targets) {
   std::vector<std::string> out;
   if (targets && targets->isString())
-    out.push_back(targets->string);
+    out.push_back("regular expression " + targets->string);
   if (targets && targets->isArray())
     for (const json::Value &t : targets->items)
       out.push_back(t.isString() ? t.string : t.describe());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+/// rank_pattern / alpha_pattern as sorted "key: value" entries, or
+/// layers_to_transform (an index or a list) as sorted indices.
+std::vector<std::string> patternSet(const json::Value *pattern) {
+  std::vector<std::string> out;
+  auto text = [](const json::Value &v) {
+    return v.isNumber() ? json::Writer().number(v.number).str() : v.describe();
+  };
+  if (pattern && pattern->isObject())
+    for (auto &[key, value] : pattern->members)
+      out.push_back(key + ": " + text(value));
+  if (pattern && pattern->isNumber())
+    out.push_back(text(*pattern));
+  if (pattern && pattern->isArray())
+    for (const json::Value &v : pattern->items)
+      out.push_back(text(v));
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -82,7 +103,8 @@ void checkAdapterConfig(const std::string &file) {
   };
   auto flag = [](const json::Value *v) { return v && v->boolean; };
   const char *rebuild = " (compile with the same --lora-r, --lora-alpha, "
-                        "--lora-targets and --lora-rslora)";
+                        "--lora-targets and --lora-rslora, or with this "
+                        "file as --lora-config)";
   if (const json::Value *type = theirs.get("peft_type");
       type && (!type->isString() || type->string != "LORA"))
     die(file + ": peft_type " + type->describe() + " is not LoRA");
@@ -105,6 +127,22 @@ void checkAdapterConfig(const std::string &file) {
   if (a != b)
     die(file + ": target_modules " + listText(a) +
         " differ from this executable's " + listText(b) + rebuild);
+  // The settings that choose other modules or give them other ranks.
+  for (const char *key : {"exclude_modules", "layers_pattern"}) {
+    std::vector<std::string> x = targetSet(theirs.get(key)),
+                             y = targetSet(ours.get(key));
+    if (x != y)
+      die(file + ": " + key + " " + listText(x) +
+          " differ from this executable's " + listText(y) + rebuild);
+  }
+  for (const char *key :
+       {"rank_pattern", "alpha_pattern", "layers_to_transform"}) {
+    std::vector<std::string> x = patternSet(theirs.get(key)),
+                             y = patternSet(ours.get(key));
+    if (x != y)
+      die(file + ": " + key + " " + listText(x) +
+          " differs from this executable's " + listText(y) + rebuild);
+  }
 }
 
 } // namespace
@@ -288,7 +326,8 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
             delta += double(B[o * r + k]) * double(A[k * in + i]);
           float &target = m.lora_fan_in_fan_out ? values[i * outs + o]
                                                 : values[o * in + i];
-          target = static_cast<float>(double(target) + m.lora_scale * delta);
+          target = static_cast<float>(double(target) +
+                                      a->second->info->lora_scale * delta);
         }
     }
     return narrowFloats(values.data(), w.numel, shapeOf(*w.info), dtype);

@@ -8,7 +8,8 @@ wrote and the base weights it was given (--init), computed here in f64:
   - the merged file holds exactly the base's tensors (Hugging Face names,
     shapes, f32);
   - an adapted weight is W + s·B·A (GPT-2's Conv1D [in, out]: W + s·(B·A)ᵀ)
-    within --tol, s = lora_alpha / r (/ sqrt(r) with --lora-rslora); that
+    within --tol, s = lora_alpha / r (/ sqrt(r) with --lora-rslora; each
+    module's own r and alpha with --lora-config's rank/alpha_pattern); that
     is, merged - s·B·A is the --init base within f32 rounding;
   - every other weight is the --init base, bit for bit;
   - with --fresh FILE (the --merge-to of a second run that loaded the same
@@ -22,7 +23,6 @@ Tensors of --base named *.lora_A.weight / *.lora_B.weight (the adapters an
 PASS, or FAIL lines; exits 1 on any failure."""
 import argparse
 import json
-import math
 import os
 import struct
 import sys
@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io as st  # noqa: E402
+import torch_models as tm  # noqa: E402
 
 PEFT_PREFIX = "base_model.model."
 
@@ -49,30 +50,52 @@ def main():
     ap.add_argument("--adapters", required=True, help="the directory --save wrote")
     ap.add_argument("--merged", required=True, help="the file --merge-to wrote")
     ap.add_argument("--fresh", help="--merge-to of a 0-step run on the saved adapters")
-    ap.add_argument("--lora-r", type=int, required=True)
-    ap.add_argument("--lora-alpha", type=float, required=True)
-    ap.add_argument("--lora-targets", required=True)
+    ap.add_argument("--lora-r", type=int)
+    ap.add_argument("--lora-alpha", type=float)
+    ap.add_argument("--lora-targets")
     ap.add_argument("--lora-rslora", action="store_true")
+    ap.add_argument("--lora-config", help="the settings as a PEFT adapter_config.json "
+                    "(tgc --lora-config) instead of the --lora flags: each module's "
+                    "s from its rank_pattern / alpha_pattern entry")
     ap.add_argument("--tol", type=float, default=1e-6)
     args = ap.parse_args()
 
     with open(args.model) as f:
         model_type = json.load(f)["model_type"]
     conv1d = model_type == "gpt2"
-    r = args.lora_r
-    s = args.lora_alpha / (math.sqrt(r) if args.lora_rslora else r)
+    if args.lora_config:
+        with open(args.lora_config) as f:
+            lora = json.load(f)
+    elif args.lora_r and args.lora_alpha and args.lora_targets:
+        lora = {"r": args.lora_r, "lora_alpha": args.lora_alpha,
+                "use_rslora": args.lora_rslora,
+                "target_modules": args.lora_targets.split(",")}
+    else:
+        sys.exit("give --lora-r, --lora-alpha and --lora-targets, or --lora-config")
+    c = {"training": {"lora": lora}}
     failures = []
 
     with open(os.path.join(args.adapters, "adapter_config.json")) as f:
         config = json.load(f)
-    targets = sorted(set(args.lora_targets.split(",")))
-    expected = {"peft_type": "LORA", "r": r, "lora_alpha": args.lora_alpha,
-                "use_rslora": args.lora_rslora, "fan_in_fan_out": conv1d}
-    if targets != ["all-linear"]:
+    expected = {"peft_type": "LORA", "r": lora["r"], "lora_alpha": lora.get("lora_alpha", 8),
+                "use_rslora": lora.get("use_rslora", False), "fan_in_fan_out": conv1d}
+    targets = lora["target_modules"]
+    if isinstance(targets, str):
         expected["target_modules"] = targets
+    elif "all-linear" not in targets:
+        expected["target_modules"] = sorted(set(targets))
+    for key in ("rank_pattern", "alpha_pattern"):
+        expected[key] = lora.get(key) or {}
+    for key in ("layers_to_transform", "layers_pattern", "exclude_modules"):
+        value = lora.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, list) and key == "exclude_modules":
+            value = sorted(set(value))
+        expected[key] = value or None
     for key, value in expected.items():
         theirs = config.get(key)
-        if key == "target_modules" and isinstance(theirs, list):
+        if key in ("target_modules", "exclude_modules") and isinstance(theirs, list):
             theirs = sorted(theirs)
         if theirs != value:
             failures.append(f"adapter_config.json: {key} is {theirs!r}, expected {value!r}")
@@ -90,6 +113,7 @@ def main():
         failures.append(f"{name}: dtype {kinds[name]}, expected F32")
 
     adapted, identical, worst, delta_max = 0, 0, 0.0, 0.0
+    scales = set()
     for name in sorted(set(merged) & set(base)):
         w, m = base[name].to(torch.float64), merged[name].to(torch.float64)
         if m.shape != w.shape:
@@ -105,6 +129,11 @@ def main():
                 identical += 1
             continue
         adapted += 1
+        r, _ = tm.lora_rank_alpha(c, module)
+        if a.shape[0] != r:
+            failures.append(f"{module}: adapters of rank {a.shape[0]}, expected {r}")
+        s = tm.lora_scaling(c, module)
+        scales.add(round(s, 6))
         delta = s * (b.to(torch.float64) @ a.to(torch.float64))
         if conv1d:
             delta = delta.t()
@@ -124,7 +153,8 @@ def main():
         failures.append("no weight was changed by its adapters: the check is vacuous")
 
     print(f"{adapted} adapted weights: merged = W + s·B·A within {worst:.3e} "
-          f"(s = {s:g}, |s·B·A| up to {delta_max:.3e})")
+          f"(s = {', '.join(f'{x:g}' for x in sorted(scales))}, "
+          f"|s·B·A| up to {delta_max:.3e})")
     print(f"{identical} other weights: the --init base bit for bit")
 
     if args.fresh:

@@ -160,6 +160,11 @@ def main():
     ap.add_argument("--lora-targets", default="q_proj,v_proj",
                     help="comma-separated target_modules, or all-linear")
     ap.add_argument("--lora-rslora", action="store_true")
+    ap.add_argument("--lora-config", default=None,
+                    help="a PEFT adapter_config.json for the LoRA settings instead of "
+                         "the --lora flags (tgc --lora-config): regular-expression "
+                         "targets, layers_to_transform, exclude_modules, rank_pattern, "
+                         "alpha_pattern")
     ap.add_argument("--lora-zero-b", action="store_true",
                     help="B = 0 as PEFT initialises it (A's first gradient is then zero)")
     ap.add_argument("--aux-loss", choices=["config", "on", "off"], default="config",
@@ -192,32 +197,42 @@ def main():
     stressed = tm.moe_stress(c, P) if args.moe_routing == "stress" else []
     frozen = {n for n in P if args.freeze is not None and re.fullmatch(args.freeze, n)}
     lora_flags = []
+    if args.lora_config:
+        import json
+        with open(args.lora_config) as f:
+            c.setdefault("training", {})["lora"] = json.load(f)
+        args.lora_r = c["training"]["lora"]["r"]
     if args.lora_r:
         if args.freeze is not None:
             sys.exit("--lora-r freezes every parameter but the adapters: no --freeze")
-        targets = args.lora_targets.split(",")
-        c.setdefault("training", {})["lora"] = {
-            "r": args.lora_r, "lora_alpha": args.lora_alpha, "target_modules": targets,
-            "use_rslora": args.lora_rslora}
-        lora_flags = [f"--lora-r={args.lora_r}", f"--lora-alpha={args.lora_alpha:g}",
-                      f"--lora-targets={args.lora_targets}"]
-        if args.lora_rslora:
-            lora_flags.append("--lora-rslora")
+        if args.lora_config:
+            lora_flags = [f"--lora-config={args.lora_config}"]
+        else:
+            c.setdefault("training", {})["lora"] = {
+                "r": args.lora_r, "lora_alpha": args.lora_alpha,
+                "target_modules": args.lora_targets.split(","),
+                "use_rslora": args.lora_rslora}
+            lora_flags = [f"--lora-r={args.lora_r}", f"--lora-alpha={args.lora_alpha:g}",
+                          f"--lora-targets={args.lora_targets}"]
+            if args.lora_rslora:
+                lora_flags.append("--lora-rslora")
         frozen = set(P)
-        modules = tm.lora_targets(c, shapes(c), targets)
+        modules = tm.lora_targets(c, shapes(c))
         g = torch.Generator().manual_seed(args.seed + 2)
         for module, fan_in, fan_out in modules:
+            r, _ = tm.lora_rank_alpha(c, module)
             bound = 1.0 / fan_in ** 0.5
-            a = torch.rand(args.lora_r, fan_in, generator=g, dtype=torch.float64)
+            a = torch.rand(r, fan_in, generator=g, dtype=torch.float64)
             a = (2 * a - 1) * bound
-            b = 0.02 * torch.randn(fan_out, args.lora_r, generator=g, dtype=torch.float64)
+            b = 0.02 * torch.randn(fan_out, r, generator=g, dtype=torch.float64)
             if args.lora_zero_b:
                 b.zero_()
             P[module + ".lora_A.weight"] = a.to(dtype).requires_grad_(True)
             P[module + ".lora_B.weight"] = b.to(dtype).requires_grad_(True)
         kinds = ", ".join(sorted({m.rsplit(".", 1)[-1] for m, _, _ in modules}))
+        scales = sorted({round(tm.lora_scaling(c, m), 6) for m, _, _ in modules})
         print(f"LoRA: {len(modules)} modules adapted ({kinds}), r={args.lora_r}, "
-              f"scaling {tm.lora_scaling(c):g}")
+              f"scaling {', '.join(f'{x:g}' for x in scales)}")
     for n in frozen:
         P[n].requires_grad_(False)
     initial = {n: P[n].detach().clone() for n in frozen}

@@ -10,6 +10,7 @@ a linear or Conv1D module adds PEFT's LoRA path (`linear`, `conv1d`; every
 family but Phi-3, whose fused projections take none)."""
 import json
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -52,12 +53,32 @@ def init_params(names_shapes, seed, dtype, zero_centred_norms=False):
 # LoRA (PEFT's peft.tuners.lora)
 # ----------------------------------------------------------------------------
 
-def lora_scaling(c):
-    """LoraLayer.update_layer: lora_alpha / r, or lora_alpha / sqrt(r) with
-    use_rslora. `c["training"]["lora"]` holds LoraConfig's keys."""
+def pattern_key(keys, module):
+    """peft.utils.other.get_pattern_key: the first key of rank_pattern or
+    alpha_pattern, in the dict's order, with re.match(rf"(.*\.)?({key})$",
+    module); None when no key matches."""
+    for key in keys:
+        if re.match(rf"(.*\.)?({key})$", module):
+            return key
+    return None
+
+
+def lora_rank_alpha(c, module):
+    """LoraModel._create_and_replace: the module's r and lora_alpha, from
+    rank_pattern / alpha_pattern where a key matches it."""
     lora = c["training"]["lora"]
-    r = lora["r"]
-    return lora["lora_alpha"] / (math.sqrt(r) if lora.get("use_rslora") else r)
+    ranks, alphas = lora.get("rank_pattern") or {}, lora.get("alpha_pattern") or {}
+    rk, ak = pattern_key(ranks, module), pattern_key(alphas, module)
+    return (ranks[rk] if rk is not None else lora["r"],
+            alphas[ak] if ak is not None else lora.get("lora_alpha", 8))
+
+
+def lora_scaling(c, module=""):
+    """LoraLayer.update_layer: lora_alpha / r, or lora_alpha / sqrt(r) with
+    use_rslora, of the module's r and alpha. `c["training"]["lora"]` holds
+    LoraConfig's keys."""
+    r, alpha = lora_rank_alpha(c, module)
+    return alpha / (math.sqrt(r) if c["training"]["lora"].get("use_rslora") else r)
 
 
 def lora_path(c, P, module, x):
@@ -68,7 +89,7 @@ def lora_path(c, P, module, x):
     a = P.get(module + ".lora_A.weight")
     if a is None:
         return None
-    return F.linear(F.linear(x, a), P[module + ".lora_B.weight"]) * lora_scaling(c)
+    return F.linear(F.linear(x, a), P[module + ".lora_B.weight"]) * lora_scaling(c, module)
 
 
 def linear(c, P, module, x):
@@ -107,17 +128,64 @@ def linear_modules(c, names_shapes):
     return out
 
 
-def lora_targets(c, names_shapes, targets):
-    """The modules PEFT adapts for a list `targets` of target_modules
-    (check_target_module_exists: the module's name equals an entry or ends
-    with "." + entry); "all-linear" first becomes the last name component
-    of every linear module but the output layer
+def lora_layer_index(module, layers_pattern):
+    """check_target_module_exists's layer index (PEFT >= 0.20's lazy
+    regexes): the number after one of layers_pattern, or without one the
+    first numeric component with two components before it."""
+    patterns = [layers_pattern] if isinstance(layers_pattern, str) else layers_pattern
+    if not patterns:
+        m = re.match(r".*?\.[^.]*\.(\d+)\.", module)
+    else:
+        m = None
+        for pattern in patterns:
+            m = re.match(rf".*?\.{pattern}\.(\d+)\.", module)
+            if m:
+                break
+    return int(m.group(1)) if m else None
+
+
+def lora_selects(lora, module):
+    """check_target_module_exists for one module name: exclude_modules first
+    (a string: re.fullmatch; a list: exact or "." suffix), then a string
+    target_modules by re.fullmatch, a list by exact name, or by suffix
+    restricted to layers_to_transform."""
+    exclude = lora.get("exclude_modules")
+    if exclude:
+        if isinstance(exclude, str):
+            if re.fullmatch(exclude, module):
+                return False
+        elif module in exclude or any(module.endswith("." + e) for e in exclude):
+            return False
+    targets = lora["target_modules"]
+    if isinstance(targets, str):
+        return re.fullmatch(targets, module) is not None
+    if module in targets:
+        return True
+    if not any(module.endswith("." + t) for t in targets):
+        return False
+    layers = lora.get("layers_to_transform")
+    if layers is None or layers == []:
+        return True
+    index = lora_layer_index(module, lora.get("layers_pattern"))
+    if index is None:
+        return False
+    return index == layers if isinstance(layers, int) else index in layers
+
+
+def lora_targets(c, names_shapes, targets=None):
+    """The modules PEFT adapts: c["training"]["lora"]'s target_modules (or
+    `targets`), with exclude_modules and layers_to_transform
+    (lora_selects); "all-linear" first becomes the last name component of
+    every linear module but the output layer
     (_maybe_include_all_linear_layers)."""
+    lora = dict(c["training"]["lora"])
+    if targets is not None:
+        lora["target_modules"] = targets
     modules = linear_modules(c, names_shapes)
-    if "all-linear" in targets:
-        targets = {m.rsplit(".", 1)[-1] for m, _, _ in modules if m not in OUTPUT_LAYERS}
-    return [(m, i, o) for m, i, o in modules
-            if any(m == t or m.endswith("." + t) for t in targets)]
+    if lora["target_modules"] == "all-linear" or "all-linear" in lora["target_modules"]:
+        lora["target_modules"] = {m.rsplit(".", 1)[-1] for m, _, _ in modules
+                                  if m not in OUTPUT_LAYERS}
+    return [(m, i, o) for m, i, o in modules if lora_selects(lora, m)]
 
 
 # ----------------------------------------------------------------------------

@@ -24,6 +24,8 @@ struct BufferDesc {
   /// ZeRO-3 parameter: the elements of this process's shard (`shape` is
   /// the whole tensor's), or 0.
   int64_t shardNumel = 0;
+  /// A LoRA adapter's (NAME.lora_A/B.weight): the scale of its path, or 0.
+  double loraScale = 0;
 };
 
 /// What the runtime needs to know about the model besides its buffers.
@@ -39,18 +41,19 @@ struct ModelSummary {
   bool updateInPlace = false;
   /// tgc --zero=1: the processes the step runs as (0: any number).
   int64_t zeroProcesses = 0;
-  /// tgc --lora-r: rank (0: none), scale, Conv1D weights, and the
+  /// tgc --lora-r: rank (0: none), Conv1D weights, and the
   /// adapter_config.json text.
   int64_t loraRank = 0;
-  double loraScale = 0;
   bool loraFanInFanOut = false;
   std::string loraConfig;
 };
 
-/// With --lora-r, the adapters' settings in `summary`: rank, scale, layout
-/// and the adapter_config.json PEFT would write for them (AdapterConfig.cpp).
-void describeLora(ModelSummary &summary, mlir::func::FuncOp trainStep,
-                  const TrainingConfig &training, const ModelConfig *config);
+/// With --lora-r, the adapters' settings in `summary` (rank, layout and the
+/// adapter_config.json PEFT would write for them) and each adapter buffer's
+/// scale (AdapterConfig.cpp).
+void describeLora(ModelSummary &summary, std::vector<BufferDesc> &buffers,
+                  mlir::func::FuncOp trainStep, const TrainingConfig &training,
+                  const ModelConfig *config);
 
 /// Whether the step may write each new parameter and optimizer state over
 /// its input: every new value comes from an optimizer update op, and no op

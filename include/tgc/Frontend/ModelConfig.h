@@ -289,6 +289,10 @@ llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
 /// callers of loadModelConfig call it after applying their flags.
 llvm::Error validateModelConfig(const ModelConfig &config);
 
+/// The LoRA settings of a PEFT adapter_config.json at `path` (`tgc
+/// --lora-config`), read as the training object's "lora" is.
+llvm::Expected<mlir::tg::LoraSettings> loadLoraConfig(llvm::StringRef path);
+
 /// PEFT's default LoRA target modules for a model type (empty where PEFT
 /// has none: the targets must then be given).
 std::vector<std::string> defaultLoraTargets(llvm::StringRef modelType);

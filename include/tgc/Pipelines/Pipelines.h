@@ -50,6 +50,36 @@ struct TrainingGraphOptions
   ListOption<std::string> loraTargets{
       *this, "lora-targets",
       llvm::cl::desc("Modules LoRA adapts (names or suffixes, all-linear)")};
+  Option<std::string> loraTargetPattern{
+      *this, "lora-target-pattern",
+      llvm::cl::desc("Modules LoRA adapts: a regular expression of whole "
+                     "names instead of lora-targets"),
+      llvm::cl::init("")};
+  ListOption<int64_t> loraLayers{
+      *this, "lora-layers",
+      llvm::cl::desc("LoRA's list targets in these layers only")};
+  ListOption<std::string> loraLayersPattern{
+      *this, "lora-layers-pattern",
+      llvm::cl::desc("Module lists whose index is the layer")};
+  ListOption<std::string> loraExclude{
+      *this, "lora-exclude",
+      llvm::cl::desc("Modules LoRA leaves out (names or suffixes)")};
+  Option<std::string> loraExcludePattern{
+      *this, "lora-exclude-pattern",
+      llvm::cl::desc("Modules LoRA leaves out (a regular expression)"),
+      llvm::cl::init("")};
+  ListOption<std::string> loraRankPatternKeys{
+      *this, "lora-rank-pattern-keys",
+      llvm::cl::desc("rank_pattern's keys (tg-lora)")};
+  ListOption<int64_t> loraRankPatternRanks{
+      *this, "lora-rank-pattern-ranks",
+      llvm::cl::desc("rank_pattern's ranks (tg-lora)")};
+  ListOption<std::string> loraAlphaPatternKeys{
+      *this, "lora-alpha-pattern-keys",
+      llvm::cl::desc("alpha_pattern's keys (tg-lora)")};
+  ListOption<double> loraAlphaPatternAlphas{
+      *this, "lora-alpha-pattern-alphas",
+      llvm::cl::desc("alpha_pattern's alphas (tg-lora)")};
   Option<std::string> freeze{
       *this, "freeze",
       llvm::cl::desc("Freeze the parameters whose whole name matches this "

@@ -85,6 +85,11 @@ typedef struct {
    * holds its shard of shard_numel = ceil(numel / zero_processes) elements,
    * zero padded; `shape` is the whole tensor's. 0 for every other buffer. */
   int64_t shard_numel;
+  /* tgc --lora-r: for NAME.lora_A.weight and NAME.lora_B.weight, the scale
+   * s of their path (NAME.weight's product gains s * B·A; rank_pattern and
+   * alpha_pattern make it differ between modules). 0 for every other
+   * buffer. */
+  double lora_scale;
 } tgc_buffer_info;
 
 typedef struct {
@@ -108,11 +113,12 @@ typedef struct {
                               otherwise */
   /* tgc --lora-r: the parameters NAME.lora_A.weight [r, in] and
    * NAME.lora_B.weight [out, r] adapt the frozen NAME.weight, whose product
-   * gains lora_scale * B·A ([in, out] weights, GPT-2's Conv1D, gain its
-   * transpose: lora_fan_in_fan_out). lora_config is the adapter_config.json
-   * PEFT would write. lora_rank is 0 and lora_config "" without adapters. */
+   * gains their lora_scale * B·A ([in, out] weights, GPT-2's Conv1D, gain
+   * its transpose: lora_fan_in_fan_out). lora_rank is LoraConfig's r (a
+   * module's own is its A's first dimension), lora_config the
+   * adapter_config.json PEFT would write. lora_rank is 0 and lora_config ""
+   * without adapters. */
   int64_t lora_rank;
-  double lora_scale;
   int32_t lora_fan_in_fan_out;
   const char *lora_config;
 } tgc_model_info;

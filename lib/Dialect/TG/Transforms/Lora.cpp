@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -43,6 +44,184 @@ bool mlir::tg::isLoraTarget(StringRef module, const LoraSettings &settings) {
   });
 }
 
+std::optional<int64_t>
+mlir::tg::loraLayerIndex(StringRef module,
+                         ArrayRef<std::string> layersPattern) {
+  // PEFT: re.match(r".*?\.[^.]*\.(\d+)\.", name), or with a pattern P
+  // r".*?\.P\.(\d+)\.": a whole numeric component with two components
+  // (or P) before it and one after.
+  SmallVector<StringRef> parts;
+  module.split(parts, '.');
+  for (size_t i = 2; i + 1 < parts.size(); ++i) {
+    if (parts[i].empty() ||
+        !llvm::all_of(parts[i], [](char c) { return llvm::isDigit(c); }))
+      continue;
+    if (!layersPattern.empty() &&
+        !llvm::is_contained(layersPattern, parts[i - 1].str()))
+      continue;
+    int64_t index;
+    if (!parts[i].getAsInteger(10, index))
+      return index;
+  }
+  return std::nullopt;
+}
+
+llvm::Expected<LoraSelection>
+LoraSelection::compile(const LoraSettings &settings) {
+  LoraSelection s;
+  s.lora = settings;
+  auto fail = [](const Twine &message) -> llvm::Error {
+    return llvm::createStringError(message.str());
+  };
+  if (!settings.targetPattern.empty()) {
+    llvm::Expected<tgc::NamePattern> re =
+        tgc::NamePattern::compile(settings.targetPattern);
+    if (!re)
+      return fail("LoRA target_modules: " + llvm::toString(re.takeError()));
+    s.target = *re;
+  }
+  if (!settings.excludePattern.empty()) {
+    llvm::Expected<tgc::NamePattern> re =
+        tgc::NamePattern::compile(settings.excludePattern);
+    if (!re)
+      return fail("LoRA exclude_modules: " + llvm::toString(re.takeError()));
+    s.exclude = *re;
+  }
+  bool stringTarget =
+      s.target || llvm::is_contained(settings.targets, StringRef("all-linear"));
+  if (!settings.layers.empty() && stringTarget)
+    return fail(
+        "LoRA layers_to_transform cannot be used with target_modules "
+        "\"" +
+        (s.target ? settings.targetPattern : std::string("all-linear")) +
+        "\" (as in PEFT): list the target modules instead");
+  if (!settings.layersPattern.empty() && settings.layers.empty())
+    return fail("LoRA layers_pattern needs layers_to_transform (as in PEFT)");
+  for (const std::string &p : settings.layersPattern)
+    if (p.empty() ||
+        !llvm::all_of(p, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+      return fail("LoRA layers_pattern '" + p +
+                  "': expected the name of a module list, such as \"layers\" "
+                  "or \"h\"");
+  for (int64_t layer : settings.layers)
+    if (layer < 0)
+      return fail(llvm::formatv("LoRA layers_to_transform: layer {0} is "
+                                "negative",
+                                layer));
+  auto keyed = [&](StringRef what, StringRef key, double value,
+                   std::vector<Keyed> &into) -> llvm::Error {
+    // PEFT: re.match(rf"(.*\.)?({key})$", name).
+    llvm::Expected<tgc::NamePattern> re =
+        tgc::NamePattern::compile("(.*\\.)?(" + key.str() + ")");
+    if (!re)
+      return fail("LoRA " + what + " key '" + key +
+                  "' is not a regular expression");
+    into.push_back({key.str(), *re, value});
+    return llvm::Error::success();
+  };
+  for (auto &[key, r] : settings.rankPattern) {
+    if (r < 1)
+      return fail(llvm::formatv("LoRA rank_pattern '{0}': rank {1}: expected "
+                                "a positive rank",
+                                key, r));
+    if (llvm::Error err = keyed("rank_pattern", key, r, s.ranks))
+      return std::move(err);
+  }
+  for (auto &[key, a] : settings.alphaPattern) {
+    if (!(a > 0) || !std::isfinite(a))
+      return fail(llvm::formatv("LoRA alpha_pattern '{0}': {1}: expected a "
+                                "positive number",
+                                key, llvm::format("%g", a)));
+    if (llvm::Error err = keyed("alpha_pattern", key, a, s.alphas))
+      return std::move(err);
+  }
+  return s;
+}
+
+bool LoraSelection::excludes(StringRef module) const {
+  if (exclude)
+    return exclude->matches(module);
+  LoraSettings listed;
+  listed.targets = lora.exclude;
+  return isLoraTarget(module, listed);
+}
+
+bool LoraSelection::names(StringRef module) const {
+  if (target)
+    return target->matches(module);
+  // An exact name is taken whatever its layer; a suffix match only in the
+  // layers of layers_to_transform.
+  if (llvm::is_contained(lora.targets, module.str()))
+    return true;
+  if (!isLoraTarget(module, lora))
+    return false;
+  if (lora.layers.empty())
+    return true;
+  std::optional<int64_t> layer = loraLayerIndex(module, lora.layersPattern);
+  return layer && llvm::is_contained(lora.layers, *layer);
+}
+
+namespace {
+
+/// The value of the keys of `keyed` that match `module`, `fallback` when
+/// none does; fails when matching keys disagree.
+llvm::Expected<double> patternValue(StringRef what, StringRef module,
+                                    ArrayRef<StringRef> keys,
+                                    llvm::function_ref<double(StringRef)> of,
+                                    double fallback) {
+  if (keys.empty())
+    return fallback;
+  for (StringRef other : keys.drop_front())
+    if (of(other) != of(keys.front()))
+      return llvm::createStringError(
+          llvm::formatv("LoRA {0} keys '{1}' and '{2}' both match module "
+                        "'{3}' with different values (PEFT would take the "
+                        "first in its dictionary order): make them disjoint",
+                        what, keys.front(), other, module)
+              .str());
+  return of(keys.front());
+}
+
+} // namespace
+
+SmallVector<StringRef> LoraSelection::rankKeysOf(StringRef module) const {
+  SmallVector<StringRef> keys;
+  for (const Keyed &k : ranks)
+    if (k.pattern.matches(module))
+      keys.push_back(k.key);
+  return keys;
+}
+
+SmallVector<StringRef> LoraSelection::alphaKeysOf(StringRef module) const {
+  SmallVector<StringRef> keys;
+  for (const Keyed &k : alphas)
+    if (k.pattern.matches(module))
+      keys.push_back(k.key);
+  return keys;
+}
+
+llvm::Expected<int64_t> LoraSelection::rank(StringRef module) const {
+  auto of = [&](StringRef key) {
+    return llvm::find_if(ranks, [&](const Keyed &k) { return k.key == key; })
+        ->value;
+  };
+  llvm::Expected<double> r =
+      patternValue("rank_pattern", module, rankKeysOf(module), of,
+                   static_cast<double>(lora.rank));
+  if (!r)
+    return r.takeError();
+  return static_cast<int64_t>(*r);
+}
+
+llvm::Expected<double> LoraSelection::alpha(StringRef module) const {
+  auto of = [&](StringRef key) {
+    return llvm::find_if(alphas, [&](const Keyed &k) { return k.key == key; })
+        ->value;
+  };
+  return patternValue("alpha_pattern", module, alphaKeysOf(module), of,
+                      lora.alpha);
+}
+
 namespace {
 
 constexpr StringLiteral kAllLinear = "all-linear";
@@ -63,6 +242,9 @@ struct Module {
   bool onlyProducts = true;
   bool feedsLoss = false;
   SmallVector<Product> products;
+  /// When targeted: the adapters' rank and the low-rank path's scale.
+  int64_t rank = 0;
+  double scale = 0;
 };
 
 /// Whether `op` reads `weight` as the weight of a product, and its input.
@@ -152,6 +334,26 @@ void addLowRankPath(OpBuilder &b, const Product &p, Value a, Value bMatrix,
 
 } // namespace
 
+/// The names of every module of `forward`'s parameters: each parameter's
+/// name without its last component, and the containers above it
+/// ("model.layers.0.self_attn" above "model.layers.0.self_attn.q_proj").
+static llvm::SetVector<StringRef> allModules(func::FuncOp forward) {
+  llvm::SetVector<StringRef> names;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    auto name =
+        forward.getArgAttrOfType<StringAttr>(i, TGDialect::kParamAttrName);
+    if (!name)
+      continue;
+    StringRef module = name.getValue();
+    for (size_t dot = module.rfind('.'); dot != StringRef::npos;
+         dot = module.rfind('.')) {
+      module = module.take_front(dot);
+      names.insert(module);
+    }
+  }
+  return names;
+}
+
 llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
                                       const LoraSettings &settings) {
   if (settings.rank < 1)
@@ -160,48 +362,108 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
   if (!(settings.alpha > 0) || !std::isfinite(settings.alpha))
     return error(llvm::formatv("lora_alpha = {0}: expected a positive number",
                                llvm::format("%g", settings.alpha)));
-  if (settings.targets.empty())
+  if (settings.targets.empty() && settings.targetPattern.empty())
     return error("no LoRA target modules");
+  llvm::Expected<LoraSelection> selection = LoraSelection::compile(settings);
+  if (!selection)
+    return selection.takeError();
   llvm::MapVector<unsigned, Module> modules = findModules(forward);
   if (modules.empty())
     return error(llvm::formatv("@{0} has no linear layer to adapt",
                                forward.getName()));
 
+  // A target pattern must select linear layers only, as PEFT refuses to
+  // adapt a module of another kind.
+  if (!settings.targetPattern.empty()) {
+    llvm::StringSet<> linear;
+    for (auto &[index, m] : modules)
+      if (m.onlyProducts)
+        linear.insert(m.name);
+    for (StringRef module : allModules(forward))
+      if (selection->names(module) && !linear.contains(module))
+        return error(llvm::formatv(
+            "LoRA target_modules \"{0}\" selects '{1}', which is not a "
+            "linear layer (adapters on embeddings, norms and containers of "
+            "layers are not supported)",
+            settings.targetPattern, module));
+  }
+
   bool allLinear = llvm::is_contained(settings.targets, kAllLinear);
+  bool excludedAny = false;
   SmallVector<Module *> targeted;
   for (auto &[index, m] : modules) {
-    bool named = isLoraTarget(m.name, settings);
+    bool named = selection->names(m.name);
     if (!named && !(allLinear && m.onlyProducts && !m.feedsLoss))
       continue;
+    if (selection->excludes(m.name)) {
+      excludedAny = true;
+      continue;
+    }
     if (!m.onlyProducts)
       return error(llvm::formatv(
           "LoRA target module '{0}' is not only a linear layer (its weight "
           "is also an embedding table, tied to the output layer): adapters "
           "on embeddings are not supported",
           m.name));
-    if (settings.rank > std::min(m.in, m.out))
+    llvm::Expected<int64_t> rank = selection->rank(m.name);
+    if (!rank)
+      return rank.takeError();
+    llvm::Expected<double> alpha = selection->alpha(m.name);
+    if (!alpha)
+      return alpha.takeError();
+    if (*rank > std::min(m.in, m.out))
       return error(llvm::formatv(
           "LoRA rank r = {0} is larger than module '{1}' ({2} inputs, {3} "
           "outputs): r must be at most {4}",
-          settings.rank, m.name, m.in, m.out, std::min(m.in, m.out)));
+          *rank, m.name, m.in, m.out, std::min(m.in, m.out)));
+    m.rank = *rank;
+    m.scale = settings.scale(*rank, *alpha);
     targeted.push_back(&m);
   }
-  for (const std::string &t : settings.targets) {
-    if (t == kAllLinear)
-      continue;
-    LoraSettings one;
-    one.targets = {t};
-    if (llvm::none_of(modules, [&](auto &entry) {
-          return isLoraTarget(entry.second.name, one);
-        }))
-      return error(llvm::formatv(
-          "LoRA target '{0}' matches no linear layer of @{1} (its layers: "
-          "{2})",
-          t, forward.getName(), moduleKinds(modules)));
+  if (settings.targetPattern.empty()) {
+    for (const std::string &t : settings.targets) {
+      if (t == kAllLinear)
+        continue;
+      LoraSettings one;
+      one.targets = {t};
+      if (llvm::none_of(modules, [&](auto &entry) {
+            return isLoraTarget(entry.second.name, one);
+          }))
+        return error(llvm::formatv(
+            "LoRA target '{0}' matches no linear layer of @{1} (its layers: "
+            "{2})",
+            t, forward.getName(), moduleKinds(modules)));
+    }
+  } else if (llvm::none_of(modules, [&](auto &entry) {
+               return selection->names(entry.second.name);
+             })) {
+    return error(llvm::formatv("LoRA target_modules \"{0}\" matches no "
+                               "linear layer of @{1} (its layers: {2})",
+                               settings.targetPattern, forward.getName(),
+                               moduleKinds(modules)));
   }
+  if ((!settings.exclude.empty() || !settings.excludePattern.empty()) &&
+      !excludedAny)
+    return error("LoRA exclude_modules excludes none of the targeted "
+                 "modules");
   if (targeted.empty())
-    return error(llvm::formatv("the LoRA targets select no linear layer of @{0}",
-                               forward.getName()));
+    return error(llvm::formatv(
+        "the LoRA targets select no linear layer of @{0}{1}", forward.getName(),
+        settings.layers.empty() ? ""
+                                : " in the layers of layers_to_transform"));
+  // A pattern key that adapts nothing is a mistake in the settings.
+  for (auto &[key, value] : settings.rankPattern)
+    if (llvm::none_of(targeted, [&, &key = key](Module *m) {
+          return llvm::is_contained(selection->rankKeysOf(m->name), key);
+        }))
+      return error("LoRA rank_pattern key '" + key +
+                   "' matches no adapted module");
+  for (auto &[key, value] : settings.alphaPattern)
+    if (llvm::none_of(targeted, [&, &key = key](Module *m) {
+          return llvm::is_contained(selection->alphaKeysOf(m->name), key);
+        }))
+      return error("LoRA alpha_pattern key '" + key +
+                   "' matches no adapted module");
 
   // Adapters right after their base weight, highest index first so that
   // the indices still to come stay valid.
@@ -216,8 +478,8 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     Type element =
         cast<RankedTensorType>(forward.getArgument(m->argIndex).getType())
             .getElementType();
-    auto aType = RankedTensorType::get({settings.rank, m->in}, element);
-    auto bType = RankedTensorType::get({m->out, settings.rank}, element);
+    auto aType = RankedTensorType::get({m->rank, m->in}, element);
+    auto bType = RankedTensorType::get({m->out, m->rank}, element);
     Location loc = forward.getArgument(m->argIndex).getLoc();
     unsigned at = m->argIndex + 1;
     if (failed(forward.insertArgument(at, aType,
@@ -232,7 +494,7 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     adapterArgs.push_back(a);
     adapterArgs.push_back(bMatrix);
     for (const Product &p : m->products)
-      addLowRankPath(b, p, a, bMatrix, settings.scale());
+      addLowRankPath(b, p, a, bMatrix, m->scale);
   }
 
   // Everything but the adapters is frozen.
@@ -262,6 +524,21 @@ struct TGLoraPass : tg::impl::TGLoraPassBase<TGLoraPass> {
     settings.alpha = alpha;
     settings.rslora = rslora;
     settings.targets.assign(targets.begin(), targets.end());
+    settings.targetPattern = targetPattern;
+    settings.layers.assign(layers.begin(), layers.end());
+    settings.layersPattern.assign(layersPattern.begin(), layersPattern.end());
+    settings.exclude.assign(exclude.begin(), exclude.end());
+    settings.excludePattern = excludePattern;
+    if (rankPatternKeys.size() != rankPatternRanks.size() ||
+        alphaPatternKeys.size() != alphaPatternAlphas.size()) {
+      module.emitError() << "tg-lora: each rank-pattern (alpha-pattern) key "
+                            "needs one rank (alpha)";
+      return signalPassFailure();
+    }
+    for (auto [key, r] : llvm::zip(rankPatternKeys, rankPatternRanks))
+      settings.rankPattern.emplace_back(key, r);
+    for (auto [key, a] : llvm::zip(alphaPatternKeys, alphaPatternAlphas))
+      settings.alphaPattern.emplace_back(key, a);
     if (llvm::Error err = addLoraAdapters(forward, settings)) {
       forward.emitError() << "tg-lora: " << llvm::toString(std::move(err));
       return signalPassFailure();

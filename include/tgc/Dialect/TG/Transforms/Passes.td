@@ -14,16 +14,21 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     `NAME.weight` of a product (`tg.linear`, or `tg.matmul` reading a
     Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`), and it is
     targeted when `NAME` equals one of `targets` or ends with "." and one
-    of them; `all-linear` targets every product but the one that feeds the
-    loss. Each targeted module gets the parameters `NAME.lora_A.weight`
+    of them (with `layers`, only in those layers), or when the whole of it
+    matches `target-pattern`; `all-linear` targets every product but the
+    one that feeds the loss; `exclude` and `exclude-pattern` remove
+    modules. Each targeted module gets the parameters `NAME.lora_A.weight`
     [r, in] and `NAME.lora_B.weight` [out, r] right after its weight, and
     each of its products `y` becomes `y + ((x·Aᵀ)·s)·Bᵀ` with
-    s = alpha / r (alpha / sqrt(r) with `rslora`). Every other parameter
-    gets `tg.frozen` (as from tg-freeze).
+    s = alpha / r (alpha / sqrt(r) with `rslora`); the rank-pattern and
+    alpha-pattern keys give some modules another r or alpha. Every other
+    parameter gets `tg.frozen` (as from tg-freeze).
 
-    A target that matches no module, a rank outside 1..min(in, out) of a
-    targeted module, and a target whose weight is also an embedding table
-    (a tied output layer) are errors.
+    A target that matches no module, a pattern that selects a module that
+    is not a linear layer, a rank outside 1..min(in, out) of a targeted
+    module, a target whose weight is also an embedding table (a tied output
+    layer), pattern keys that match nothing or disagree on a module, and an
+    exclusion that excludes nothing are errors.
 
     ```mlir
     %y = tg.linear %x, %w : tensor<2x8x64xf32>, tensor<32x64xf32> -> tensor<2x8x32xf32>
@@ -48,6 +53,28 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     ListOption<"targets", "targets", "std::string",
                "Module names or suffixes to adapt (PEFT's target_modules), "
                "or all-linear">,
+    Option<"targetPattern", "target-pattern", "std::string", "",
+           "A regular expression of whole module names to adapt instead "
+           "(target_modules as a string)">,
+    ListOption<"layers", "layers", "int64_t",
+               "Adapt the list targets in these layers only "
+               "(layers_to_transform)">,
+    ListOption<"layersPattern", "layers-pattern", "std::string",
+               "Module lists whose index is the layer (layers_pattern)">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Module names or suffixes not to adapt (exclude_modules)">,
+    Option<"excludePattern", "exclude-pattern", "std::string", "",
+           "A regular expression of whole module names not to adapt">,
+    ListOption<"rankPatternKeys", "rank-pattern-keys", "std::string",
+               "rank_pattern's keys, each with the rank at its position in "
+               "rank-pattern-ranks">,
+    ListOption<"rankPatternRanks", "rank-pattern-ranks", "int64_t",
+               "rank_pattern's ranks">,
+    ListOption<"alphaPatternKeys", "alpha-pattern-keys", "std::string",
+               "alpha_pattern's keys, each with the alpha at its position "
+               "in alpha-pattern-alphas">,
+    ListOption<"alphaPatternAlphas", "alpha-pattern-alphas", "double",
+               "alpha_pattern's alphas">,
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "Name of the forward function">,
   ];

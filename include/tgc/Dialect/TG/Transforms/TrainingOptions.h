@@ -15,13 +15,17 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::tg {
 
 /// LoRA adapters (tg-lora), as far as PEFT's LoraConfig changes the graph.
+/// Which modules they adapt, and each one's rank and alpha, follow PEFT's
+/// rules (LoraSelection in Lora.h).
 struct LoraSettings {
-  /// The adapters' rank r; 0: no adapters.
+  /// The adapters' rank r (of every module rank_pattern does not name); 0:
+  /// no adapters.
   int64_t rank = 0;
   double alpha = 8;
   /// Scale by alpha / sqrt(rank) instead of alpha / rank (PEFT's
@@ -31,12 +35,34 @@ struct LoraSettings {
   /// module is targeted when its name equals an entry or ends with "." and
   /// the entry. "all-linear" targets every product but the output layer.
   std::vector<std::string> targets;
+  /// `target_modules` written as a string other than "all-linear": a
+  /// regular expression that the whole module name matches (PEFT's
+  /// re.fullmatch). Used instead of `targets` when not empty.
+  std::string targetPattern;
+  /// layers_to_transform: list targets select only the modules of these
+  /// layers (empty: of every layer). A module's layer is the number that
+  /// follows one of `layersPattern` (layers_pattern: "layers", "h") in its
+  /// name, or its first numeric component with two components before it
+  /// and one after.
+  std::vector<int64_t> layers;
+  std::vector<std::string> layersPattern;
+  /// exclude_modules: names or suffixes as for `targets`, or a regular
+  /// expression of whole names (`excludePattern`).
+  std::vector<std::string> exclude;
+  std::string excludePattern;
+  /// rank_pattern and alpha_pattern: a module whose name matches
+  /// `(.*\.)?(KEY)` takes the key's rank or alpha instead of `rank` or
+  /// `alpha`.
+  std::vector<std::pair<std::string, int64_t>> rankPattern;
+  std::vector<std::pair<std::string, double>> alphaPattern;
 
   bool enabled() const { return rank > 0; }
-  double scale() const {
-    return rslora ? alpha / std::sqrt(static_cast<double>(rank))
-                  : alpha / static_cast<double>(rank);
+  /// The scale s of the low-rank path of a module of rank `r` and alpha `a`.
+  double scale(int64_t r, double a) const {
+    return rslora ? a / std::sqrt(static_cast<double>(r))
+                  : a / static_cast<double>(r);
   }
+  double scale() const { return scale(rank, alpha); }
 };
 
 /// The optimizer tg-optimizer appends.

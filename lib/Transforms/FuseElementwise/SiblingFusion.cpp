@@ -196,12 +196,13 @@ bool fuseAllSiblings(
   bool any = false, changed = true;
   while (changed) {
     changed = false;
+    // Each fusion erases `later` and a partner before it in its block
+    // (visited already) and creates an op that may take part again. No set
+    // of erased ops: a new op can reuse an erased one's address, and
+    // whether it does varies from run to run.
     SmallVector<linalg::GenericOp> generics;
     root->walk([&](linalg::GenericOp op) { generics.push_back(op); });
-    llvm::DenseSet<Operation *> fusedAway;
     for (linalg::GenericOp later : generics) {
-      if (fusedAway.contains(later))
-        continue;
       for (OpOperand *operand : later.getDpsInputOperands()) {
         // Sharing pays for a tensor read over every loop: two optimizer
         // updates that share the learning rate stay apart.
@@ -212,7 +213,7 @@ bool fuseAllSiblings(
         SiblingPlace place = SiblingPlace::None;
         for (Operation *user : input.getUsers()) {
           auto earlier = dyn_cast<linalg::GenericOp>(user);
-          if (earlier && earlier != later && !fusedAway.contains(earlier) &&
+          if (earlier && earlier != later &&
               llvm::any_of(earlier.getDpsInputOperands(),
                            [&](OpOperand *other) {
                              return other->get() == input &&
@@ -227,8 +228,6 @@ bool fuseAllSiblings(
         }
         if (!partner)
           continue;
-        fusedAway.insert(partner);
-        fusedAway.insert(later);
         fuseSiblings(rewriter, partner, later, place);
         changed = any = true;
         break;

@@ -47,7 +47,7 @@ def TGCFuseElementwisePass : Pass<"tgc-fuse-elementwise", "::mlir::ModuleOp"> {
       elementwise loop and a transpose is folded into the loop (upstream's
       fold-by-expansion patterns, only there), so the two fuse.
     - Into tasks: an elementwise loop that is the only reader of the rows
-      a parallel task writes (a norm's tasks, `task-bytes`) runs inside
+      a parallel task writes (a norm's tasks, `#tg.row_tasks`) runs inside
       the task on those rows, its other inputs sliced like them (they must
       exist before the tasks): the residual stream's gradient, the sum of
       a norm's input gradient and the gradient flowing past the norm, is

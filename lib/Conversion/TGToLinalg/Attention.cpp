@@ -150,7 +150,7 @@ std::pair<Value, Value> finishRows(OpBuilder &b, Location loc, ValueRange state,
   return {outRows, lseRows};
 }
 
-/// The forward as parallel tasks (`task-bytes`): one per
+/// The forward as parallel tasks (#tg.attention_tiling's `task_tile`): one per
 /// (sequence, key/value head, query tile), in an scf.forall. A task reads
 /// its query rows and each key tile from the sequence's layout into small
 /// contiguous tiles of its own (the queries of the G heads of a group

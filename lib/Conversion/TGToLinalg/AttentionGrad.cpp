@@ -147,9 +147,9 @@ SmallVector<Value> gradQueryTiles(OpBuilder &b, Location loc, const Layout &l,
       });
 }
 
-/// The gradient as parallel tasks (`task-bytes`): one per (sequence,
-/// key/value head), its query tiles in order inside it, because its dK and
-/// dV accumulate over them. A task copies its queries, dO, K, Kᵀ and Vᵀ
+/// The gradient as parallel tasks (#tg.attention_tiling's `task_tile`): one per
+/// (sequence, key/value head), its query tiles in order inside it, because its
+/// dK and dV accumulate over them. A task copies its queries, dO, K, Kᵀ and Vᵀ
 /// from the sequence's layout into contiguous tensors of its own, keeps
 /// its dQ, dK and dV accumulators to itself and writes them into its
 /// slices of the gradients in the sequence's layout at the end.

@@ -4,11 +4,10 @@
 // and a "rowwise" elementwise op that reads per-row statistics (the reduced
 // tensors) and per-column vectors (norm weights) alongside full tensors.
 //
-// With a task budget (convert-tg-to-linalg's task-bytes) the norms and
-// their gradients run as parallel tasks over tiles of rows (rowTasks): a
-// task computes its rows' statistics and then their outputs while the rows
-// are in its core's cache, instead of one pass over the whole tensor per
-// statistic.
+// A norm or norm gradient whose `tg.tiling` is #tg.row_tasks runs as
+// parallel tasks over tiles of that many rows (rowTasks): a task computes
+// its rows' statistics and then their outputs, instead of one pass over the
+// whole tensor per statistic.
 //
 //===----------------------------------------------------------------------===//
 

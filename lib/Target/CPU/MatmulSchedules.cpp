@@ -53,25 +53,51 @@ const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
                       "!transform.any_op {transform.readonly}) {\n";
 const char *kFooter = "  transform.yield\n}\n}\n";
 
-std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs) {
+tg::MatmulTilingAttr tilingAttr(MLIRContext *ctx, const MatmulTiles &t) {
+  return tg::MatmulTilingAttr::get(ctx, t.mt, t.nt, t.kt, t.mr, t.nr,
+                                   t.batched);
+}
+
+MatmulTiles tilesOf(tg::MatmulTilingAttr attr) {
+  MatmulTiles t;
+  t.mt = attr.getTileM();
+  t.nt = attr.getTileN();
+  t.kt = attr.getTileK();
+  t.mr = attr.getRegisterM();
+  t.nr = attr.getRegisterN();
+  t.batched = attr.getBatched();
+  return t;
+}
+
+/// `attributes{tg.tiling = #tg.matmul_tiling<...>}` of a transform match.
+static std::string matchAttr(MLIRContext *ctx, const MatmulTiles &t) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "attributes{" << kScheduleAttr << " = " << tilingAttr(ctx, t) << "}";
+  return text;
+}
+
+std::string forallSchedule(MLIRContext *ctx,
+                           const std::map<std::string, MatmulTiles> &configs) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
   for (auto &[key, t] : configs)
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", "
         "\"linalg.batch_matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "{1} in %root : (!transform.any_op) -> "
         "!transform.any_op\n"
         "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} "
         "tile_sizes "
         "[{2}{3}, {4}] : (!transform.any_op) -> (!transform.any_op, "
         "!transform.any_op)\n",
-        key, kScheduleAttr, t.batched ? "1, " : "", t.mt, t.nt);
+        key, matchAttr(ctx, t), t.batched ? "1, " : "", t.mt, t.nt);
   os << kFooter;
   return s;
 }
 
-std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
+std::string registerSchedule(MLIRContext *ctx,
+                             const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes) {
   std::string s = kHeader;
   llvm::raw_string_ostream os(s);
@@ -95,7 +121,7 @@ std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
   for (auto &[key, t] : configs) {
     os << llvm::formatv(
         "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "{1} in %root : (!transform.any_op) -> "
         "!transform.any_op\n"
         "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} "
         "tile_sizes "
@@ -106,7 +132,7 @@ std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
         "[{3}, {4}, 0] : (!transform.any_op) -> (!transform.any_op, "
         "!transform.any_op, "
         "!transform.any_op)\n",
-        key, kScheduleAttr, t.kt, t.mr, t.nr);
+        key, matchAttr(ctx, t), t.kt, t.mr, t.nr);
     // A trip count that divides evenly makes loop.peel fail silenceably:
     // nothing to peel.
     std::string columns;
@@ -162,7 +188,7 @@ std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
   for (auto &[key, t] : configs)
     os << llvm::formatv(
         "  %all_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "attributes{{{1} = \"{0}\"} in %root : (!transform.any_op) -> "
+        "{1} in %root : (!transform.any_op) -> "
         "!transform.any_op\n"
         "  transform.foreach %all_{0} : !transform.any_op {{\n"
         "  ^bb0(%uop_{0}: !transform.any_op):\n"
@@ -170,7 +196,7 @@ std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
         "tile_sizes [0, 0, 1] "
         ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
         "  }\n",
-        key, kScheduleAttr);
+        key, matchAttr(ctx, t));
   // Folds the tiles' affine.min where the loop bounds decide them (static
   // shapes for the full tiles, also where a peel had nothing to do).
   os << "  %f0 = transform.structured.match ops{[\"func.func\"]} in %root : "
@@ -304,9 +330,7 @@ std::string loweringSchedule() {
   return s;
 }
 
-LogicalResult vectorizeTiles(ModuleOp module,
-                             const std::map<std::string, MatmulTiles> &configs,
-                             int64_t lanes) {
+LogicalResult vectorizeTiles(ModuleOp module, int64_t lanes) {
   SmallVector<linalg::MatmulOp> tiles;
   module.walk([&](linalg::MatmulOp op) {
     if (op->hasAttr(kScheduleAttr))
@@ -314,8 +338,8 @@ LogicalResult vectorizeTiles(ModuleOp module,
   });
   IRRewriter rewriter(module.getContext());
   for (linalg::MatmulOp op : tiles) {
-    const MatmulTiles &t =
-        configs.at(op->getAttrOfType<StringAttr>(kScheduleAttr).str());
+    MatmulTiles t =
+        tilesOf(op->getAttrOfType<tg::MatmulTilingAttr>(kScheduleAttr));
     SmallVector<int64_t> ranges =
         llvm::cast<linalg::LinalgOp>(op.getOperation()).getStaticLoopRanges();
     SmallVector<int64_t> sizes;

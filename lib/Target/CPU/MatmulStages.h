@@ -10,6 +10,7 @@
 #ifndef TGC_LIB_TARGET_CPU_MATMULSTAGES_H
 #define TGC_LIB_TARGET_CPU_MATMULSTAGES_H
 
+#include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Target/CPU/TileModel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,7 +23,12 @@ namespace tgc::cpu::matmuls {
 
 using namespace mlir;
 
-constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
+/// Each scheduled product's #tg.matmul_tiling.
+constexpr llvm::StringLiteral kScheduleAttr = tg::TGDialect::kTilingAttrName;
+
+/// The typed attribute of `tiles`, and the tiles it holds.
+tg::MatmulTilingAttr tilingAttr(MLIRContext *ctx, const MatmulTiles &tiles);
+MatmulTiles tilesOf(tg::MatmulTilingAttr attr);
 
 /// Before the schedules: each f32 matmul of at most `maxRows` rows whose
 /// right-hand operand is a transposed copy of a matrix W (read only by it)
@@ -30,15 +36,18 @@ constexpr llvm::StringLiteral kScheduleAttr = "tgc.matmul_schedule";
 /// copy, no packing, W's rows streamed once.
 void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows);
 
-/// Phase 1: parallel output tiles (and batch entries).
-std::string forallSchedule(const std::map<std::string, MatmulTiles> &configs);
+/// Phase 1: parallel output tiles (and batch entries). The schedules match
+/// the products of each configuration by their #tg.matmul_tiling.
+std::string forallSchedule(MLIRContext *ctx,
+                           const std::map<std::string, MatmulTiles> &configs);
 
 /// Phase 2, on 2-D matmuls inside the output tiles: K cache tile, MR x NR
 /// register tiles. The j loop is peeled and its remainder tiled by whole
 /// vectors (peeled again: only the last < lanes columns stay partial); the
 /// i loop is peeled and its remainder done a row at a time. The unit K loop
 /// comes last, so every variant has the accumulators' loop innermost.
-std::string registerSchedule(const std::map<std::string, MatmulTiles> &configs,
+std::string registerSchedule(MLIRContext *ctx,
+                             const std::map<std::string, MatmulTiles> &configs,
                              int64_t lanes);
 
 /// Phase 4, after vectorisation: canonical transfers and loop-invariant
@@ -72,10 +81,8 @@ std::string loweringSchedule();
 /// Phase 3: vectorises every scheduled matmul tile. Static tiles vectorise
 /// as they are; a dynamic size (a partial vector of columns, or rows where
 /// nothing was peeled) is masked up to its bound: one vector of `lanes`,
-/// or MR rows.
-LogicalResult vectorizeTiles(ModuleOp module,
-                             const std::map<std::string, MatmulTiles> &configs,
-                             int64_t lanes);
+/// or MR rows (its #tg.matmul_tiling's).
+LogicalResult vectorizeTiles(ModuleOp module, int64_t lanes);
 
 /// Products of bf16/f16 operands with an f32 accumulator: each narrow
 /// operand is widened into an f32 buffer once (planned in the arena like

@@ -171,25 +171,24 @@ struct TGCVectorizeMatmulsPass
       }
       t.batched = batched;
       configs.emplace(t.key(), t);
-      op->setAttr(kScheduleAttr, StringAttr::get(&getContext(), t.key()));
+      op->setAttr(kScheduleAttr, tilingAttr(&getContext(), t));
     });
     if (configs.empty()) {
       fillOutputTiles(module);
       fuseEpilogues(module, epilogues);
       return;
     }
-    if (failed(runSchedule(module, forallSchedule(configs))))
+    if (failed(runSchedule(module, forallSchedule(&getContext(), configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
     writeOutputTilesTransposed(module, outputTransposes);
     readHeadsOperandsInPlace(module, headsOperands);
     fillOutputTiles(module);
     fuseEpilogues(module, epilogues);
-    for (auto &entry : configs)
-      entry.second.batched = false;
     int64_t lanes = vectorBits / 32;
-    if (failed(runSchedule(module, registerSchedule(configs, lanes))) ||
-        failed(vectorizeTiles(module, configs, lanes)) ||
+    if (failed(runSchedule(module,
+                           registerSchedule(&getContext(), configs, lanes))) ||
+        failed(vectorizeTiles(module, lanes)) ||
         failed(runSchedule(module, cleanupSchedule())))
       return signalPassFailure();
     hoistAccumulators(module);

@@ -162,8 +162,10 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     otherwise leaves one thread waiting). `tiles` (MT,NT,KT,MR,NR)
     overrides the model (lit tests do not depend on the machine).
 
-    Transform-dialect schedules generated per tile configuration, run by the
-    transform interpreter, with C++ steps between them: unit-batch
+    Each product carries its tiles as `tg.tiling = #tg.matmul_tiling<...>`
+    (removed at the end); transform-dialect schedules generated per tile
+    configuration match the products by it and run in the transform
+    interpreter, with C++ steps between them: unit-batch
     `batch_matmul` tiles become rank-reduced 2-D matmuls, and each tile is
     vectorised with its own sizes (static, or masked up to a bound). The
     vector lowering patterns and canonicalisation run in separate greedy
@@ -211,7 +213,8 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
     "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
     "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect"
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
   ];
 }
 

@@ -48,6 +48,17 @@ RowChunksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+MatmulTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t tileM, int64_t tileN, int64_t tileK,
+                         int64_t registerM, int64_t registerN, bool) {
+  if (tileM < 1 || tileN < 1 || tileK < 1 || registerM < 1 || registerN < 1)
+    return emitError() << "matmul tiles must be positive, got " << tileM
+                       << " x " << tileN << " x " << tileK << " (registers "
+                       << registerM << " x " << registerN << ")";
+  return success();
+}
+
 LogicalResult RowTasksAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t rows) {
   if (rows < 1)
@@ -281,9 +292,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return expect(llvm::isa<RowTasksAttr>(value), "#tg.row_tasks");
     if (llvm::isa<GroupedMatmulOp, GroupedWeightGradOp>(op))
       return expect(llvm::isa<RowChunksAttr>(value), "#tg.row_chunks");
-    return op->emitError()
-           << "'" << name
-           << "' applies to attention, norm and expert product ops only";
+    // The CPU schedule's products (by name: the dialect links no linalg).
+    if (op->getName().getStringRef() == "linalg.matmul" ||
+        op->getName().getStringRef() == "linalg.batch_matmul")
+      return expect(llvm::isa<MatmulTilingAttr>(value), "#tg.matmul_tiling");
+    return op->emitError() << "'" << name
+                           << "' applies to attention, norm, expert product "
+                              "and matmul ops only";
   }
   if (name == kProcessesAttrName) {
     auto processes = llvm::dyn_cast<IntegerAttr>(value);

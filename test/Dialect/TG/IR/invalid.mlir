@@ -729,7 +729,7 @@ func.func @tiling_of_wrong_kind(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tenso
 // -----
 
 func.func @tiling_of_untiled_op(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  // expected-error@+1 {{'tg.tiling' applies to attention, norm and expert product ops only}}
+  // expected-error@+1 {{'tg.tiling' applies to attention, norm, expert product and matmul ops only}}
   %y = tg.add %x, %x {tg.tiling = #tg.row_tasks<rows = 1>} : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
@@ -756,4 +756,20 @@ func.func @row_chunks_tail_too_long(%x: tensor<6x24xf32>, %o: tensor<2xi32>, %w:
   // expected-error@+1 {{row chunks need 1 <= tail_rows <= rows, got rows = 16, tail_rows = 32}}
   %y = tg.grouped_matmul %x, %o, %w {transpose_weights, tg.tiling = #tg.row_chunks<rows = 16, tail_rows = 32>} : tensor<6x24xf32>, tensor<2xi32>, tensor<40x24xf32> -> tensor<6x40xf32>
   return %y : tensor<6x40xf32>
+}
+
+// -----
+
+func.func @matmul_tiling_of_wrong_kind(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'tg.tiling' of this op must be a #tg.matmul_tiling, got #tg.row_tasks<rows = 1>}}
+  %y = linalg.matmul {tg.tiling = #tg.row_tasks<rows = 1>} ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @matmul_tiling_empty(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{matmul tiles must be positive, got 4 x 0 x 8 (registers 4 x 16)}}
+  %y = linalg.matmul {tg.tiling = #tg.matmul_tiling<tile_m = 4, tile_n = 0, tile_k = 8, register_m = 4, register_n = 16, batched = false>} ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
 }

@@ -1,9 +1,10 @@
 //===- TGAttrs.td - tg dialect attributes ------------------*- tablegen -*-===//
 //
 // Lowering configurations: how a target tiles the ops the neutral lowering
-// (convert-tg-to-linalg) emits as loops of its own. A target's schedule
-// sets them as `tg.tiling` on the op, in the spirit of IREE's
-// `lowering_config`; without one an op is lowered untiled.
+// (convert-tg-to-linalg) emits as loops of its own, and how the CPU
+// schedule tiles the matrix products. A target's schedule sets them as
+// `tg.tiling` on the op, in the spirit of IREE's `lowering_config`; without
+// one an op is lowered untiled.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +77,29 @@ def TG_RowChunksAttr : TG_Attr<"RowChunks", "row_chunks"> {
     ```
   }];
   let parameters = (ins "int64_t":$rows, "int64_t":$tail_rows);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def TG_MatmulTilingAttr : TG_Attr<"MatmulTiling", "matmul_tiling"> {
+  let summary = "How the CPU schedule tiles one linalg.matmul or batch_matmul";
+  let description = [{
+    Set by tgc-vectorize-matmuls on the bufferized products it schedules
+    (from its tile model, or `tiles` given by hand) and read by its
+    transform schedules, which match products by it: output tiles of
+    `tile_m` x `tile_n` (one parallel task each; a `batched` product's batch
+    entries are tasks too), a K tile of `tile_k`, register tiles of
+    `register_m` x `register_n` accumulators. Removed once the products are
+    FMAs.
+
+    ```mlir
+    #tg.matmul_tiling<tile_m = 64, tile_n = 256, tile_k = 256,
+                      register_m = 4, register_n = 16, batched = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n,
+                        "int64_t":$tile_k, "int64_t":$register_m,
+                        "int64_t":$register_n, "bool":$batched);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

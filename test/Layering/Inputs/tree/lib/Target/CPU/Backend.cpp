@@ -1,0 +1,2 @@
+#include "tgc/Target/CPU/Passes.h"
+#include "tgc/Target/CUDA/CUDATarget.h"

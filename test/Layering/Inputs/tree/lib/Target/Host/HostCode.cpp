@@ -1,0 +1,2 @@
+#include "tgc/Target/Host/HostCode.h"
+#include "tgc/Target/CPU/CPUTarget.h"

@@ -231,6 +231,9 @@ constexpr StringLiteral kAllLinear = "all-linear";
 struct Product {
   Operation *op;
   Value input;
+  /// An expert's product: the index of its weight among the
+  /// tg.grouped_matmul's weights; -1 otherwise.
+  int expert = -1;
 };
 
 /// A parameter read by products only, with the products that read it.
@@ -259,6 +262,17 @@ std::optional<Product> asProduct(Operation *op, Value weight, bool &fanInFanOut)
       !matmul.getTransposeLhs() && !matmul.getTransposeRhs()) {
     fanInFanOut = true;
     return Product{op, matmul.getLhs()};
+  }
+  // An expert's nn.Linear: its weight [out, in] among the grouped
+  // product's, applied to the rows routed to it.
+  if (auto grouped = dyn_cast<GroupedMatmulOp>(op);
+      grouped && grouped.getTransposeWeights() &&
+      grouped.getInput() != weight) {
+    for (auto [j, w] : llvm::enumerate(grouped.getWeights()))
+      if (w == weight) {
+        fanInFanOut = false;
+        return Product{op, grouped.getInput(), static_cast<int>(j)};
+      }
   }
   return std::nullopt;
 }
@@ -330,6 +344,59 @@ void addLowRankPath(OpBuilder &b, const Product &p, Value a, Value bMatrix,
                                up.getDefiningOp(), sum.getOperation()})
       created->setAttr(TGDialect::kLayerAttrName, layer);
   y.replaceAllUsesExcept(sum, sum);
+}
+
+/// One expert's adapters, for the low-rank path of its grouped product.
+struct ExpertAdapters {
+  int expert;
+  Value a, b;
+};
+
+/// y + grouped((grouped(x, A_e)·s), B_e) after the grouped product `op`:
+/// each expert's rows through its own adapters, zero ones for the experts
+/// the targets leave out (they add nothing and train nothing).
+void addGroupedLowRankPath(OpBuilder &b, GroupedMatmulOp op,
+                           ArrayRef<ExpertAdapters> adapters, int64_t rank,
+                           double scale) {
+  b.setInsertionPointAfter(op);
+  Location loc = op.getLoc();
+  auto weightType = cast<RankedTensorType>(op.getWeights().front().getType());
+  Type element = weightType.getElementType();
+  int64_t out = weightType.getDimSize(0), in = weightType.getDimSize(1);
+  SmallVector<Value> as, bs;
+  Value zeroA, zeroB;
+  for (unsigned e = 0, n = op.getWeights().size(); e < n; ++e) {
+    const ExpertAdapters *own = llvm::find_if(
+        adapters, [&](const ExpertAdapters &x) { return x.expert == int(e); });
+    if (own != adapters.end()) {
+      as.push_back(own->a);
+      bs.push_back(own->b);
+      continue;
+    }
+    if (!zeroA) {
+      auto aType = RankedTensorType::get({rank, in}, element);
+      auto bType = RankedTensorType::get({out, rank}, element);
+      zeroA =
+          ConstantOp::create(b, loc, cast<ElementsAttr>(b.getZeroAttr(aType)));
+      zeroB =
+          ConstantOp::create(b, loc, cast<ElementsAttr>(b.getZeroAttr(bType)));
+    }
+    as.push_back(zeroA);
+    bs.push_back(zeroB);
+  }
+  RankedTensorType result = op.getType();
+  auto rows = result.clone({result.getDimSize(0), rank});
+  Value down = GroupedMatmulOp::create(b, loc, rows, op.getInput(),
+                                       op.getOffsets(), as, true);
+  Value scaled = ScaleOp::create(b, loc, down, b.getF64FloatAttr(scale));
+  Value up = GroupedMatmulOp::create(b, loc, result, scaled, op.getOffsets(),
+                                     bs, true);
+  auto sum = AddOp::create(b, loc, op.getResult(), up);
+  if (auto layer = op->getAttr(TGDialect::kLayerAttrName))
+    for (Operation *created : {down.getDefiningOp(), scaled.getDefiningOp(),
+                               up.getDefiningOp(), sum.getOperation()})
+      created->setAttr(TGDialect::kLayerAttrName, layer);
+  op.getResult().replaceAllUsesExcept(sum, sum);
 }
 
 } // namespace
@@ -451,6 +518,24 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
         "the LoRA targets select no linear layer of @{0}{1}", forward.getName(),
         settings.layers.empty() ? ""
                                 : " in the layers of layers_to_transform"));
+  // The adapted experts of one grouped product share its low-rank products:
+  // one rank and one scale.
+  llvm::MapVector<Operation *, SmallVector<Module *>> expertsOf;
+  for (Module *m : targeted)
+    for (const Product &p : m->products)
+      if (p.expert >= 0)
+        expertsOf[p.op].push_back(m);
+  for (auto &[op, experts] : expertsOf)
+    for (Module *m : experts)
+      if (m->rank != experts.front()->rank ||
+          m->scale != experts.front()->scale)
+        return error(llvm::formatv(
+            "LoRA gives the experts '{0}' and '{1}' different ranks or "
+            "scales ({2} and {3}, {4} and {5}): the experts of one layer "
+            "share one rank and one scale in tgc",
+            experts.front()->name, m->name, experts.front()->rank, m->rank,
+            llvm::format("%g", experts.front()->scale),
+            llvm::format("%g", m->scale)));
   // A pattern key that adapts nothing is a mistake in the settings.
   for (auto &[key, value] : settings.rankPattern)
     if (llvm::none_of(targeted, [&, &key = key](Module *m) {
@@ -474,6 +559,7 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
         b.getNamedAttr(TGDialect::kParamAttrName, b.getStringAttr(name)));
   };
   SmallVector<BlockArgument> adapterArgs;
+  llvm::MapVector<Operation *, SmallVector<ExpertAdapters>> groupedAdapters;
   for (Module *m : llvm::reverse(targeted)) {
     Type element =
         cast<RankedTensorType>(forward.getArgument(m->argIndex).getType())
@@ -494,7 +580,15 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     adapterArgs.push_back(a);
     adapterArgs.push_back(bMatrix);
     for (const Product &p : m->products)
-      addLowRankPath(b, p, a, bMatrix, m->scale);
+      if (p.expert < 0)
+        addLowRankPath(b, p, a, bMatrix, m->scale);
+      else
+        groupedAdapters[p.op].push_back({p.expert, a, bMatrix});
+  }
+  for (auto &[op, adapters] : groupedAdapters) {
+    Module *first = expertsOf[op].front();
+    addGroupedLowRankPath(b, cast<GroupedMatmulOp>(op), adapters, first->rank,
+                          first->scale);
   }
 
   // Everything but the adapters is frozen.

@@ -11,8 +11,9 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     Runs on the forward function (`@forward` by default) first of all;
     tgc adds it for `--lora-r` (the model file's `training.lora`). It
     follows Hugging Face PEFT's `LoraConfig`: a module is the parameter
-    `NAME.weight` of a product (`tg.linear`, or `tg.matmul` reading a
-    Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`), and it is
+    `NAME.weight` of a product (`tg.linear`, `tg.matmul` reading a
+    Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`, or one
+    expert's weight of a `tg.grouped_matmul`), and it is
     targeted when `NAME` equals one of `targets` or ends with "." and one
     of them (with `layers`, only in those layers), or when the whole of it
     matches `target-pattern`; `all-linear` targets every product but the
@@ -20,7 +21,9 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     modules. Each targeted module gets the parameters `NAME.lora_A.weight`
     [r, in] and `NAME.lora_B.weight` [out, r] right after its weight, and
     each of its products `y` becomes `y + ((x·Aᵀ)·s)·Bᵀ` with
-    s = alpha / r (alpha / sqrt(r) with `rslora`); the rank-pattern and
+    s = alpha / r (alpha / sqrt(r) with `rslora`); an expert's grouped
+    product gains `y + grouped(grouped(x, A_e)·s, B_e)` over its routed
+    rows, zero adapters for the experts not targeted; the rank-pattern and
     alpha-pattern keys give some modules another r or alpha. Every other
     parameter gets `tg.frozen` (as from tg-freeze).
 

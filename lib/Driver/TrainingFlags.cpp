@@ -422,11 +422,10 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   if (llvm::Error err = checkRematFlags(config.training))
     return err;
   const TrainingConfig &t = config.training;
-  if (t.zeroStage == 3 && (t.lora.enabled() || t.frozenDtype != DType::F32))
+  if (t.zeroStage == 3 && t.frozenDtype != DType::F32)
     return llvm::createStringError(
-        std::string("--zero=3 shards every parameter in f32: ") +
-        (t.lora.enabled() ? "LoRA adapters are" : "--frozen-dtype is") +
-        " not supported with it yet; use --zero=1");
+        "--zero=3 shards every parameter in f32: --frozen-dtype is not "
+        "supported with it yet; use --zero=1");
   return validateModelConfig(config);
 }
 

@@ -4,6 +4,7 @@
 #include "Checkpoints.h"
 #include "Data.h"
 #include "Device.h"
+#include "Distributed.h"
 #include "Fatal.h"
 #include "Files.h"
 #include "tgc/Runtime/Json.h"
@@ -163,19 +164,40 @@ std::string tgc::rt::peftName(const std::string &name) {
 }
 
 uint64_t tgc::rt::frozenFingerprint(const StepBuffers &s) {
+  // Over the whole tensors, however they are held: ZeRO-3's shards are
+  // gathered on rank 0 one tensor at a time, and rank 0's hash is then
+  // every process's (as 32-bit halves, exact in doubles).
   uint64_t h = 0x9e3779b97f4a7c15ull;
+  bool sharded = false;
+  auto mixBytes = [&](const uint8_t *p, size_t bytes) {
+    for (size_t k = 0; k < bytes; k += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, p + k, std::min<size_t>(8, bytes - k));
+      h = mix64(h ^ word);
+    }
+  };
   for (int i : s.params) {
     const Buffer &b = s.buffers[i];
     if (isAdapter(*b.info))
       continue;
-    const uint8_t *p = static_cast<const uint8_t *>(b.data);
-    for (size_t k = 0; k < b.bytes; k += 8) {
-      uint64_t word = 0;
-      std::memcpy(&word, p + k, std::min<size_t>(8, b.bytes - k));
-      h = mix64(h ^ word);
+    if (b.info->shard_numel == 0) {
+      mixBytes(static_cast<const uint8_t *>(b.data), b.bytes);
+      continue;
     }
+    sharded = true;
+    TensorData whole = wholeTensor(b, shapeOf(*b.info));
+    mixBytes(whole.bytes.data(), whole.bytes.size());
   }
-  return h;
+  if (!sharded)
+    return h;
+  double halves[2] = {0, 0};
+  if (tgc_dist_rank() == 0) {
+    halves[0] = static_cast<double>(h >> 32);
+    halves[1] = static_cast<double>(h & 0xffffffffu);
+  }
+  tgc_dist_sum(halves, 2);
+  return (static_cast<uint64_t>(halves[0]) << 32) |
+         static_cast<uint64_t>(halves[1]);
 }
 
 std::string tgc::rt::trainingStatePath(const std::string &directory) {
@@ -247,7 +269,10 @@ void tgc::rt::loadAdapters(StepBuffers &s, const std::string &path) {
 void tgc::rt::saveAdapters(const tgc_model_info &m, const StepBuffers &s,
                            const std::string &path, int64_t step, DType dtype,
                            bool writes) {
-  if (!writes && dtype != DType::F32)
+  bool sharded = std::any_of(s.params.begin(), s.params.end(), [&](int i) {
+    return s.buffers[i].info->shard_numel > 0;
+  });
+  if (!writes && dtype != DType::F32 && !sharded)
     return;
   SafeTensorsFile adapters, state;
   adapters.metadata["format"] = "pt";
@@ -256,12 +281,18 @@ void tgc::rt::saveAdapters(const tgc_model_info &m, const StepBuffers &s,
     if (!isAdapter(*b.info))
       continue;
     download(b);
-    state.tensors[b.info->name] = hostTensor(b);
-    adapters.tensors[peftName(b.info->name)] =
-        dtype == DType::F32
-            ? hostTensor(b)
-            : narrowFloats(static_cast<const float *>(b.data), b.numel,
-                           shapeOf(*b.info), dtype);
+    // ZeRO-3's shards gathered on rank 0 (every process takes part).
+    TensorData whole = wholeTensor(b, shapeOf(*b.info));
+    if (dtype == DType::F32) {
+      adapters.tensors[peftName(b.info->name)] = whole;
+    } else if (writes) {
+      std::vector<float> values(whole.numElements());
+      for (size_t k = 0; k < values.size(); ++k)
+        values[k] = static_cast<float>(whole.get(k));
+      adapters.tensors[peftName(b.info->name)] =
+          narrowFloats(values.data(), values.size(), whole.shape, dtype);
+    }
+    state.tensors[b.info->name] = std::move(whole);
   }
   if (dtype == DType::F32)
     addOptimizerState(s, state);
@@ -285,7 +316,12 @@ void tgc::rt::saveAdapters(const tgc_model_info &m, const StepBuffers &s,
 
 void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
                                  const std::string &path, int64_t step,
-                                 DType dtype) {
+                                 DType dtype, bool writes) {
+  bool sharded = std::any_of(s.params.begin(), s.params.end(), [&](int i) {
+    return s.buffers[i].info->shard_numel > 0;
+  });
+  if (!writes && !sharded)
+    return;
   std::map<std::string, const Buffer *> byName;
   for (int i : s.params) {
     download(s.buffers[i]);
@@ -305,33 +341,49 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
       weights.push_back(buffer);
     }
   // One merged tensor at a time: the file may be larger than the memory
-  // the run had left.
-  auto merged = [&](size_t index) {
+  // the run had left. Under ZeRO-3 every process gathers each tensor in
+  // the same order, and only the writer keeps it.
+  auto merged = [&](size_t index) -> TensorData {
     const Buffer &w = *weights[index];
     const std::string &name = entries[index].name;
-    std::vector<float> values = loadFloats(w);
+    TensorData whole = wholeTensor(w, shapeOf(*w.info));
     std::string module = name.substr(0, name.size() - 7);
     auto a = byName.find(module + ".lora_A.weight");
     auto b = byName.find(module + ".lora_B.weight");
-    if (endsWith(name, ".weight") && a != byName.end() && b != byName.end()) {
+    bool adapted =
+        endsWith(name, ".weight") && a != byName.end() && b != byName.end();
+    TensorData wholeA, wholeB;
+    if (adapted) {
+      wholeA = wholeTensor(*a->second, shapeOf(*a->second->info));
+      wholeB = wholeTensor(*b->second, shapeOf(*b->second->info));
+    }
+    if (!writes)
+      return TensorData();
+    std::vector<float> values(whole.numElements());
+    for (size_t k = 0; k < values.size(); ++k)
+      values[k] = static_cast<float>(whole.get(k));
+    if (adapted) {
       // A [r, in], B [out, r]; W [out, in], or [in, out] for Conv1D.
-      const float *A = static_cast<const float *>(a->second->data);
-      const float *B = static_cast<const float *>(b->second->data);
       int64_t r = a->second->info->shape[0], in = a->second->info->shape[1],
               outs = b->second->info->shape[0];
+      double scale = a->second->info->lora_scale;
       for (int64_t o = 0; o < outs; ++o)
         for (int64_t i = 0; i < in; ++i) {
           double delta = 0;
           for (int64_t k = 0; k < r; ++k)
-            delta += double(B[o * r + k]) * double(A[k * in + i]);
+            delta += wholeB.get(o * r + k) * wholeA.get(k * in + i);
           float &target = m.lora_fan_in_fan_out ? values[i * outs + o]
                                                 : values[o * in + i];
-          target = static_cast<float>(double(target) +
-                                      a->second->info->lora_scale * delta);
+          target = static_cast<float>(double(target) + scale * delta);
         }
     }
-    return narrowFloats(values.data(), w.numel, shapeOf(*w.info), dtype);
+    return narrowFloats(values.data(), values.size(), whole.shape, dtype);
   };
+  if (!writes) {
+    for (size_t i = 0; i < entries.size(); ++i)
+      merged(i);
+    return;
+  }
   std::string error;
   if (!writeSafeTensors(path, metadata, entries, merged, error))
     die(error);

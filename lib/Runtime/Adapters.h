@@ -50,8 +50,11 @@ void saveAdapters(const tgc_model_info &m, const StepBuffers &s,
 
 /// --merge-to: every base weight under its Hugging Face name, the adapted
 /// ones as W + scale·B·A (its transpose for [in, out] weights), in `dtype`.
+/// Every process calls it (ZeRO-3's shards are gathered tensor by tensor);
+/// the one that `writes` writes.
 void writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
-                        const std::string &path, int64_t step, DType dtype);
+                        const std::string &path, int64_t step, DType dtype,
+                        bool writes);
 
 } // namespace tgc::rt
 

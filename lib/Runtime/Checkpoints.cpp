@@ -185,12 +185,8 @@ void tgc::rt::dumpGradients(const StepBuffers &s, const std::string &path) {
     die(error);
 }
 
-/// b's host copy as a whole tensor of `shape`: a shard (ZeRO-1's state,
-/// ZeRO-3's parameters) is gathered from every process on rank 0 (every
-/// process calls this; only rank 0's result holds the elements, the others
-/// hold none).
-static TensorData wholeTensor(const Buffer &b,
-                              const std::vector<int64_t> &shape) {
+TensorData tgc::rt::wholeTensor(const Buffer &b,
+                                const std::vector<int64_t> &shape) {
   if (b.info->shard_numel == 0 && b.info->shard_of < 0)
     return hostTensor(b);
   TensorData t;

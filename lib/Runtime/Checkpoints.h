@@ -36,6 +36,12 @@ void saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
 /// b's element type, and its mapped pages given back.
 void copyFrom(Buffer &b, const TensorData &t, const std::string &file);
 
+/// b's host copy as a whole tensor of `shape`: a shard (ZeRO-1's state,
+/// ZeRO-3's parameters) is gathered from every process on rank 0 (every
+/// process calls this; only rank 0's result holds the elements, the others
+/// hold none).
+TensorData wholeTensor(const Buffer &b, const std::vector<int64_t> &shape);
+
 /// The optimizer state as optimizer.<name> (ZeRO-1 shards gathered whole:
 /// every process calls it).
 void addOptimizerState(const StepBuffers &s, SafeTensorsFile &out);

@@ -141,9 +141,9 @@ int main(int argc, char **argv) {
   if (!opt.save.empty())
     saveCheckpoint(m, buffers, opt.save, firstStep + done, opt.saveDtype,
                    opt.writes);
-  if (!opt.mergeTo.empty() && opt.writes)
-    writeMergedWeights(m, buffers, opt.mergeTo, firstStep + done,
-                       opt.saveDtype);
+  if (!opt.mergeTo.empty())
+    writeMergedWeights(m, buffers, opt.mergeTo, firstStep + done, opt.saveDtype,
+                       opt.writes);
   if (int signo = trainer.stoppedBy(); signo && tgc_dist_rank() == 0) {
     std::string saved = opt.save.empty() ? ""
                                          : "; " + opt.save + " holds step " +

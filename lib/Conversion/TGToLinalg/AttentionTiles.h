@@ -197,8 +197,8 @@ Value regroup(OpBuilder &b, Location loc, Value v,
 Value contiguousCopy(OpBuilder &b, Location loc, Value v);
 
 /// A task's matrix [R, C] as a batch of one [1, R, C] (an expand: never a
-/// reshape through one flat dimension, which would need a copy of a strided
-/// slice and which the CPU schedule cannot take for a product operand).
+/// reshape through one flat dimension, which cannot view a strided slice
+/// and would copy it on any target).
 Value matrixAsBatch(OpBuilder &b, Location loc, Value v);
 
 /// Query-shaped [B, S, Hq, E] with the heads split into groups:

@@ -114,8 +114,9 @@ Value lowering::reshape(OpBuilder &b, Location loc, Value v,
     return v;
   // Through the finest shape both coarsen ([110, 16] → [22, 5, 16] →
   // [22, 80]): an expand and a collapse whose views stay strided. A
-  // detour through one flat dimension makes memref views that the
-  // alias-folding patterns of the CPU schedule do not converge on.
+  // detour through one flat dimension is no strided view of a strided
+  // slice: bufferization copies it, and the folding of view chains
+  // (memref alias folding) does not see through it.
   if (source.getRank() > 0 && target.getRank() > 0 &&
       source.hasStaticShape() && target.hasStaticShape()) {
     if (std::optional<Value> once =

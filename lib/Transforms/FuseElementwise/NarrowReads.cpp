@@ -95,8 +95,7 @@ static void readWidening(RewriterBase &rewriter, OpOperand &use, Value narrow) {
 /// task slices the narrow tensor, and the loops that read it or its slices
 /// widen each element as they read it (`arith.extf` in their bodies); any
 /// other reader of a slice reads it widened in the task (a buffer of the
-/// task's size, in its core's cache). The same values, without the f32
-/// copy.
+/// task's size). The same values, without the f32 copy.
 void fuseWideningIntoReaders(
     func::FuncOp func,
     const llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned> &inPlace) {

@@ -38,10 +38,11 @@ static tensor::ParallelInsertSliceOp insertOfResult(scf::ForallOp forall,
 }
 
 /// An elementwise loop that reads the rows a parallel task computes (a
-/// norm's rows: convert-tg-to-linalg's row tasks) runs in the task, on
-/// those rows while they are in its core's cache: the residual stream's
+/// norm's rows: the row tasks a target chose, #tg.row_tasks) runs in the
+/// task, on those rows as the task has them: the residual stream's
 /// gradient, summed with a norm's input gradient, is written once instead
-/// of the norm's gradient being written and both read back. Its other
+/// of the norm's gradient being written and both read back. It follows the
+/// tasks there are and sizes nothing itself. Its other
 /// inputs must exist before the tasks, and its result have the rows' type.
 void fuseConsumersIntoTasks(func::FuncOp func) {
   DominanceInfo dominance(func);

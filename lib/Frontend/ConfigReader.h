@@ -26,6 +26,13 @@ using llvm::json::Value;
 /// "file:line:col: invalid JSON: ...".
 std::string formatParseError(llvm::StringRef path, llvm::Error error);
 
+/// Parses `text` (from `path`) as JSON whose top level is an object: errors
+/// name the file, the line and column, or say "expected a JSON object
+/// `expected`, got ...".
+llvm::Expected<Value> parseJSONObject(llvm::StringRef text,
+                                      llvm::StringRef path,
+                                      llvm::StringRef expected);
+
 /// Describes a JSON value for messages: `string "abc"`, `number 3.5`.
 std::string describe(const Value &v);
 

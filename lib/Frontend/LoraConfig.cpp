@@ -187,18 +187,11 @@ tgc::loadLoraConfig(llvm::StringRef path) {
     return llvm::createStringError(
         llvm::formatv("{0}: cannot read LoRA config: {1}", path,
                       buffer.getError().message()));
-  llvm::StringRef text = (*buffer)->getBuffer();
-  if (llvm::Error err = checkJSONNesting(text, path))
-    return std::move(err);
-  llvm::Expected<Value> json = llvm::json::parse(text);
+  llvm::Expected<Value> json = parseJSONObject(
+      (*buffer)->getBuffer(), path, "(PEFT's adapter_config.json)");
   if (!json)
-    return llvm::createStringError(formatParseError(path, json.takeError()));
+    return json.takeError();
   const Object *root = json->getAsObject();
-  if (!root)
-    return llvm::createStringError(llvm::formatv(
-        "{0}: expected a JSON object (PEFT's adapter_config.json), "
-        "got {1}",
-        path, describe(*json)));
   ConfigReader reader(path, *root);
   if (auto type = reader.string("peft_type", false); type && *type != "LORA")
     reader.error("peft_type", "\"" + *type + "\" is not LoRA");

@@ -285,19 +285,28 @@ llvm::Error tgc::checkJSONNesting(llvm::StringRef text, llvm::StringRef path,
   return llvm::Error::success();
 }
 
-llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
-                                                  llvm::StringRef path) {
+llvm::Expected<Value> tgc::config::parseJSONObject(llvm::StringRef text,
+                                                   llvm::StringRef path,
+                                                   llvm::StringRef expected) {
   // llvm::json::parse recurses once per level: refuse deep nesting first.
   if (llvm::Error err = checkJSONNesting(text, path))
     return std::move(err);
   llvm::Expected<Value> json = llvm::json::parse(text);
   if (!json)
     return llvm::createStringError(formatParseError(path, json.takeError()));
-  const Object *root = json->getAsObject();
-  if (!root)
+  if (!json->getAsObject())
     return llvm::createStringError(
-        llvm::formatv("{0}: expected a JSON object at the top level, got {1}",
-                      path, describe(*json)));
+        llvm::formatv("{0}: expected a JSON object {1}, got {2}", path,
+                      expected, describe(*json)));
+  return json;
+}
+
+llvm::Expected<ModelConfig> tgc::parseModelConfig(llvm::StringRef text,
+                                                  llvm::StringRef path) {
+  llvm::Expected<Value> json = parseJSONObject(text, path, "at the top level");
+  if (!json)
+    return json.takeError();
+  const Object *root = json->getAsObject();
 
   ModelConfig config;
   config.path = path.str();

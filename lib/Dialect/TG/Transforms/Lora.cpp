@@ -19,6 +19,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGLORAPASS
@@ -73,19 +74,18 @@ LoraSelection::compile(const LoraSettings &settings) {
   auto fail = [](const Twine &message) -> llvm::Error {
     return llvm::createStringError(message.str());
   };
-  if (!settings.targetPattern.empty()) {
-    llvm::Expected<tgc::NamePattern> re =
-        tgc::NamePattern::compile(settings.targetPattern);
+  // target_modules and exclude_modules written as regular expressions.
+  for (auto [key, text, into] :
+       {std::tuple(StringRef("target_modules"), &settings.targetPattern,
+                   &s.target),
+        std::tuple(StringRef("exclude_modules"), &settings.excludePattern,
+                   &s.exclude)}) {
+    if (text->empty())
+      continue;
+    llvm::Expected<tgc::NamePattern> re = tgc::NamePattern::compile(*text);
     if (!re)
-      return fail("LoRA target_modules: " + llvm::toString(re.takeError()));
-    s.target = *re;
-  }
-  if (!settings.excludePattern.empty()) {
-    llvm::Expected<tgc::NamePattern> re =
-        tgc::NamePattern::compile(settings.excludePattern);
-    if (!re)
-      return fail("LoRA exclude_modules: " + llvm::toString(re.takeError()));
-    s.exclude = *re;
+      return fail("LoRA " + key + ": " + llvm::toString(re.takeError()));
+    *into = *re;
   }
   bool stringTarget =
       s.target || llvm::is_contained(settings.targets, StringRef("all-linear"));

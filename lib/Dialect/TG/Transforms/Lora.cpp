@@ -161,65 +161,54 @@ bool LoraSelection::names(StringRef module) const {
   return layer && llvm::is_contained(lora.layers, *layer);
 }
 
-namespace {
+SmallVector<StringRef> LoraSelection::matching(ArrayRef<Keyed> keyed,
+                                               StringRef module) {
+  SmallVector<StringRef> keys;
+  for (const Keyed &k : keyed)
+    if (k.pattern.matches(module))
+      keys.push_back(k.key);
+  return keys;
+}
 
-/// The value of the keys of `keyed` that match `module`, `fallback` when
-/// none does; fails when matching keys disagree.
-llvm::Expected<double> patternValue(StringRef what, StringRef module,
-                                    ArrayRef<StringRef> keys,
-                                    llvm::function_ref<double(StringRef)> of,
-                                    double fallback) {
-  if (keys.empty())
-    return fallback;
-  for (StringRef other : keys.drop_front())
-    if (of(other) != of(keys.front()))
+llvm::Expected<double> LoraSelection::valueOf(ArrayRef<Keyed> keyed,
+                                              StringRef what, StringRef module,
+                                              double fallback) {
+  const Keyed *first = nullptr;
+  for (const Keyed &k : keyed) {
+    if (!k.pattern.matches(module))
+      continue;
+    if (!first) {
+      first = &k;
+    } else if (k.value != first->value) {
       return llvm::createStringError(
           llvm::formatv("LoRA {0} keys '{1}' and '{2}' both match module "
                         "'{3}' with different values (PEFT would take the "
                         "first in its dictionary order): make them disjoint",
-                        what, keys.front(), other, module)
+                        what, first->key, k.key, module)
               .str());
-  return of(keys.front());
+    }
+  }
+  return first ? first->value : fallback;
 }
 
-} // namespace
-
 SmallVector<StringRef> LoraSelection::rankKeysOf(StringRef module) const {
-  SmallVector<StringRef> keys;
-  for (const Keyed &k : ranks)
-    if (k.pattern.matches(module))
-      keys.push_back(k.key);
-  return keys;
+  return matching(ranks, module);
 }
 
 SmallVector<StringRef> LoraSelection::alphaKeysOf(StringRef module) const {
-  SmallVector<StringRef> keys;
-  for (const Keyed &k : alphas)
-    if (k.pattern.matches(module))
-      keys.push_back(k.key);
-  return keys;
+  return matching(alphas, module);
 }
 
 llvm::Expected<int64_t> LoraSelection::rank(StringRef module) const {
-  auto of = [&](StringRef key) {
-    return llvm::find_if(ranks, [&](const Keyed &k) { return k.key == key; })
-        ->value;
-  };
-  llvm::Expected<double> r =
-      patternValue("rank_pattern", module, rankKeysOf(module), of,
-                   static_cast<double>(lora.rank));
+  llvm::Expected<double> r = valueOf(ranks, "rank_pattern", module,
+                                     static_cast<double>(lora.rank));
   if (!r)
     return r.takeError();
   return static_cast<int64_t>(*r);
 }
 
 llvm::Expected<double> LoraSelection::alpha(StringRef module) const {
-  auto of = [&](StringRef key) {
-    return llvm::find_if(alphas, [&](const Keyed &k) { return k.key == key; })
-        ->value;
-  };
-  return patternValue("alpha_pattern", module, alphaKeysOf(module), of,
-                      lora.alpha);
+  return valueOf(alphas, "alpha_pattern", module, lora.alpha);
 }
 
 namespace {

@@ -70,6 +70,14 @@ private:
     tgc::NamePattern pattern;
     double value;
   };
+  /// The keys of `keyed` that match `module`, in order.
+  static SmallVector<StringRef> matching(ArrayRef<Keyed> keyed,
+                                         StringRef module);
+  /// The value the keys of `keyed` that match `module` give it, `fallback`
+  /// when none does; fails when they disagree.
+  static llvm::Expected<double> valueOf(ArrayRef<Keyed> keyed, StringRef what,
+                                        StringRef module, double fallback);
+
   LoraSettings lora;
   std::optional<tgc::NamePattern> target, exclude;
   std::vector<Keyed> ranks, alphas;

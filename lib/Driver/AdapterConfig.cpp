@@ -51,7 +51,9 @@ void tgc::describeLora(ModelSummary &summary, std::vector<BufferDesc> &buffers,
   for (BufferDesc &b : buffers) {
     llvm::StringRef module = b.name;
     if (!module.consume_back(".lora_A.weight") &&
-        !module.consume_back(".lora_B.weight"))
+        !module.consume_back(".lora_B.weight") &&
+        !module.consume_back(".lora_embedding_A") &&
+        !module.consume_back(".lora_embedding_B"))
       continue;
     llvm::Expected<int64_t> rank = selection->rank(module);
     llvm::Expected<double> alpha = selection->alpha(module);
@@ -72,7 +74,8 @@ void tgc::describeLora(ModelSummary &summary, std::vector<BufferDesc> &buffers,
         if (auto name = step.getArgAttrOfType<mlir::StringAttr>(
                 i, mlir::tg::TGDialect::kParamAttrName)) {
           llvm::StringRef module = name.getValue();
-          if (module.consume_back(".lora_A.weight"))
+          if (module.consume_back(".lora_A.weight") ||
+              module.consume_back(".lora_embedding_A"))
             targets.push_back(mlir::tg::moduleKind(module).str());
         }
     } else {

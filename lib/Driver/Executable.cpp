@@ -52,6 +52,16 @@ void chooseInit(BufferDesc &b, const ModelConfig *config) {
     b.init = TGC_INIT_ZEROS;
     return;
   }
+  // lora.Embedding's: A zero, B standard normal.
+  if (name.ends_with(".lora_embedding_A")) {
+    b.init = TGC_INIT_ZEROS;
+    return;
+  }
+  if (name.ends_with(".lora_embedding_B")) {
+    b.init = TGC_INIT_NORMAL;
+    b.initScale = 1.0;
+    return;
+  }
   if (config && config->family == ModelFamily::MLP) {
     // torch.nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
     int64_t fanIn = 1;

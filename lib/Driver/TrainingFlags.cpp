@@ -7,6 +7,7 @@
 
 #include "tgc/Driver/TrainingFlags.h"
 
+#include "tgc/Dialect/TG/Transforms/Lora.h"
 #include "tgc/Dialect/TG/Transforms/Remat.h"
 #include "tgc/Support/NamePattern.h"
 
@@ -418,6 +419,21 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
           config.path + ": LoRA has no default target modules for model type "
           "\"" + config.modelType + "\": name them with --lora-targets (or "
           "the training object's lora.target_modules)");
+  }
+  if (lora.enabled() && config.modelType == "gemma3_text") {
+    // Gemma 3 scales its embeddings inside the embedding module, which
+    // PEFT's lora.Embedding wraps: its path would skip the scale that tgc's
+    // lookup is followed by.
+    llvm::Expected<mlir::tg::LoraSelection> selection =
+        mlir::tg::LoraSelection::compile(lora);
+    if (!selection)
+      return selection.takeError();
+    if (selection->names("model.embed_tokens") &&
+        !selection->excludes("model.embed_tokens"))
+      return llvm::createStringError(
+          config.path + ": LoRA on gemma3_text's model.embed_tokens is not "
+                        "supported (Gemma 3 scales its embeddings inside the "
+                        "module PEFT's adapter wraps)");
   }
   if (llvm::Error err = checkRematFlags(config.training))
     return err;

@@ -150,7 +150,9 @@ void checkAdapterConfig(const std::string &file) {
 
 bool tgc::rt::isAdapter(const tgc_buffer_info &b) {
   std::string name = b.name;
-  return endsWith(name, ".lora_A.weight") || endsWith(name, ".lora_B.weight");
+  return endsWith(name, ".lora_A.weight") || endsWith(name, ".lora_B.weight") ||
+         endsWith(name, ".lora_embedding_A") ||
+         endsWith(name, ".lora_embedding_B");
 }
 
 bool tgc::rt::hasAdapters(const StepBuffers &s) {
@@ -350,6 +352,13 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
     std::string module = name.substr(0, name.size() - 7);
     auto a = byName.find(module + ".lora_A.weight");
     auto b = byName.find(module + ".lora_B.weight");
+    // An embedding's adapters, A [r, V] and B [D, r], merge into its table
+    // [V, D] transposed, as a Conv1D weight's do.
+    bool embedding = a == byName.end();
+    if (embedding) {
+      a = byName.find(module + ".lora_embedding_A");
+      b = byName.find(module + ".lora_embedding_B");
+    }
     bool adapted =
         endsWith(name, ".weight") && a != byName.end() && b != byName.end();
     TensorData wholeA, wholeB;
@@ -372,8 +381,9 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
           double delta = 0;
           for (int64_t k = 0; k < r; ++k)
             delta += wholeB.get(o * r + k) * wholeA.get(k * in + i);
-          float &target = m.lora_fan_in_fan_out ? values[i * outs + o]
-                                                : values[o * in + i];
+          float &target = m.lora_fan_in_fan_out || embedding
+                              ? values[i * outs + o]
+                              : values[o * in + i];
           target = static_cast<float>(double(target) + scale * delta);
         }
     }

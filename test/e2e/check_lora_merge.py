@@ -101,7 +101,8 @@ def main():
             failures.append(f"adapter_config.json: {key} is {theirs!r}, expected {value!r}")
 
     base = {k: v for k, v in st.load(args.base).items()
-            if not k.endswith((".lora_A.weight", ".lora_B.weight"))}
+            if not k.endswith((".lora_A.weight", ".lora_B.weight",
+                                  ".lora_embedding_A", ".lora_embedding_B"))}
     adapters = st.load(os.path.join(args.adapters, "adapter_model.safetensors"))
     merged = st.load(args.merged)
     kinds = dtypes(args.merged)
@@ -120,8 +121,9 @@ def main():
             failures.append(f"{name}: shape {tuple(m.shape)}, base {tuple(w.shape)}")
             continue
         module = name[:-len(".weight")] if name.endswith(".weight") else None
-        a = adapters.get(f"{PEFT_PREFIX}{module}.lora_A.weight")
-        b = adapters.get(f"{PEFT_PREFIX}{module}.lora_B.weight")
+        a_name, b_name = tm.adapter_names(module) if module else ("", "")
+        a = adapters.get(PEFT_PREFIX + a_name)
+        b = adapters.get(PEFT_PREFIX + b_name)
         if a is None or b is None:
             if not torch.equal(merged[name], base[name]):
                 failures.append(f"{name}: not adapted, but not the --init base bit for bit")
@@ -135,7 +137,7 @@ def main():
         s = tm.lora_scaling(c, module)
         scales.add(round(s, 6))
         delta = s * (b.to(torch.float64) @ a.to(torch.float64))
-        if conv1d:
+        if conv1d or module in tm.EMBEDDINGS:
             delta = delta.t()
         if delta.shape != w.shape:
             failures.append(f"{name}: s·B·A is {tuple(delta.shape)}, the weight {tuple(w.shape)}")
@@ -145,8 +147,8 @@ def main():
         delta_max = max(delta_max, delta.abs().max().item())
         if not err <= args.tol:
             failures.append(f"{name}: |merged - (W + s·B·A)| up to {err:.3e}")
-    used = {f"{PEFT_PREFIX}{n[:-len('.weight')]}.lora_{x}.weight"
-            for n in merged for x in "AB"}
+    used = {PEFT_PREFIX + adapter
+            for n in merged for adapter in tm.adapter_names(n[:-len('.weight')])}
     for name in sorted(set(adapters) - used):
         failures.append(f"{name}: an adapter of no merged weight")
     if adapted == 0 or delta_max == 0.0:

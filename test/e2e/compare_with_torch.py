@@ -227,8 +227,9 @@ def main():
             b = 0.02 * torch.randn(fan_out, r, generator=g, dtype=torch.float64)
             if args.lora_zero_b:
                 b.zero_()
-            P[module + ".lora_A.weight"] = a.to(dtype).requires_grad_(True)
-            P[module + ".lora_B.weight"] = b.to(dtype).requires_grad_(True)
+            a_name, b_name = tm.adapter_names(module)
+            P[a_name] = a.to(dtype).requires_grad_(True)
+            P[b_name] = b.to(dtype).requires_grad_(True)
         kinds = ", ".join(sorted({m.rsplit(".", 1)[-1] for m, _, _ in modules}))
         scales = sorted({round(tm.lora_scaling(c, m), 6) for m, _, _ in modules})
         print(f"LoRA: {len(modules)} modules adapted ({kinds}), r={args.lora_r}, "

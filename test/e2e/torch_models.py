@@ -92,6 +92,26 @@ def lora_path(c, P, module, x):
     return F.linear(F.linear(x, a), P[module + ".lora_B.weight"]) * lora_scaling(c, module)
 
 
+def adapter_names(module):
+    """The adapters' names of `module`: lora.Embedding keeps its own
+    parameters (lora_embedding_A [r, V], lora_embedding_B [D, r]),
+    lora.Linear two Linear layers (lora_A.weight, lora_B.weight)."""
+    if module in EMBEDDINGS:
+        return module + ".lora_embedding_A", module + ".lora_embedding_B"
+    return module + ".lora_A.weight", module + ".lora_B.weight"
+
+
+def embedding(c, P, module, ids):
+    """nn.Embedding `module`, plus PEFT's lora.Embedding path if it has
+    adapters: F.embedding(ids, Aᵀ) @ Bᵀ · scaling."""
+    x = F.embedding(ids.long(), P[module + ".weight"])
+    a = P.get(module + ".lora_embedding_A")
+    if a is None:
+        return x
+    return x + (F.embedding(ids.long(), a.t()) @ P[module + ".lora_embedding_B"].t()) \
+        * lora_scaling(c, module)
+
+
 def linear(c, P, module, x):
     """nn.Linear `module` (weight [out, in], bias if P has one), plus its
     LoRA path if it has adapters: result = base_layer(x) + lora path."""
@@ -173,19 +193,28 @@ def lora_selects(lora, module):
 
 
 def lora_targets(c, names_shapes, targets=None):
-    """The modules PEFT adapts: c["training"]["lora"]'s target_modules (or
-    `targets`), with exclude_modules and layers_to_transform
-    (lora_selects); "all-linear" first becomes the last name component of
-    every linear module but the output layer
-    (_maybe_include_all_linear_layers)."""
+    """The modules PEFT adapts, (module, in, out): c["training"]["lora"]'s
+    target_modules (or `targets`), with exclude_modules and
+    layers_to_transform (lora_selects); "all-linear" first becomes the last
+    name component of every linear module but the output layer
+    (_maybe_include_all_linear_layers), and takes no embedding. An
+    embedding's "in" is its vocabulary, its "out" its width."""
     lora = dict(c["training"]["lora"])
     if targets is not None:
         lora["target_modules"] = targets
     modules = linear_modules(c, names_shapes)
-    if lora["target_modules"] == "all-linear" or "all-linear" in lora["target_modules"]:
+    all_linear = lora["target_modules"] == "all-linear" or \
+        (isinstance(lora["target_modules"], list) and "all-linear" in lora["target_modules"])
+    if all_linear:
         lora["target_modules"] = {m.rsplit(".", 1)[-1] for m, _, _ in modules
                                   if m not in OUTPUT_LAYERS}
-    return [(m, i, o) for m, i, o in modules if lora_selects(lora, m)]
+    selected = [(m, i, o) for m, i, o in modules if lora_selects(lora, m)]
+    if not all_linear:
+        selected += [(name[:-len(".weight")], shape[0], shape[1])
+                     for name, shape in names_shapes
+                     if name[:-len(".weight")] in EMBEDDINGS
+                     and lora_selects(lora, name[:-len(".weight")])]
+    return selected
 
 
 # ----------------------------------------------------------------------------
@@ -373,7 +402,7 @@ def llama_loss(c, P, ids, targets):
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-6)
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = embedding(c, P, "model.embed_tokens", ids)
     theta, scaling = rope_settings(c)
     cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
     act = {"silu": F.silu, "gelu": F.gelu,
@@ -432,7 +461,8 @@ def gpt2_loss(c, P, ids, targets):
     eps = c.get("layer_norm_epsilon", 1e-5)
     B, S = ids.shape
     act = {"gelu_new": gelu_new, "gelu": F.gelu, "relu": F.relu}[c.get("activation_function", "gelu_new")]
-    x = F.embedding(ids.long(), P["transformer.wte.weight"]) + P["transformer.wpe.weight"][:S]
+    x = embedding(c, P, "transformer.wte", ids) + \
+        embedding(c, P, "transformer.wpe", torch.arange(S))
     for i in range(c["n_layer"]):
         p = f"transformer.h.{i}."
         n = F.layer_norm(x, (d,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], eps)
@@ -504,7 +534,7 @@ def phi3_loss(c, P, ids, targets):
     eps = c.get("rms_norm_eps", 1e-5)
     window = c.get("sliding_window")
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = embedding(c, P, "model.embed_tokens", ids)
     theta, scaling = rope_settings(c)
     part = c.get("partial_rotary_factor", (c.get("rope_parameters") or {}).get(
         "partial_rotary_factor", 1.0))
@@ -553,7 +583,7 @@ def gemma_activation(c):
 
 def gemma_embedding(c, P, ids):
     """The Gemmas' embeddings times sqrt(hidden_size), in their dtype."""
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = embedding(c, P, "model.embed_tokens", ids)
     return x * torch.tensor(c["hidden_size"] ** 0.5, dtype=x.dtype)
 
 
@@ -709,7 +739,7 @@ def olmo2_loss(c, P, ids, targets):
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-6)
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = embedding(c, P, "model.embed_tokens", ids)
     theta, scaling = rope_settings(c)
     cos, sin = rope_cos_sin(S, hd, theta, x.dtype, scaling)
     for i in range(c["num_hidden_layers"]):
@@ -771,7 +801,7 @@ def neox_loss(c, P, ids, targets):
     scaling = None if kind == "default" else dict(scaling, kind=kind)
     act = {"gelu": F.gelu, "gelu_new": gelu_new}[c.get("hidden_act", "gelu")]
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["gpt_neox.embed_in.weight"])
+    x = embedding(c, P, "gpt_neox.embed_in", ids)
     cos, sin = rope_cos_sin(S, rot, theta, x.dtype, scaling)
     for i in range(c["num_hidden_layers"]):
         p = f"gpt_neox.layers.{i}."
@@ -1031,7 +1061,7 @@ def moe_loss(c, P, ids, targets):
     hd = head_dim(c)
     eps = c.get("rms_norm_eps", 1e-5 if t in ("mixtral", "olmoe") else 1e-6)
     B, S = ids.shape
-    x = F.embedding(ids.long(), P["model.embed_tokens.weight"])
+    x = embedding(c, P, "model.embed_tokens", ids)
     theta, scaling = rope_settings(c)
     if t == "mixtral" and "rope_theta" not in c and not c.get("rope_parameters"):
         theta = 1e6  # MixtralConfig's default

@@ -234,9 +234,18 @@ struct Module {
   bool onlyProducts = true;
   bool feedsLoss = false;
   SmallVector<Product> products;
+  /// Lookups of the weight as an embedding table [V, D] (PEFT's
+  /// lora.Embedding adapts these, not a tied head's product).
+  SmallVector<EmbeddingOp> lookups;
+  /// Uses that are neither products nor lookups.
+  bool otherUses = false;
   /// When targeted: the adapters' rank and the low-rank path's scale.
   int64_t rank = 0;
   double scale = 0;
+
+  bool isEmbedding() const { return !lookups.empty(); }
+  /// The sizes the adapters' rank must not exceed.
+  int64_t width() const { return std::min(in, out); }
 };
 
 /// Whether `op` reads `weight` as the weight of a product, and its input.
@@ -290,16 +299,23 @@ llvm::MapVector<unsigned, Module> findModules(func::FuncOp forward) {
       std::optional<Product> product = asProduct(user, arg, fanInFanOut);
       if (!product) {
         m.onlyProducts = false;
+        auto lookup = dyn_cast<EmbeddingOp>(user);
+        if (lookup && lookup.getTable() == arg)
+          m.lookups.push_back(lookup);
+        else
+          m.otherUses = true;
         continue;
       }
       m.fanInFanOut = fanInFanOut;
       m.feedsLoss |= feedsLoss(user);
       m.products.push_back(*product);
     }
-    if (m.products.empty())
+    if (m.products.empty() && m.lookups.empty())
       continue;
-    m.in = type.getDimSize(m.fanInFanOut ? 0 : 1);
-    m.out = type.getDimSize(m.fanInFanOut ? 1 : 0);
+    // An embedding's adapters: A [r, V] (its "in" the vocabulary), B [D, r].
+    bool transposed = m.fanInFanOut || m.isEmbedding();
+    m.in = type.getDimSize(transposed ? 0 : 1);
+    m.out = type.getDimSize(transposed ? 1 : 0);
     modules.insert({m.argIndex, std::move(m)});
   }
   return modules;
@@ -333,6 +349,25 @@ void addLowRankPath(OpBuilder &b, const Product &p, Value a, Value bMatrix,
                                up.getDefiningOp(), sum.getOperation()})
       created->setAttr(TGDialect::kLayerAttrName, layer);
   y.replaceAllUsesExcept(sum, sum);
+}
+
+/// y + ((embed(Aᵀ, ids))·s)·Bᵀ after the lookup y = embed(W, ids), as
+/// PEFT's lora.Embedding: A [r, V], B [D, r].
+void addEmbeddingPath(OpBuilder &b, EmbeddingOp lookup, Value a, Value bMatrix,
+                      double scale) {
+  b.setInsertionPointAfter(lookup);
+  Location loc = lookup.getLoc();
+  auto aType = cast<RankedTensorType>(a.getType());
+  Value columns = TransposeOp::create(
+      b, loc,
+      RankedTensorType::get({aType.getDimSize(1), aType.getDimSize(0)},
+                            aType.getElementType()),
+      a, b.getDenseI64ArrayAttr({1, 0}));
+  Value down = EmbeddingOp::create(b, loc, columns, lookup.getIndices());
+  Value scaled = ScaleOp::create(b, loc, down, b.getF64FloatAttr(scale));
+  Value up = LinearOp::create(b, loc, scaled, bMatrix, Value());
+  auto sum = AddOp::create(b, loc, lookup.getResult(), up);
+  lookup.getResult().replaceAllUsesExcept(sum, sum);
 }
 
 /// One expert's adapters, for the low-rank path of its grouped product.
@@ -433,14 +468,14 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
   if (!settings.targetPattern.empty()) {
     llvm::StringSet<> linear;
     for (auto &[index, m] : modules)
-      if (m.onlyProducts)
+      if (!m.otherUses)
         linear.insert(m.name);
     for (StringRef module : allModules(forward))
       if (selection->names(module) && !linear.contains(module))
         return error(llvm::formatv(
-            "LoRA target_modules \"{0}\" selects '{1}', which is not a "
-            "linear layer (adapters on embeddings, norms and containers of "
-            "layers are not supported)",
+            "LoRA target_modules \"{0}\" selects '{1}', which is neither "
+            "a linear layer nor an embedding (adapters on norms and "
+            "containers of layers are not supported)",
             settings.targetPattern, module));
   }
 
@@ -455,11 +490,10 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
       excludedAny = true;
       continue;
     }
-    if (!m.onlyProducts)
+    if (m.otherUses)
       return error(llvm::formatv(
-          "LoRA target module '{0}' is not only a linear layer (its weight "
-          "is also an embedding table, tied to the output layer): adapters "
-          "on embeddings are not supported",
+          "LoRA target module '{0}' is neither a linear layer nor an "
+          "embedding (its weight has other uses)",
           m.name));
     llvm::Expected<int64_t> rank = selection->rank(m.name);
     if (!rank)
@@ -467,11 +501,11 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     llvm::Expected<double> alpha = selection->alpha(m.name);
     if (!alpha)
       return alpha.takeError();
-    if (*rank > std::min(m.in, m.out))
+    if (*rank > m.width())
       return error(llvm::formatv(
           "LoRA rank r = {0} is larger than module '{1}' ({2} inputs, {3} "
           "outputs): r must be at most {4}",
-          *rank, m.name, m.in, m.out, std::min(m.in, m.out)));
+          *rank, m.name, m.in, m.out, m.width()));
     m.rank = *rank;
     m.scale = settings.scale(*rank, *alpha);
     targeted.push_back(&m);
@@ -557,17 +591,26 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     auto bType = RankedTensorType::get({m->out, m->rank}, element);
     Location loc = forward.getArgument(m->argIndex).getLoc();
     unsigned at = m->argIndex + 1;
-    if (failed(forward.insertArgument(at, aType,
-                                      paramAttrs(m->name + ".lora_A.weight"),
-                                      loc)) ||
-        failed(forward.insertArgument(at + 1, bType,
-                                      paramAttrs(m->name + ".lora_B.weight"),
-                                      loc)))
+    // PEFT's names: lora.Embedding keeps its adapters as parameters of its
+    // own, lora.Linear as the weights of two Linear layers.
+    std::string aName =
+        m->name + (m->isEmbedding() ? ".lora_embedding_A" : ".lora_A.weight");
+    std::string bName =
+        m->name + (m->isEmbedding() ? ".lora_embedding_B" : ".lora_B.weight");
+    if (failed(forward.insertArgument(at, aType, paramAttrs(aName), loc)) ||
+        failed(forward.insertArgument(at + 1, bType, paramAttrs(bName), loc)))
       return error("cannot add adapter arguments to @" +
                    forward.getName().str());
     BlockArgument a = forward.getArgument(at), bMatrix = forward.getArgument(at + 1);
     adapterArgs.push_back(a);
     adapterArgs.push_back(bMatrix);
+    if (m->isEmbedding()) {
+      // The lookups only: a head tied to the table is a module of its own
+      // to PEFT, and keeps the base weight.
+      for (EmbeddingOp lookup : m->lookups)
+        addEmbeddingPath(b, lookup, a, bMatrix, m->scale);
+      continue;
+    }
     for (const Product &p : m->products)
       if (p.expert < 0)
         addLowRankPath(b, p, a, bMatrix, m->scale);

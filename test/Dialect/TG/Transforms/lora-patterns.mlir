@@ -61,9 +61,9 @@
 // PATTERN: tg.scale %{{.*}} {factor = 8.000000e+00 : f64, tg.layer = 1
 // PATTERN: tg.scale %{{.*}} {factor = 2.000000e+00 : f64, tg.layer = 1
 
-// NORM: error: tg-lora: LoRA target_modules ".*norm" selects 'model.norm', which is not a linear layer
-// CONTAINER: error: tg-lora: LoRA target_modules "model.layers.0.self_attn" selects 'model.layers.0.self_attn', which is not a linear layer
-// NOMATCH: error: tg-lora: LoRA target_modules ".*k_proj" matches no linear layer of @forward (its layers: q_proj, v_proj, lm_head)
+// NORM: error: tg-lora: LoRA target_modules ".*norm" selects 'model.norm', which is neither a linear layer nor an embedding
+// CONTAINER: error: tg-lora: LoRA target_modules "model.layers.0.self_attn" selects 'model.layers.0.self_attn', which is neither a linear layer nor an embedding
+// NOMATCH: error: tg-lora: LoRA target_modules ".*k_proj" matches no linear layer of @forward (its layers: embed_tokens, q_proj, v_proj, lm_head)
 // BADRE: error: tg-lora: LoRA target_modules: '(q_proj' is not a regular expression
 // REGEXLAYERS: error: tg-lora: LoRA layers_to_transform cannot be used with target_modules ".*q_proj" (as in PEFT)
 // PATTERNONLY: error: tg-lora: LoRA layers_pattern needs layers_to_transform (as in PEFT)

@@ -7,7 +7,7 @@
 // RUN: tgc-opt %s --tg-lora | FileCheck %s --check-prefix=OFF
 // RUN: not tgc-opt %s --tg-lora='rank=2 targets=k_proj' 2>&1 | FileCheck %s --check-prefix=NOMATCH
 // RUN: not tgc-opt %s --tg-lora='rank=9 targets=q_proj' 2>&1 | FileCheck %s --check-prefix=WIDE
-// RUN: not tgc-opt %s --tg-lora='rank=2 targets=embed' 2>&1 | FileCheck %s --check-prefix=TIED
+// RUN: tgc-opt %s --tg-lora='rank=2 alpha=4 targets=embed' | FileCheck %s --check-prefix=TIED
 // RUN: tgc-opt %s --tgc-training-graph='lora-rank=2 lora-targets=q_proj optimizer=adamw' | FileCheck %s --check-prefix=STEP
 
 // CHECK-LABEL: func.func @forward
@@ -38,7 +38,21 @@
 
 // NOMATCH: error: tg-lora: LoRA target 'k_proj' matches no linear layer of @forward (its layers: embed, q_proj, o_proj)
 // WIDE: error: tg-lora: LoRA rank r = 9 is larger than module 'layers.0.q_proj' (8 inputs, 8 outputs): r must be at most 8
-// TIED: error: tg-lora: LoRA target module 'embed' is not only a linear layer
+// An embedding (here tied to the head) as PEFT's lora.Embedding adapts it:
+// A [r, V] and B [D, r], the lookup gains embed(Aᵀ, ids)·s·Bᵀ; the tied
+// head's product keeps the base table.
+// TIED-LABEL: func.func @forward
+// TIED-SAME: %[[E:[^:]*]]: tensor<16x8xf32> {tg.frozen, tg.param = "embed.weight"}
+// TIED-SAME: %[[A:[^:]*]]: tensor<2x16xf32> {tg.param = "embed.lora_embedding_A"}
+// TIED-SAME: %[[B:[^:]*]]: tensor<8x2xf32> {tg.param = "embed.lora_embedding_B"}
+// TIED: %[[X:.*]] = tg.embedding %[[E]], %[[IDS:[^ ]*]]
+// TIED: %[[AT:.*]] = tg.transpose %[[A]] [1, 0] : tensor<2x16xf32> -> tensor<16x2xf32>
+// TIED: %[[D:.*]] = tg.embedding %[[AT]], %[[IDS]]
+// TIED: %[[S:.*]] = tg.scale %[[D]] {factor = 2.000000e+00 : f64}
+// TIED: %[[U:.*]] = tg.linear %[[S]], %[[B]] : tensor<3x2xf32>, tensor<8x2xf32> -> tensor<3x8xf32>
+// TIED: %[[Z:.*]] = tg.add %[[X]], %[[U]]
+// TIED: tg.linear %[[Z]], %{{.*}}
+// TIED: tg.linear %{{.*}}, %[[E]] : tensor<3x8xf32>, tensor<16x8xf32>
 
 // The adapters are the only trainable parameters: no gradient products
 // for the frozen weights.

@@ -12,8 +12,10 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     tgc adds it for `--lora-r` (the model file's `training.lora`). It
     follows Hugging Face PEFT's `LoraConfig`: a module is the parameter
     `NAME.weight` of a product (`tg.linear`, `tg.matmul` reading a
-    Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`, or one
-    expert's weight of a `tg.grouped_matmul`), and it is
+    Conv1D weight stored [in, out], PEFT's `fan_in_fan_out`, one
+    expert's weight of a `tg.grouped_matmul`, or a table `tg.embedding`
+    looks up: PEFT's lora.Embedding, adapters `NAME.lora_embedding_A`
+    [r, V] and `_B` [D, r]), and it is
     targeted when `NAME` equals one of `targets` or ends with "." and one
     of them (with `layers`, only in those layers), or when the whole of it
     matches `target-pattern`; `all-linear` targets every product but the
@@ -28,10 +30,10 @@ def TGLoraPass : Pass<"tg-lora", "::mlir::ModuleOp"> {
     parameter gets `tg.frozen` (as from tg-freeze).
 
     A target that matches no module, a pattern that selects a module that
-    is not a linear layer, a rank outside 1..min(in, out) of a targeted
-    module, a target whose weight is also an embedding table (a tied output
-    layer), pattern keys that match nothing or disagree on a module, and an
-    exclusion that excludes nothing are errors.
+    is neither a linear layer nor an embedding, a rank outside
+    1..min(in, out) of a targeted module, pattern keys that match nothing or
+    disagree on a module, and an exclusion that excludes nothing are
+    errors.
 
     ```mlir
     %y = tg.linear %x, %w : tensor<2x8x64xf32>, tensor<32x64xf32> -> tensor<2x8x32xf32>

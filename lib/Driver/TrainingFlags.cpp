@@ -427,7 +427,9 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
     llvm::Expected<mlir::tg::LoraSelection> selection =
         mlir::tg::LoraSelection::compile(lora);
     if (!selection)
-      return selection.takeError();
+      return llvm::createStringError(config.path +
+                                     ": --lora-* (training.lora): " +
+                                     llvm::toString(selection.takeError()));
     if (selection->names("model.embed_tokens") &&
         !selection->excludes("model.embed_tokens"))
       return llvm::createStringError(

@@ -50,12 +50,15 @@ json::Value parseJson(const std::string &text, const std::string &what) {
 }
 
 /// A list of names (target_modules, exclude_modules, layers_pattern) as a
-/// sorted set, or a string (a regular expression; "all-linear") marked as
-/// one; null or absent is empty.
-std::vector<std::string> targetSet(const json::Value *targets) {
+/// sorted set, or a string: a regular expression (or "all-linear") marked
+/// as one, unless `stringIsName` (layers_pattern's "layers" is ["layers"]);
+/// null or absent is empty.
+std::vector<std::string> targetSet(const json::Value *targets,
+                                   bool stringIsName = false) {
   std::vector<std::string> out;
   if (targets && targets->isString())
-    out.push_back("regular expression " + targets->string);
+    out.push_back(stringIsName ? targets->string
+                               : "regular expression " + targets->string);
   if (targets && targets->isArray())
     for (const json::Value &t : targets->items)
       out.push_back(t.isString() ? t.string : t.describe());
@@ -130,8 +133,9 @@ void checkAdapterConfig(const std::string &file) {
         " differ from this executable's " + listText(b) + rebuild);
   // The settings that choose other modules or give them other ranks.
   for (const char *key : {"exclude_modules", "layers_pattern"}) {
-    std::vector<std::string> x = targetSet(theirs.get(key)),
-                             y = targetSet(ours.get(key));
+    bool names = std::string(key) == "layers_pattern";
+    std::vector<std::string> x = targetSet(theirs.get(key), names),
+                             y = targetSet(ours.get(key), names);
     if (x != y)
       die(file + ": " + key + " " + listText(x) +
           " differ from this executable's " + listText(y) + rebuild);

@@ -225,7 +225,8 @@ struct Product {
   int expert = -1;
 };
 
-/// A parameter read by products only, with the products that read it.
+/// A parameter that products read (a linear layer) or lookups read (an
+/// embedding table), with those readers.
 struct Module {
   unsigned argIndex;
   std::string name;

@@ -37,8 +37,8 @@ StringRef mlir::tg::moduleKind(StringRef module) {
   return module.substr(module.rfind('.') + 1);
 }
 
-bool mlir::tg::isLoraTarget(StringRef module, const LoraSettings &settings) {
-  return llvm::any_of(settings.targets, [&](const std::string &t) {
+bool mlir::tg::isNamedModule(StringRef module, ArrayRef<std::string> names) {
+  return llvm::any_of(names, [&](const std::string &t) {
     return module == t ||
            (module.ends_with(t) && module.size() > t.size() &&
             module[module.size() - t.size() - 1] == '.');
@@ -141,9 +141,7 @@ LoraSelection::compile(const LoraSettings &settings) {
 bool LoraSelection::excludes(StringRef module) const {
   if (exclude)
     return exclude->matches(module);
-  LoraSettings listed;
-  listed.targets = lora.exclude;
-  return isLoraTarget(module, listed);
+  return isNamedModule(module, lora.exclude);
 }
 
 bool LoraSelection::names(StringRef module) const {
@@ -153,7 +151,7 @@ bool LoraSelection::names(StringRef module) const {
   // layers of layers_to_transform.
   if (llvm::is_contained(lora.targets, module.str()))
     return true;
-  if (!isLoraTarget(module, lora))
+  if (!isNamedModule(module, lora.targets))
     return false;
   if (lora.layers.empty())
     return true;
@@ -515,10 +513,8 @@ llvm::Error mlir::tg::addLoraAdapters(func::FuncOp forward,
     for (const std::string &t : settings.targets) {
       if (t == kAllLinear)
         continue;
-      LoraSettings one;
-      one.targets = {t};
       if (llvm::none_of(modules, [&](auto &entry) {
-            return isLoraTarget(entry.second.name, one);
+            return isNamedModule(entry.second.name, t);
           }))
         return error(llvm::formatv(
             "LoRA target '{0}' matches no linear layer of @{1} (its layers: "

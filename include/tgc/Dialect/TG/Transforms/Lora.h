@@ -28,8 +28,10 @@ StringRef moduleOfWeight(StringRef param);
 /// "model.layers.0.self_attn.q_proj"): what PEFT's all-linear expands to.
 StringRef moduleKind(StringRef module);
 
-/// Whether `module` is one of `settings.targets` (PEFT's suffix rule).
-bool isLoraTarget(StringRef module, const LoraSettings &settings);
+/// Whether `module` is one of `names` as PEFT matches a list of
+/// target_modules or exclude_modules: equal to an entry, or ending with "."
+/// and it.
+bool isNamedModule(StringRef module, ArrayRef<std::string> names);
 
 /// The layer index of a module name as PEFT reads it for
 /// layers_to_transform: the number that follows one of `layersPattern`

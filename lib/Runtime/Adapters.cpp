@@ -352,7 +352,7 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
   auto merged = [&](size_t index) -> TensorData {
     const Buffer &w = *weights[index];
     const std::string &name = entries[index].name;
-    TensorData whole = wholeTensor(w, shapeOf(*w.info));
+    std::vector<float> values = wholeFloats(w);
     std::string module = name.substr(0, name.size() - 7);
     auto a = byName.find(module + ".lora_A.weight");
     auto b = byName.find(module + ".lora_B.weight");
@@ -365,16 +365,13 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
     }
     bool adapted =
         endsWith(name, ".weight") && a != byName.end() && b != byName.end();
-    TensorData wholeA, wholeB;
+    std::vector<float> A, B;
     if (adapted) {
-      wholeA = wholeTensor(*a->second, shapeOf(*a->second->info));
-      wholeB = wholeTensor(*b->second, shapeOf(*b->second->info));
+      A = wholeFloats(*a->second);
+      B = wholeFloats(*b->second);
     }
     if (!writes)
       return TensorData();
-    std::vector<float> values(whole.numElements());
-    for (size_t k = 0; k < values.size(); ++k)
-      values[k] = static_cast<float>(whole.get(k));
     if (adapted) {
       // A [r, in], B [out, r]; W [out, in], or [in, out] for Conv1D.
       int64_t r = a->second->info->shape[0], in = a->second->info->shape[1],
@@ -384,14 +381,14 @@ void tgc::rt::writeMergedWeights(const tgc_model_info &m, const StepBuffers &s,
         for (int64_t i = 0; i < in; ++i) {
           double delta = 0;
           for (int64_t k = 0; k < r; ++k)
-            delta += wholeB.get(o * r + k) * wholeA.get(k * in + i);
+            delta += double(B[o * r + k]) * double(A[k * in + i]);
           float &target = m.lora_fan_in_fan_out || embedding
                               ? values[i * outs + o]
                               : values[o * in + i];
           target = static_cast<float>(double(target) + scale * delta);
         }
     }
-    return narrowFloats(values.data(), values.size(), whole.shape, dtype);
+    return narrowFloats(values.data(), values.size(), shapeOf(*w.info), dtype);
   };
   if (!writes) {
     for (size_t i = 0; i < entries.size(); ++i)

@@ -202,6 +202,16 @@ TensorData tgc::rt::wholeTensor(const Buffer &b,
   return t;
 }
 
+std::vector<float> tgc::rt::wholeFloats(const Buffer &b) {
+  if (b.info->shard_numel == 0)
+    return loadFloats(b);
+  int64_t numel = wholeNumelOf(*b.info);
+  std::vector<float> whole(tgc_dist_rank() == 0 ? numel : 0);
+  tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
+                         whole.data(), numel);
+  return whole;
+}
+
 void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {
   download(s, s.states);
   for (int i : s.states) {

@@ -42,6 +42,11 @@ void copyFrom(Buffer &b, const TensorData &t, const std::string &file);
 /// hold none).
 TensorData wholeTensor(const Buffer &b, const std::vector<int64_t> &shape);
 
+/// A parameter's whole values as floats: its own (loadFloats), or ZeRO-3's
+/// shards gathered on rank 0 (every process calls this; the others get
+/// none).
+std::vector<float> wholeFloats(const Buffer &b);
+
 /// The optimizer state as optimizer.<name> (ZeRO-1 shards gathered whole:
 /// every process calls it).
 void addOptimizerState(const StepBuffers &s, SafeTensorsFile &out);

@@ -172,12 +172,17 @@ void tgc::config::readLora(ConfigReader &r, mlir::tg::LoraSettings &lora) {
             "only true (PEFT's default: A Kaiming-uniform, B zero) is "
             "supported, got " +
                 describe(*init));
-  // Settings that train or reshape other modules.
+  // Settings that train or reshape other modules, or change the adapters'
+  // math (newer PEFT keys): refused unless off.
   for (llvm::StringRef key :
-       {"modules_to_save", "layer_replication", "target_parameters"})
+       {"modules_to_save", "layer_replication", "target_parameters",
+        "trainable_token_indices", "alora_invocation_tokens"})
     if (const Value *v = r.value(key, false);
         v && !(v->getAsArray() && v->getAsArray()->empty()))
       r.error(key, "is not supported (remove it or write null)");
+  for (llvm::StringRef key : {"lora_bias", "use_qalora"})
+    if (auto v = r.boolean(key); v && *v)
+      r.error(key, "is not supported (write false)");
 }
 
 llvm::Expected<mlir::tg::LoraSettings>

@@ -2,8 +2,10 @@
 """Decode speed of a tgc generation executable against PyTorch eager with a
 KV cache (bench/peer_decode.py), batch 1, random weights, 1 and 2 threads,
 interleaved, and against the machine's memory bandwidth (bench/triad.c):
-the bytes one decode step reads (the f32 weights and the caches' filled
-rows) per second, as a fraction of the triad's GB/s.
+the bytes one decode step reads (the weights, the embedding row and the
+caches) per second, as a fraction of the triad's GB/s. The same program
+compiled with --precision=bf16-mixed (the products' weights in bf16) runs
+beside the f32 one.
 
 usage: bench/decode_speed.py [--model examples/tinyllama-1.1b.json]
            [--prompt 64] [--new 32] [--cache 256] [--rounds 2]
@@ -32,9 +34,12 @@ work = pathlib.Path(tempfile.mkdtemp(prefix="tgc-decode-"))
 triad = work / "triad"
 subprocess.run(["clang-22", "-O3", "-march=native", "-fopenmp", str(root / "bench" / "triad.c"),
                 "-o", str(triad)], check=True)
-exe = work / "generate"
-subprocess.run([args.tgc, args.model, "--program=generate", f"--seq-len={args.cache}",
-                f"--prefill-tokens={args.prompt}", "-o", str(exe)], check=True)
+exes = {}
+for precision in ("fp32", "bf16-mixed"):
+    exes[precision] = work / f"generate-{precision}"
+    subprocess.run([args.tgc, args.model, "--program=generate", f"--seq-len={args.cache}",
+                    f"--prefill-tokens={args.prompt}", f"--precision={precision}",
+                    "-o", str(exes[precision])], check=True)
 config = json.load(open(args.model))
 prompt = " ".join(str((7 * i + 3) % config["vocab_size"]) for i in range(args.prompt))
 
@@ -44,8 +49,8 @@ def env(threads):
     e.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     return e
 
-def run_tgc(threads):
-    out = subprocess.run([str(exe), "--prompt-ids", prompt, "--max-new-tokens", str(args.new),
+def run_tgc(threads, precision):
+    out = subprocess.run([str(exes[precision]), "--prompt-ids", prompt, "--max-new-tokens", str(args.new),
                           "--temperature", "0", "--print-ids", "--threads", str(threads)],
                          capture_output=True, text=True, check=True, env=env(threads))
     m = re.search(r"prefill ([\d.]+) ms; \d+ new tokens, decode ([\d.]+) tokens/s", out.stderr)
@@ -60,32 +65,44 @@ def run_peer(threads):
     r = json.loads(out.stdout)
     return r["prefill_ms"], r["decode_tokens_per_s"]
 
-# Bytes a decode step reads: every f32 weight once, and the caches' rows.
+# Bytes a decode step reads: each weight once (the products' in bf16 in the
+# bf16-mixed program, the embedding table only where it is the tied head),
+# one embedding row, the norms, and the caches.
 d, layers = config["hidden_size"], config["num_hidden_layers"]
 heads = config["num_attention_heads"]
 kv = config.get("num_key_value_heads") or heads
 hd = config.get("head_dim") or d // heads
 ff, vocab = config["intermediate_size"], config["vocab_size"]
-weights = 4 * (vocab * d * (1 if config.get("tie_word_embeddings") else 2)
-               + layers * (d * d * 2 + 2 * d * kv * hd + 3 * d * ff + 2 * d) + d)
+tied = config.get("tie_word_embeddings", False)
+products = layers * (d * d * 2 + 2 * d * kv * hd + 3 * d * ff) + (0 if tied else vocab * d)
+others = (vocab * d if tied else d) + layers * 2 * d + d
+read = {"fp32": 4 * (products + others), "bf16-mixed": 2 * products + 4 * others}
 cache = 4 * layers * 2 * kv * hd * args.cache  # every query reads the whole cache
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
 cpu = re.search(r"Model name:\s*(.*)", lscpu).group(1)
 print(f"CPU: {cpu}")
-print(f"weights {weights / 1e9:.2f} GB f32, cache read per token {cache / 1e6:.1f} MB")
-print("| threads | triad GB/s | tgc tok/s | tgc GB/s (share) | PyTorch tok/s | ratio | tgc prefill ms | PyTorch prefill ms |")
-print("|---|---|---|---|---|---|---|---|")
+print(f"weights read per token: {read['fp32'] / 1e9:.2f} GB f32, "
+      f"{read['bf16-mixed'] / 1e9:.2f} GB bf16-mixed; cache {cache / 1e6:.1f} MB")
+print("| threads | triad GB/s | tgc f32 tok/s | GB/s (share) | tgc bf16 tok/s | GB/s (share) "
+      "| bf16/f32 | PyTorch f32 tok/s | tgc f32/PyTorch | prefill ms: tgc f32 | tgc bf16 "
+      "| PyTorch f32 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for threads in (1, 2):
     bw = float(subprocess.run([str(triad)], capture_output=True, text=True,
                               env=env(threads), check=True).stdout)
-    ours, theirs = [], []
+    ours = {p: [] for p in exes}
+    theirs = []
     for _ in range(args.rounds):
-        ours.append(run_tgc(threads))
+        for p in exes:
+            ours[p].append(run_tgc(threads, p))
         theirs.append(run_peer(threads))
-    tok = statistics.median(t for _, t in ours)
+    tok = {p: statistics.median(t for _, t in r) for p, r in ours.items()}
+    pre = {p: statistics.median(t for t, _ in r) for p, r in ours.items()}
     peer = statistics.median(t for _, t in theirs)
-    pre = statistics.median(p for p, _ in ours)
     ppre = statistics.median(p for p, _ in theirs)
-    gbs = tok * (weights + cache) / 1e9
-    print(f"| {threads} | {bw:.1f} | {tok:.2f} | {gbs:.1f} ({gbs / bw:.0%}) | {peer:.2f} | "
-          f"{tok / peer:.2f}x | {pre:.0f} | {ppre:.0f} |")
+    gbs = {p: tok[p] * (read[p] + cache) / 1e9 for p in exes}
+    f32, bf16 = "fp32", "bf16-mixed"
+    print(f"| {threads} | {bw:.1f} | {tok[f32]:.2f} | {gbs[f32]:.1f} ({gbs[f32] / bw:.0%}) "
+          f"| {tok[bf16]:.2f} | {gbs[bf16]:.1f} ({gbs[bf16] / bw:.0%}) "
+          f"| {tok[bf16] / tok[f32]:.2f}x | {peer:.2f} | {tok[f32] / peer:.2f}x "
+          f"| {pre[f32]:.0f} | {pre[bf16]:.0f} | {ppre:.0f} |")

@@ -3,6 +3,7 @@
 #include "tgc/Driver/Generation.h"
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Driver/Executable.h"
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Pipelines/Pipelines.h"
@@ -38,7 +39,10 @@ std::string generationHeader(const std::vector<BufferDesc> &buffers,
   for (auto [i, b] : llvm::enumerate(buffers)) {
     os << llvm::formatv(" *   [{0,3}] {1} [", i, b.name);
     llvm::interleaveComma(b.shape, os);
-    os << "]\n";
+    os << "]";
+    if (b.dtype == TGC_BF16 || b.dtype == TGC_F16)
+      os << (b.dtype == TGC_BF16 ? " bf16" : " f16");
+    os << "\n";
   }
   os << " */\n" << trainStepABIHeader();
   llvm::StringRef generate = kGenerateABIHeader;
@@ -87,10 +91,14 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
   if (model.family == ModelFamily::MLP)
     return fail("--program=generate needs a language model; the MLP "
                 "classifies");
-  if (model.training.dtype != DType::F32 ||
-      model.training.precision != tg::Precision::FP32)
-    return fail("--program=generate compiles f32 weights and arithmetic so "
-                "far (no --dtype or --precision)");
+  if (model.training.dtype != DType::F32)
+    return fail("--program=generate computes in f32 (no --dtype): "
+                "--precision=bf16-mixed stores the products' weights in "
+                "bf16");
+  if (model.training.frozenDtype != DType::F32)
+    return fail("--frozen-dtype is a training flag: a generation program's "
+                "weights are all frozen, and --precision=bf16-mixed stores "
+                "its products' weights in bf16");
   // The cache holds --seq-len positions (at most max_position_embeddings).
   int64_t cacheLength = std::min(model.seqLen(), model.maxPositions);
   int64_t chunk = std::min(request.prefillTokens, cacheLength);
@@ -99,6 +107,17 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
   if (failed(verify(*module)))
     return fail("the generation program built from this model is invalid "
                 "(see above)");
+  // Mixed precision: the weights the products read are stored narrow, and
+  // the products take narrow operands with f32 sums.
+  if (model.training.precision != tg::Precision::FP32 &&
+      failed(runPassPipeline(*module, [&](OpPassManager &pm) {
+        tg::TGNarrowFrozenPassOptions narrow;
+        narrow.elementType =
+            tg::lowPrecisionElementType(model.training.precision).str();
+        narrow.functions = {kPrefill.str(), kDecode.str()};
+        pm.addPass(tg::createTGNarrowFrozenPass(narrow));
+      })))
+    return failedCompile();
   auto print = [&](ModuleOp m) {
     return writeOutputFile(request.output,
                            [&](llvm::raw_ostream &os) { m.print(os); });

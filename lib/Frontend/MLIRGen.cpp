@@ -86,6 +86,9 @@ ForwardBuilder::buildGeneration(int64_t cacheLength,
     auto func = func::FuncOp::create(b, fileLoc, step.name,
                                      b.getFunctionType(argTypes, resultTypes));
     func.setAllArgAttrs(argAttrs);
+    // Generation reads the parameters and never writes them.
+    for (size_t i = 0; i < numParams; ++i)
+      func.setArgAttr(i, TGDialect::kFrozenAttrName, b.getUnitAttr());
     func.setAllResultAttrs(resultAttrs);
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);

@@ -30,10 +30,11 @@ constexpr llvm::StringLiteral kScheduleAttr = tg::TGDialect::kTilingAttrName;
 tg::MatmulTilingAttr tilingAttr(MLIRContext *ctx, const MatmulTiles &tiles);
 MatmulTiles tilesOf(tg::MatmulTilingAttr attr);
 
-/// Before the schedules: each f32 matmul of at most `maxRows` rows whose
-/// right-hand operand is a transposed copy of a matrix W (read only by it)
-/// reads W in place, as a linalg.generic (MatrixVectorProducts.cpp): no
-/// copy, no packing, W's rows streamed once.
+/// Before the schedules: each matmul of at most `maxRows` rows (f32
+/// operands, or narrow ones of one type, widened as read) whose right-hand
+/// operand is a transposed copy of a matrix W (read only by it) reads W in
+/// place, as a linalg.generic (MatrixVectorProducts.cpp): no copy, no
+/// packing, W's rows streamed once.
 void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows);
 
 /// Phase 1: parallel output tiles (and batch entries). The schedules match

@@ -9,6 +9,7 @@
 // as a linalg.generic with n outermost (tgc-parallelize-loops splits it
 // across the threads) and the K reduction innermost and contiguous in both
 // operands (tgc-reassociate-reductions lets LLVM run it in vector lanes).
+// Narrow (bf16, f16) operands are widened as they are read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,9 +28,13 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
     if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps())
       return;
     auto lhs = llvm::dyn_cast<MemRefType>(matmul.getInputs()[0].getType());
+    Type rhsElement = getElementTypeOrSelf(matmul.getInputs()[1].getType());
+    // f32 operands, or narrow ones of one type (bf16 weights: widened in
+    // registers as they are read).
     if (!lhs || !lhs.hasStaticShape() || lhs.getDimSize(0) > maxRows ||
         !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
-        !lhs.getElementType().isF32())
+        lhs.getElementType() != rhsElement ||
+        !(rhsElement.isF32() || rhsElement.isBF16() || rhsElement.isF16()))
       return;
     // The right-hand operand: a buffer a transpose of W wrote, read only
     // here (its alloc, the transpose, the product, its dealloc).
@@ -68,14 +73,20 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
                                 AffineMap::get(3, 0, {n, k}, ctx),
                                 AffineMap::get(3, 0, {m, n}, ctx)};
     linalg::GenericOp::create(
-        b, matmul.getLoc(), ValueRange{matmul.getInputs()[0],
-                                       transpose.getInput()},
+        b, matmul.getLoc(),
+        ValueRange{matmul.getInputs()[0], transpose.getInput()},
         ValueRange{matmul.getOutputs()[0]}, maps,
         SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
                                          utils::IteratorType::parallel,
                                          utils::IteratorType::reduction},
         [](OpBuilder &nb, Location loc, ValueRange args) {
-          Value product = arith::MulFOp::create(nb, loc, args[0], args[1]);
+          Type f32 = args[2].getType();
+          auto widened = [&](Value v) -> Value {
+            return v.getType() == f32 ? v
+                                      : arith::ExtFOp::create(nb, loc, f32, v);
+          };
+          Value product = arith::MulFOp::create(nb, loc, widened(args[0]),
+                                                widened(args[1]));
           linalg::YieldOp::create(
               nb, loc, ValueRange{arith::AddFOp::create(nb, loc, args[2],
                                                         product)});

@@ -14,6 +14,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include "llvm/ADT/StringMap.h"
+
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGNARROWFROZENPASS
 #include "tgc/Dialect/TG/Transforms/Passes.h.inc"
@@ -43,6 +45,22 @@ bool isNarrowableProduct(Operation *op, Value weight) {
   });
 }
 
+/// The frozen rank-2 f32 parameter `arg` of `func`, read only as the
+/// weight of narrowable products.
+bool isNarrowableWeight(func::FuncOp func, BlockArgument arg) {
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  return func.getArgAttr(arg.getArgNumber(), TGDialect::kFrozenAttrName) &&
+         type && type.getRank() == 2 && type.getElementType().isF32() &&
+         !arg.use_empty() && llvm::all_of(arg.getUsers(), [&](Operation *u) {
+           return isNarrowableProduct(u, arg);
+         });
+}
+
+StringAttr paramName(func::FuncOp func, BlockArgument arg) {
+  return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                           TGDialect::kParamAttrName);
+}
+
 struct TGNarrowFrozenPass
     : mlir::tg::impl::TGNarrowFrozenPassBase<TGNarrowFrozenPass> {
   using Base::Base;
@@ -50,23 +68,43 @@ struct TGNarrowFrozenPass
   void runOnOperation() override {
     if (elementType.empty())
       return;
+    ModuleOp module = getOperation();
     Type low = parseLowPrecisionType(&getContext(), elementType);
     if (!low) {
-      getOperation().emitError("tg-narrow-frozen: element-type='")
+      module.emitError("tg-narrow-frozen: element-type='")
           << elementType << "' is not bf16 or f16";
       return signalPassFailure();
     }
-    auto forward = getOperation().lookupSymbol<func::FuncOp>(forwardName);
-    if (!forward) {
-      getOperation().emitError() << "tg-narrow-frozen: no function @"
-                                 << forwardName;
-      return signalPassFailure();
+    SmallVector<std::string> names(functions.begin(), functions.end());
+    if (names.empty())
+      names.push_back("forward");
+    SmallVector<func::FuncOp> funcs;
+    for (const std::string &name : names) {
+      auto func = module.lookupSymbol<func::FuncOp>(name);
+      if (!func) {
+        module.emitError() << "tg-narrow-frozen: no function @" << name;
+        return signalPassFailure();
+      }
+      funcs.push_back(func);
     }
-    narrow(forward, low);
+    // A parameter is narrowed in all functions or in none: they may share
+    // its buffer.
+    llvm::StringMap<bool> narrowable;
+    for (func::FuncOp func : funcs)
+      for (BlockArgument arg : func.getArguments())
+        if (StringAttr name = paramName(func, arg)) {
+          bool ok = isNarrowableWeight(func, arg);
+          auto [it, inserted] = narrowable.try_emplace(name.getValue(), ok);
+          if (!inserted)
+            it->second = it->second && ok;
+        }
+    for (func::FuncOp func : funcs)
+      narrow(func, low, narrowable);
   }
 
-  void narrow(func::FuncOp forward, Type low) {
-    OpBuilder b(forward.getContext());
+  void narrow(func::FuncOp func, Type low,
+              const llvm::StringMap<bool> &narrowable) {
+    OpBuilder b(func.getContext());
     // One cast per value, before its first product (Q, K and V read one
     // input).
     DenseMap<Value, Value> casts;
@@ -84,26 +122,20 @@ struct TGNarrowFrozenPass
       }
       return lowValue;
     };
-    SmallVector<Type> argTypes(forward.getArgumentTypes());
-    for (BlockArgument arg : forward.getArguments()) {
-      unsigned i = arg.getArgNumber();
-      auto type = dyn_cast<RankedTensorType>(arg.getType());
-      if (!forward.getArgAttr(i, TGDialect::kFrozenAttrName) || !type ||
-          type.getRank() != 2 || !type.getElementType().isF32() ||
-          arg.use_empty() ||
-          !llvm::all_of(arg.getUsers(), [&](Operation *user) {
-            return isNarrowableProduct(user, arg);
-          }))
+    SmallVector<Type> argTypes(func.getArgumentTypes());
+    for (BlockArgument arg : func.getArguments()) {
+      StringAttr name = paramName(func, arg);
+      if (!name || !narrowable.lookup(name.getValue()))
         continue;
       SmallVector<Operation *> products(arg.getUsers());
-      arg.setType(type.clone(low));
-      argTypes[i] = arg.getType();
+      arg.setType(cast<RankedTensorType>(arg.getType()).clone(low));
+      argTypes[arg.getArgNumber()] = arg.getType();
       for (Operation *product : products)
         for (OpOperand &operand : product->getOpOperands())
           operand.set(lowered(product, operand.get()));
     }
-    forward.setFunctionType(FunctionType::get(
-        forward.getContext(), argTypes, forward.getResultTypes()));
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), argTypes, func.getResultTypes()));
   }
 };
 

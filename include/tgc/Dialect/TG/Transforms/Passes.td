@@ -90,14 +90,18 @@ def TGNarrowFrozenPass : Pass<"tg-narrow-frozen", "::mlir::ModuleOp"> {
   let summary = "Keeps frozen weight matrices in bf16 (or f16)";
   let description = [{
     Runs on the forward function (`@forward` by default) after tg-lora and
-    tg-freeze; tgc adds it for `--frozen-dtype=bf16`. Every frozen
+    tg-freeze; tgc adds it for `--frozen-dtype=bf16`, and for the
+    generation program's `@prefill` and `@decode` (whose parameters are all
+    frozen) with `--precision=bf16-mixed`. Every frozen
     (`tg.frozen`) rank-2 f32 argument that only matrix products read as
     their weight (`tg.linear`'s weight, `tg.matmul`'s right operand), none
     of which feeds the loss, becomes an argument of `element-type`: the
     runtime stores it so, at half the bytes, and each of its products casts
     its other operands to that type and accumulates in f32, as
     tg-mixed-precision's products do. Embedding tables, norm weights,
-    biases and the output layer keep f32.
+    biases and the output layer that feeds the loss keep f32. Functions
+    that share parameters (the generation program's steps) narrow the same
+    ones: those every function reads only through such products.
 
     ```mlir
     func.func @forward(%w: tensor<32x64xf32> {tg.frozen, tg.param = "q.weight"}, ...)
@@ -113,8 +117,9 @@ def TGNarrowFrozenPass : Pass<"tg-narrow-frozen", "::mlir::ModuleOp"> {
   let options = [
     Option<"elementType", "element-type", "std::string", "\"\"",
            "The frozen weights' type: bf16 or f16 (empty: f32, no change)">,
-    Option<"forwardName", "forward", "std::string", "\"forward\"",
-           "Name of the forward function">,
+    ListOption<"functions", "functions", "std::string",
+               "The functions to narrow, parameters matched by their "
+               "`tg.param` names (default: forward)">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }

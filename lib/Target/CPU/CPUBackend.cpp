@@ -66,6 +66,8 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   // Zeroing an output inside its tiles fuses the fill into the product.
   matmuls.fillTiles = fusion != tg::FusionMode::None;
   pm.addPass(createTGCVectorizeMatmulsPass(matmuls));
+  // The transposed copies the products still read, in register blocks.
+  pm.addPass(createTGCVectorizeTransposesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Large elementwise and reduction ops: parallel chunks too.

@@ -243,6 +243,26 @@ def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TGCVectorizeTransposesPass : Pass<"tgc-vectorize-transposes", "::mlir::ModuleOp"> {
+  let summary = "Transposes f32 matrices in 16 x 16 register blocks";
+  let description = [{
+    A `linalg.transpose` of a static f32 matrix (a weight transposed for a
+    product whose operand layout the schedule does not read in place)
+    lowered as loops reads a column of the source per output row: LLVM
+    vectorises it with gathers, each touching sixteen cache lines for one
+    vector. Here the matrix's whole 16 x 16 blocks are read a row of
+    sixteen floats at a time, transposed in registers
+    (`vector.transpose`, lowered by unpacks and shuffles) and written a row
+    at a time, in an `scf.forall` over strips of sixteen source rows (the
+    step's threads share them). The rows and columns past the last whole
+    block stay `linalg.transpose`s of subviews. Runs after
+    `tgc-vectorize-matmuls`, which reads some transposed operands in place
+    instead.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def TGCReassociateReductionsPass : Pass<"tgc-reassociate-reductions", "::mlir::ModuleOp"> {
   let summary = "Lets LLVM vectorise the step's floating-point reductions";
   let description = [{

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BF16Products.h"
+#include "BlockTranspose.h"
 
 #include "tgc/Target/ProductFusion.h"
 
@@ -226,9 +227,36 @@ Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
     return rounded ? rounded->map.compose(map) : map;
   };
   Value from = rounded ? rounded->source : bm;
-  if (k / 2 > 0)
-    copyInto(b, loc, from, view(b, loc, bp3, {0, 0, 0}, {k / 2, n, 2}),
-             bMap(d0 * 2 + d2, d1));
+  // A bf16 weight read as [N, K] whose rows have unit stride: its pairs
+  // along K are 32-bit words, and packing them is a transpose of words,
+  // done in register blocks where they are whole.
+  int64_t pairs = k / 2, wholeN = 0, wholePairs = 0;
+  auto bmType = llvm::cast<MemRefType>(bm.getType());
+  if (transposed && !rounded && bmType.getElementType().isBF16() &&
+      hasUnitRows(bmType)) {
+    wholeN = n / tgc::cpu::kTransposeBlock * tgc::cpu::kTransposeBlock;
+    wholePairs = pairs / tgc::cpu::kTransposeBlock * tgc::cpu::kTransposeBlock;
+    if (wholeN && wholePairs) {
+      Value words = memref::CollapseShapeOp::create(
+          b, loc, bp3, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      tgc::cpu::transposeWholeBlocks(b, loc, bm, words, wholeN, wholePairs,
+                                     /*pairs=*/true);
+    } else {
+      wholeN = wholePairs = 0;
+    }
+  }
+  // The rest element by element: pairs [0, wholePairs) of the columns past
+  // wholeN, then the pairs past wholePairs of every column.
+  auto copyPairs = [&](int64_t pair, int64_t numPairs, int64_t col,
+                       int64_t numCols) {
+    if (numPairs <= 0 || numCols <= 0)
+      return;
+    copyInto(b, loc, from,
+             view(b, loc, bp3, {pair, col, 0}, {numPairs, numCols, 2}),
+             bMap((d0 + pair) * 2 + d2, d1 + col));
+  };
+  copyPairs(0, wholePairs, wholeN, n - wholeN);
+  copyPairs(wholePairs, pairs - wholePairs, 0, n);
   if (k % 2)
     copyInto(b, loc, from, view(b, loc, bp3, {k / 2, 0, 0}, {1, n, 1}),
              bMap(getAffineConstantExpr(k - 1, ctx), d1));

@@ -37,6 +37,12 @@ MatmulTiles tilesOf(tg::MatmulTilingAttr attr);
 /// packing, W's rows streamed once.
 void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows);
 
+/// Before the bf16 products are emitted (AMX, AVX512-BF16): a bf16 matmul
+/// whose right-hand operand is such a transposed copy of W reads W as
+/// [N, K] through its indexing maps instead, so that the packing makes
+/// its pairs along K from W's rows (32-bit words) in one pass.
+void readNarrowTransposedOperands(ModuleOp module);
+
 /// Phase 1: parallel output tiles (and batch entries). The schedules match
 /// the products of each configuration by their #tg.matmul_tiling.
 std::string forallSchedule(MLIRContext *ctx,

@@ -22,6 +22,46 @@ using namespace mlir;
 
 namespace tgc::cpu::matmuls {
 
+/// The transpose whose output is `matmul`'s right-hand operand: a buffer
+/// of its own (its alloc, the transpose [1, 0] of W, the product, its
+/// dealloc) that nothing writes W between; null otherwise.
+static linalg::TransposeOp transposedCopyRead(linalg::MatmulOp matmul) {
+  Value rhs = matmul.getInputs()[1];
+  linalg::TransposeOp transpose;
+  for (Operation *user : rhs.getUsers()) {
+    if (user == matmul || llvm::isa<memref::DeallocOp>(user))
+      continue;
+    auto t = llvm::dyn_cast<linalg::TransposeOp>(user);
+    if (!t || t.getInit() != rhs || transpose)
+      return {};
+    transpose = t;
+  }
+  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      transpose->getBlock() != matmul->getBlock() ||
+      !transpose->isBeforeInBlock(matmul) ||
+      !llvm::isa_and_nonnull<memref::AllocOp>(rhs.getDefiningOp()))
+    return {};
+  // Nothing between them may write W.
+  for (Operation *op = transpose->getNextNode(); op != matmul;
+       op = op->getNextNode())
+    for (OpOperand &operand : op->getOpOperands())
+      if (operand.get() == transpose.getInput() &&
+          llvm::isa<linalg::LinalgOp>(op) &&
+          llvm::cast<linalg::LinalgOp>(op).isDpsInit(&operand))
+        return {};
+  return transpose;
+}
+
+/// The transposed copy `matmul` read, erased with its buffer.
+static void eraseTransposedCopy(linalg::TransposeOp transpose) {
+  Value copy = transpose.getInit();
+  transpose.erase();
+  Operation *alloc = copy.getDefiningOp();
+  for (Operation *user : llvm::make_early_inc_range(copy.getUsers()))
+    user->erase(); // its dealloc
+  alloc->erase();
+}
+
 void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
   SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>> products;
   module.walk([&](linalg::MatmulOp matmul) {
@@ -36,32 +76,8 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
         lhs.getElementType() != rhsElement ||
         !(rhsElement.isF32() || rhsElement.isBF16() || rhsElement.isF16()))
       return;
-    // The right-hand operand: a buffer a transpose of W wrote, read only
-    // here (its alloc, the transpose, the product, its dealloc).
-    Value rhs = matmul.getInputs()[1];
-    linalg::TransposeOp transpose;
-    for (Operation *user : rhs.getUsers()) {
-      if (user == matmul || llvm::isa<memref::DeallocOp>(user))
-        continue;
-      auto t = llvm::dyn_cast<linalg::TransposeOp>(user);
-      if (!t || t.getInit() != rhs || transpose)
-        return;
-      transpose = t;
-    }
-    if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-        transpose->getBlock() != matmul->getBlock() ||
-        !transpose->isBeforeInBlock(matmul) ||
-        !llvm::isa_and_nonnull<memref::AllocOp>(rhs.getDefiningOp()))
-      return;
-    // Nothing between them may write W.
-    for (Operation *op = transpose->getNextNode(); op != matmul;
-         op = op->getNextNode())
-      for (OpOperand &operand : op->getOpOperands())
-        if (operand.get() == transpose.getInput() &&
-            llvm::isa<linalg::LinalgOp>(op) &&
-            llvm::cast<linalg::LinalgOp>(op).isDpsInit(&operand))
-          return;
-    products.push_back({matmul, transpose});
+    if (linalg::TransposeOp transpose = transposedCopyRead(matmul))
+      products.push_back({matmul, transpose});
   });
   for (auto [matmul, transpose] : products) {
     OpBuilder b(matmul);
@@ -91,13 +107,39 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
               nb, loc, ValueRange{arith::AddFOp::create(nb, loc, args[2],
                                                         product)});
         });
-    Value copy = matmul.getInputs()[1];
     matmul.erase();
-    transpose.erase();
-    Operation *alloc = copy.getDefiningOp();
-    for (Operation *user : llvm::make_early_inc_range(copy.getUsers()))
-      user->erase(); // its dealloc
-    alloc->erase();
+    eraseTransposedCopy(transpose);
+  }
+}
+
+void readNarrowTransposedOperands(ModuleOp module) {
+  SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>> products;
+  module.walk([&](linalg::MatmulOp matmul) {
+    if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps() ||
+        !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
+        !getElementTypeOrSelf(matmul.getInputs()[0].getType()).isBF16() ||
+        !getElementTypeOrSelf(matmul.getInputs()[1].getType()).isBF16())
+      return;
+    if (linalg::TransposeOp transpose = transposedCopyRead(matmul))
+      products.push_back({matmul, transpose});
+  });
+  for (auto [matmul, transpose] : products) {
+    OpBuilder b(matmul);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr m = b.getAffineDimExpr(0), n = b.getAffineDimExpr(1),
+               k = b.getAffineDimExpr(2);
+    SmallVector<Attribute> maps{
+        AffineMapAttr::get(AffineMap::get(3, 0, {m, k}, ctx)),
+        AffineMapAttr::get(AffineMap::get(3, 0, {n, k}, ctx)),
+        AffineMapAttr::get(AffineMap::get(3, 0, {m, n}, ctx))};
+    auto product = linalg::MatmulOp::create(
+        b, matmul.getLoc(),
+        ValueRange{matmul.getInputs()[0], transpose.getInput()},
+        ValueRange{matmul.getOutputs()[0]});
+    product.setIndexingMapsAttr(b.getArrayAttr(maps));
+    product->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
+    matmul.erase();
+    eraseTransposedCopy(transpose);
   }
 }
 

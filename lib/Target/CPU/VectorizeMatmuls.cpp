@@ -127,6 +127,8 @@ struct TGCVectorizeMatmulsPass
       takeAccumulatorFills(module, amx, bf16Dot);
       epilogues = takeEpilogues(module, amx);
     }
+    if (amx || (bf16Dot && cpu.lanes == 16))
+      readNarrowTransposedOperands(module);
     if (amx)
       tgc::cpu::emitAMXProducts(module);
     else if (bf16Dot && cpu.lanes == 16)
@@ -203,6 +205,9 @@ struct TGCVectorizeMatmulsPass
 
 void tgc::cpu::prepareProductOperandsForCount(ModuleOp module, bool amx,
                                               bool bf16Dot) {
+  // The bf16 products' transposed weight copies are packed from W itself.
+  if (amx || bf16Dot)
+    readNarrowTransposedOperands(module);
   prepareProductOperands(module, {}, [&](Operation *product) {
     return isEmittedProduct(product, amx, bf16Dot);
   });

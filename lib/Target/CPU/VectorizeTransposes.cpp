@@ -6,12 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockTranspose.h"
 #include "tgc/Target/CPU/Passes.h"
-
-#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
-#include "mlir/Dialect/Vector/Transforms/VectorTransforms.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tgc::cpu {
 #define GEN_PASS_DEF_TGCVECTORIZETRANSPOSESPASS
@@ -22,9 +18,7 @@ using namespace mlir;
 
 namespace {
 
-/// The side of a register block: sixteen f32 rows of one cache line each
-/// (the shuffle lowering's shape).
-constexpr int64_t kBlock = 16;
+using tgc::cpu::kTransposeBlock;
 
 /// Whether `op` transposes a static f32 matrix with at least one whole
 /// block.
@@ -34,8 +28,8 @@ bool isBlockTransposable(linalg::TransposeOp op) {
   return type && init && type.getRank() == 2 &&
          op.getPermutation() == ArrayRef<int64_t>{1, 0} &&
          type.getElementType().isF32() && type.hasStaticShape() &&
-         init.hasStaticShape() && type.getDimSize(0) >= kBlock &&
-         type.getDimSize(1) >= kBlock;
+         init.hasStaticShape() && type.getDimSize(0) >= kTransposeBlock &&
+         type.getDimSize(1) >= kTransposeBlock;
 }
 
 /// The transpose of `src[rows, cols]` into `dst[cols, rows]`, offsets and
@@ -57,43 +51,16 @@ void transposeEdge(OpBuilder &b, Location loc, Value src, Value dst,
                               ArrayRef<int64_t>{1, 0});
 }
 
-/// Rewrites `op`; returns the vector.transpose ops made.
-void vectorize(linalg::TransposeOp op,
-               SmallVectorImpl<Operation *> &transposes) {
+void vectorize(linalg::TransposeOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value src = op.getInput(), dst = op.getInit();
   auto type = llvm::cast<MemRefType>(src.getType());
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  int64_t wholeRows = rows / kBlock * kBlock,
-          wholeCols = cols / kBlock * kBlock;
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
-  auto blockType = VectorType::get({kBlock, kBlock}, type.getElementType());
-  Value pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-  // One strip of sixteen source rows per parallel iteration.
-  auto strips = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(wholeRows / kBlock)},
-      ValueRange{}, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(strips.getBody());
-    Value row = arith::MulIOp::create(b, loc, strips.getInductionVar(0),
-                                      index(kBlock));
-    auto columns =
-        scf::ForOp::create(b, loc, index(0), index(wholeCols), index(kBlock));
-    b.setInsertionPointToStart(columns.getBody());
-    Value col = columns.getInductionVar();
-    SmallVector<bool> inBounds{true, true};
-    Value block = vector::TransferReadOp::create(
-        b, loc, blockType, src, ValueRange{row, col}, pad, inBounds);
-    auto transposed = vector::TransposeOp::create(b, loc, block,
-                                                  ArrayRef<int64_t>{1, 0});
-    transposes.push_back(transposed);
-    vector::TransferWriteOp::create(b, loc, transposed, dst,
-                                    ValueRange{col, row}, inBounds);
-  }
+  int64_t wholeRows = rows / kTransposeBlock * kTransposeBlock,
+          wholeCols = cols / kTransposeBlock * kTransposeBlock;
+  tgc::cpu::transposeWholeBlocks(b, loc, src, dst, wholeRows, wholeCols,
+                                 /*pairs=*/false);
   // The edges: the columns past the last whole block (of the whole rows),
   // then the rows past it (all columns).
   transposeEdge(b, loc, src, dst, 0, wholeRows, wholeCols, cols - wholeCols);
@@ -112,21 +79,8 @@ struct TGCVectorizeTransposesPass
       if (op.hasPureBufferSemantics() && isBlockTransposable(op))
         work.push_back(op);
     });
-    if (work.empty())
-      return;
-    SmallVector<Operation *> transposes;
     for (linalg::TransposeOp op : work)
-      vectorize(op, transposes);
-    // Unpacks and shuffles within sixteen registers, not an element at a
-    // time.
-    RewritePatternSet patterns(&getContext());
-    vector::populateVectorTransposeLoweringPatterns(
-        patterns, vector::VectorTransposeLowering::Shuffle16x16);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-    if (failed(applyOpPatternsGreedily(transposes, std::move(patterns),
-                                       config)))
-      return signalPassFailure();
+      vectorize(op);
   }
 };
 

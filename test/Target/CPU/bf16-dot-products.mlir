@@ -398,3 +398,34 @@ func.func @epilogue_in_place(%a: memref<61x38xbf16>, %b: memref<38x10xbf16>, %ou
   memref.dealloc %c : memref<61x10xf32>
   return
 }
+
+// A bf16 weight W [37, 70] transposed into a copy for this product alone
+// (a frozen bf16 weight, generation's bf16 weights): the product reads W as
+// [N, K] instead, and its pairs along K (32-bit words of W's rows) are
+// packed by a transpose of words in 16 x 16 register blocks (35 pairs: two
+// blocks of 16 rows of W, two of pairs), the edges (W's last 5 rows, the
+// last 3 pairs) by loops. No transposed copy is left.
+// CHECK-LABEL: func.func @transposed_weight
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[BP:.*]] = memref.alloc() : memref<35x48x2xbf16>
+// CHECK: %[[WORDS:.*]] = memref.collapse_shape %[[BP]] {{\[}}[0], [1, 2]] : memref<35x48x2xbf16> into memref<35x96xbf16>
+// CHECK: scf.forall (%{{.*}}) in (2) {
+// CHECK: vector.transfer_read %arg1[%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : memref<37x70xbf16>, vector<16x32xbf16>
+// CHECK: vector.bitcast %{{.*}} : vector<16x32xbf16> to vector<16x16xf32>
+// CHECK: vector.shuffle
+// CHECK: vector.bitcast %{{.*}} : vector<16x16xf32> to vector<16x32xbf16>
+// CHECK: vector.transfer_write %{{.*}}, %[[WORDS]]
+// CHECK: memref.subview %[[BP]][0, 32, 0] [32, 5, 2] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<37x70xbf16>)
+// CHECK: memref.subview %[[BP]][32, 0, 0] [3, 37, 2] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%arg1 : memref<37x70xbf16>)
+// CHECK: x86vector.avx512.dot
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @transposed_weight(%x: memref<64x70xbf16>, %w: memref<37x70xbf16>, %y: memref<64x37xf32>) {
+  %t = memref.alloc() : memref<70x37xbf16>
+  linalg.transpose ins(%w : memref<37x70xbf16>) outs(%t : memref<70x37xbf16>) permutation = [1, 0]
+  linalg.matmul ins(%x, %t : memref<64x70xbf16>, memref<70x37xbf16>) outs(%y : memref<64x37xf32>)
+  memref.dealloc %t : memref<70x37xbf16>
+  return
+}

@@ -11,6 +11,10 @@
 // operands (tgc-reassociate-reductions lets LLVM run it in vector lanes).
 // Narrow (bf16, f16) operands are widened as they are read.
 //
+// The bf16 products of more rows (AMX, AVX512-BF16) pack W themselves:
+// readNarrowTransposedOperands drops their transposed copy and gives the
+// matmul maps that read W as [N, K].
+//
 //===----------------------------------------------------------------------===//
 
 #include "MatmulStages.h"
@@ -62,22 +66,33 @@ static void eraseTransposedCopy(linalg::TransposeOp transpose) {
   alloc->erase();
 }
 
-void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
+/// The matmuls (default maps, f32 output) that `accepts` and whose
+/// right-hand operand is a transposed copy (transposedCopyRead), with the
+/// transposes.
+static SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>>
+transposedCopyReads(ModuleOp module,
+                    llvm::function_ref<bool(linalg::MatmulOp)> accepts) {
   SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>> products;
   module.walk([&](linalg::MatmulOp matmul) {
-    if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps())
+    if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps() ||
+        !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
+        !accepts(matmul))
       return;
+    if (linalg::TransposeOp transpose = transposedCopyRead(matmul))
+      products.push_back({matmul, transpose});
+  });
+  return products;
+}
+
+void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
+  auto products = transposedCopyReads(module, [&](linalg::MatmulOp matmul) {
     auto lhs = llvm::dyn_cast<MemRefType>(matmul.getInputs()[0].getType());
     Type rhsElement = getElementTypeOrSelf(matmul.getInputs()[1].getType());
     // f32 operands, or narrow ones of one type (bf16 weights: widened in
     // registers as they are read).
-    if (!lhs || !lhs.hasStaticShape() || lhs.getDimSize(0) > maxRows ||
-        !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
-        lhs.getElementType() != rhsElement ||
-        !(rhsElement.isF32() || rhsElement.isBF16() || rhsElement.isF16()))
-      return;
-    if (linalg::TransposeOp transpose = transposedCopyRead(matmul))
-      products.push_back({matmul, transpose});
+    return lhs && lhs.hasStaticShape() && lhs.getDimSize(0) <= maxRows &&
+           lhs.getElementType() == rhsElement &&
+           (rhsElement.isF32() || rhsElement.isBF16() || rhsElement.isF16());
   });
   for (auto [matmul, transpose] : products) {
     OpBuilder b(matmul);
@@ -113,15 +128,9 @@ void readTransposedOperandsInPlace(ModuleOp module, int64_t maxRows) {
 }
 
 void readNarrowTransposedOperands(ModuleOp module) {
-  SmallVector<std::pair<linalg::MatmulOp, linalg::TransposeOp>> products;
-  module.walk([&](linalg::MatmulOp matmul) {
-    if (!matmul.hasPureBufferSemantics() || matmul.hasUserDefinedMaps() ||
-        !getElementTypeOrSelf(matmul.getOutputs()[0].getType()).isF32() ||
-        !getElementTypeOrSelf(matmul.getInputs()[0].getType()).isBF16() ||
-        !getElementTypeOrSelf(matmul.getInputs()[1].getType()).isBF16())
-      return;
-    if (linalg::TransposeOp transpose = transposedCopyRead(matmul))
-      products.push_back({matmul, transpose});
+  auto products = transposedCopyReads(module, [](linalg::MatmulOp matmul) {
+    return getElementTypeOrSelf(matmul.getInputs()[0].getType()).isBF16() &&
+           getElementTypeOrSelf(matmul.getInputs()[1].getType()).isBF16();
   });
   for (auto [matmul, transpose] : products) {
     OpBuilder b(matmul);

@@ -32,8 +32,7 @@ void tgc::cpu::transposeWholeBlocks(OpBuilder &b, Location loc, Value src,
   b.setInsertionPointToStart(strips.getBody());
   Value row = arith::MulIOp::create(b, loc, strips.getInductionVar(0),
                                     index(n));
-  auto columns = scf::ForOp::create(b, loc, index(0), index(cols / n * n),
-                                    index(n));
+  auto columns = scf::ForOp::create(b, loc, index(0), index(cols), index(n));
   b.setInsertionPointToStart(columns.getBody());
   Value col = columns.getInductionVar();
   // Element offsets of the block in src and dst (a word is `perWord` of

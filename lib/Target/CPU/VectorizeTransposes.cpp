@@ -40,11 +40,9 @@ void transposeEdge(OpBuilder &b, Location loc, Value src, Value dst,
     return;
   auto view = [&](Value buffer, int64_t r, int64_t nr, int64_t c,
                   int64_t nc) -> Value {
-    return memref::SubViewOp::create(
-        b, loc, buffer,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(r), b.getIndexAttr(c)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(nr), b.getIndexAttr(nc)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    return memref::SubViewOp::create(b, loc, buffer, ArrayRef<int64_t>{r, c},
+                                     ArrayRef<int64_t>{nr, nc},
+                                     ArrayRef<int64_t>{1, 1});
   };
   linalg::TransposeOp::create(b, loc, view(src, row, rows, col, cols),
                               view(dst, col, cols, row, rows),

@@ -28,7 +28,15 @@ void BPE::buildMergeTable(
     size *= 2;
   mergeMask = size - 1;
   mergeSlots.assign(size, MergeSlot{kNoKey, Merge{}});
+  densePairs.assign(kDenseIds * kDenseIds, kNoMerge);
   for (const auto &[key, merge] : pairs) {
+    uint32_t left = key >> 32, right = static_cast<uint32_t>(key);
+    if ((left | right) < kDenseIds) {
+      Merge &dense = densePairs[left * kDenseIds + right];
+      if (dense.rank == kNoMerge.rank)
+        dense = merge;
+      continue;
+    }
     uint64_t slot = hashPair(key) & mergeMask;
     while (mergeSlots[slot].key != kNoKey && mergeSlots[slot].key != key)
       slot = (slot + 1) & mergeMask;
@@ -38,23 +46,22 @@ void BPE::buildMergeTable(
   }
 }
 
-const BPE::Merge *BPE::findMerge(uint32_t left, uint32_t right) const {
+BPE::Merge BPE::findSparseMerge(uint32_t left, uint32_t right) const {
   uint64_t key = pairKey(left, right);
   for (uint64_t slot = hashPair(key) & mergeMask;;
        slot = (slot + 1) & mergeMask) {
     const MergeSlot &entry = mergeSlots[slot];
     if (entry.key == key)
-      return &entry.merge;
+      return entry.merge;
     if (entry.key == kNoKey)
-      return nullptr;
+      return kNoMerge;
   }
 }
 
 std::optional<uint32_t> BPE::find(std::string_view token) const {
-  auto it = tokenIds.find(std::string(token));
-  if (it == tokenIds.end())
-    return std::nullopt;
-  return it->second;
+  if (const uint32_t *id = tokenIds.find(token))
+    return *id;
+  return std::nullopt;
 }
 
 std::unique_ptr<BPE> BPE::parse(const json::Value &model,
@@ -98,7 +105,6 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
     error = where + ".vocab: expected an object of token: id";
     return nullptr;
   }
-  bpe->tokenIds.reserve(vocab->members.size());
   bpe->charIds.assign(0x110000, -1);
   for (const auto &[token, id] : vocab->members) {
     if (!id.isInteger || id.integer < 0 || id.integer >= (int64_t(1) << 31)) {
@@ -106,7 +112,7 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
               " is not a token id";
       return nullptr;
     }
-    bpe->tokenIds.emplace(token, static_cast<uint32_t>(id.integer));
+    bpe->tokenIds.insert(token, static_cast<uint32_t>(id.integer));
     if (!token.empty() &&
         utf8Length(static_cast<unsigned char>(token[0])) == token.size()) {
       size_t pos = 0;
@@ -187,15 +193,13 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
   // an unknown U+2581 could fuse with an unknown neighbour: no cuts then.)
   const std::string metaspace = "\xE2\x96\x81";
   bpe->cutsAtMetaspace = !bpe->ignoreMerges && bpe->find(metaspace);
-  for (const auto &[token, id] : bpe->tokenIds) {
+  bpe->tokenIds.forEach([&](std::string_view token, uint32_t) {
     for (size_t at = token.find(metaspace, 1);
          at != std::string::npos && bpe->cutsAtMetaspace;
          at = token.find(metaspace, at + 1))
       bpe->cutsAtMetaspace =
           at >= 3 && token.compare(at - 3, 3, metaspace) == 0;
-    if (!bpe->cutsAtMetaspace)
-      break;
-  }
+  });
   return bpe;
 }
 
@@ -249,12 +253,13 @@ void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
   if (word.empty())
     return;
   if (ignoreMerges)
-    if (auto it = tokenIds.find(std::string(word)); it != tokenIds.end()) {
-      out.push_back(it->second);
+    if (const uint32_t *id = tokenIds.find(word)) {
+      out.push_back(*id);
       return;
     }
   // Scratch space reused across words (one set per encoding thread).
-  thread_local std::vector<uint32_t> ids, lengths, ranks;
+  thread_local std::vector<uint32_t> ids, lengths;
+  thread_local std::vector<Merge> merges;
   ids.clear();
   lengths.clear();
   symbolsOf(word, ids, lengths);
@@ -263,31 +268,26 @@ void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
     out.insert(out.end(), ids.begin(), ids.end());
     return;
   }
-  constexpr uint32_t kNone = UINT32_MAX;
   if (n <= 48) {
     // Short words: scan for the lowest-ranked pair (leftmost on ties), which
     // is what the heap below finds, without its bookkeeping.
-    auto rankAt = [&](size_t i) {
-      const Merge *merge = findMerge(ids[i], ids[i + 1]);
-      return merge ? merge->rank : kNone;
-    };
-    ranks.resize(n - 1);
+    merges.resize(n - 1);
     for (size_t i = 0; i + 1 < n; ++i)
-      ranks[i] = rankAt(i);
+      merges[i] = findMerge(ids[i], ids[i + 1]);
     while (ids.size() > 1) {
       size_t best = 0;
-      for (size_t i = 1; i < ranks.size(); ++i)
-        if (ranks[i] < ranks[best])
+      for (size_t i = 1; i < merges.size(); ++i)
+        if (merges[i].rank < merges[best].rank)
           best = i;
-      if (ranks[best] == kNone)
+      if (merges[best].rank == kNoMerge.rank)
         break;
-      ids[best] = findMerge(ids[best], ids[best + 1])->result;
+      ids[best] = merges[best].result;
       ids.erase(ids.begin() + best + 1);
-      ranks.erase(ranks.begin() + best);
+      merges.erase(merges.begin() + best);
       if (best + 1 < ids.size())
-        ranks[best] = rankAt(best);
+        merges[best] = findMerge(ids[best], ids[best + 1]);
       if (best > 0)
-        ranks[best - 1] = rankAt(best - 1);
+        merges[best - 1] = findMerge(ids[best - 1], ids[best]);
     }
     out.insert(out.end(), ids.begin(), ids.end());
     return;
@@ -308,8 +308,9 @@ void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
   auto consider = [&](int32_t left) {
     if (left < 0 || next[left] < 0)
       return;
-    if (const Merge *merge = findMerge(ids[left], ids[next[left]]))
-      heap.push({merge->rank, static_cast<uint32_t>(left), merge->result});
+    if (Merge merge = findMerge(ids[left], ids[next[left]]);
+        merge.rank != kNoMerge.rank)
+      heap.push({merge.rank, static_cast<uint32_t>(left), merge.result});
   };
   for (size_t i = 0; i + 1 < n; ++i)
     consider(static_cast<int32_t>(i));
@@ -320,8 +321,8 @@ void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
     if (lengths[left] == 0 || next[left] < 0)
       continue;
     int32_t right = next[left];
-    const Merge *merge = findMerge(ids[left], ids[right]);
-    if (!merge || merge->result != top.result)
+    Merge merge = findMerge(ids[left], ids[right]);
+    if (merge.rank == kNoMerge.rank || merge.result != top.result)
       continue; // stale: a neighbour merged since
     ids[left] = top.result;
     lengths[left] += lengths[right];

@@ -9,6 +9,8 @@
 #ifndef TGC_RUNTIME_TOKENIZER_BPE_H
 #define TGC_RUNTIME_TOKENIZER_BPE_H
 
+#include "FlatStringMap.h"
+
 #include "tgc/Runtime/Json.h"
 
 #include <cstdint>
@@ -16,7 +18,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace tgc::rt::tok {
@@ -39,14 +40,13 @@ public:
   std::vector<size_t> independentCuts(std::string_view word) const;
 
   std::optional<uint32_t> find(std::string_view token) const;
-  const std::unordered_map<std::string, uint32_t> &vocab() const {
-    return tokenIds;
-  }
+  const FlatStringMap<uint32_t> &vocab() const { return tokenIds; }
 
 private:
   struct Merge {
     uint32_t rank, result;
   };
+  static constexpr Merge kNoMerge = {UINT32_MAX, 0};
   static uint64_t pairKey(uint32_t left, uint32_t right) {
     return (uint64_t(left) << 32) | right;
   }
@@ -54,12 +54,21 @@ private:
   void symbolsOf(std::string_view word, std::vector<uint32_t> &ids,
                  std::vector<uint32_t> &lengths) const;
 
-  /// The merge of a pair, if any (an open-addressing table: this lookup is
-  /// the inner loop of encoding).
-  const Merge *findMerge(uint32_t left, uint32_t right) const;
+  /// The merge of a pair, kNoMerge if none. This lookup is the inner loop of
+  /// encoding: pairs of ids below kDenseIds (byte-level BPE's 256 bytes, which
+  /// every word starts from) are read from a table small enough to stay in
+  /// cache, the others from an open-addressing table.
+  Merge findMerge(uint32_t left, uint32_t right) const {
+    if ((left | right) < kDenseIds)
+      return densePairs[left * kDenseIds + right];
+    return findSparseMerge(left, right);
+  }
+  Merge findSparseMerge(uint32_t left, uint32_t right) const;
   void buildMergeTable(const std::vector<std::pair<uint64_t, Merge>> &pairs);
 
-  std::unordered_map<std::string, uint32_t> tokenIds;
+  static constexpr uint32_t kDenseIds = 256;
+
+  FlatStringMap<uint32_t> tokenIds;
   /// A pair's key and its merge side by side: a probe touches one line.
   struct MergeSlot {
     uint64_t key; // kNoKey where empty
@@ -67,6 +76,7 @@ private:
   };
   std::vector<MergeSlot> mergeSlots;
   uint64_t mergeMask = 0;
+  std::vector<Merge> densePairs; // kDenseIds x kDenseIds
   /// Ids of the single-character tokens, by code point (-1: none).
   std::vector<int32_t> charIds;
   std::optional<uint32_t> unk;

@@ -6,6 +6,7 @@
 #include "AddedTokens.h"
 #include "BPE.h"
 #include "Components.h"
+#include "FlatStringMap.h"
 #include "Unicode.h"
 
 #include <cstring>
@@ -17,7 +18,12 @@ namespace tgc::rt::tok {
 
 class WordCache {
 public:
-  std::unordered_map<std::string, std::vector<uint32_t>> words;
+  /// A word's ids: `count` of them from `begin` in `ids`.
+  struct Range {
+    uint32_t begin, count;
+  };
+  FlatStringMap<Range> words;
+  std::vector<uint32_t> ids;
 };
 
 class Pipeline {
@@ -38,7 +44,7 @@ public:
 
   void encodeSegment(std::string_view text, bool atStart,
                      std::vector<uint32_t> &ids, WordCache *cache) const;
-  void encodeWord(const std::string &word, std::vector<uint32_t> &ids,
+  void encodeWord(std::string_view word, std::vector<uint32_t> &ids,
                   WordCache *cache) const;
 };
 
@@ -47,7 +53,7 @@ public:
 void tgc::rt::tok::destroyWordCache(WordCache *cache) { delete cache; }
 WordCachePtr tgc::rt::tok::newWordCache() { return WordCachePtr(new WordCache); }
 
-void Pipeline::encodeWord(const std::string &word, std::vector<uint32_t> &ids,
+void Pipeline::encodeWord(std::string_view word, std::vector<uint32_t> &ids,
                           WordCache *cache) const {
   constexpr size_t kLongestCached = 256, kMostCached = 1 << 18;
   if (word.size() > kLongestCached) {
@@ -69,15 +75,22 @@ void Pipeline::encodeWord(const std::string &word, std::vector<uint32_t> &ids,
     model->tokenize(word, ids);
     return;
   }
-  auto it = cache->words.find(word);
-  if (it == cache->words.end()) {
-    if (cache->words.size() >= kMostCached)
-      cache->words.clear();
-    std::vector<uint32_t> wordIds;
-    model->tokenize(word, wordIds);
-    it = cache->words.emplace(word, std::move(wordIds)).first;
+  uint64_t hash = cache->words.hash(word);
+  if (const WordCache::Range *range = cache->words.find(word, hash)) {
+    const uint32_t *first = cache->ids.data() + range->begin;
+    ids.insert(ids.end(), first, first + range->count);
+    return;
   }
-  ids.insert(ids.end(), it->second.begin(), it->second.end());
+  if (cache->words.size() >= kMostCached) {
+    cache->words.clear();
+    cache->ids.clear();
+  }
+  size_t begin = ids.size();
+  model->tokenize(word, ids);
+  WordCache::Range range{static_cast<uint32_t>(cache->ids.size()),
+                         static_cast<uint32_t>(ids.size() - begin)};
+  cache->ids.insert(cache->ids.end(), ids.begin() + begin, ids.end());
+  cache->words.insert(word, hash, range);
 }
 
 void Pipeline::encodeSegment(std::string_view raw, bool atStart,
@@ -293,11 +306,11 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
     if (!parsePostProcessor(*v, "post_processor", p->specials, stageError))
       return fail(stageError);
 
-  for (const auto &[token, id] : p->model->vocab()) {
+  p->model->vocab().forEach([&](std::string_view token, uint32_t id) {
     if (id >= p->idToToken.size())
       p->idToToken.resize(id + 1);
     p->idToToken[id] = token;
-  }
+  });
   std::vector<AddedToken> added;
   if (const json::Value *v = member(root, "added_tokens"))
     if (!parseAddedTokens(*v, "added_tokens", added, stageError))

@@ -249,11 +249,12 @@ void BPE::symbolsOf(std::string_view word, std::vector<uint32_t> &ids,
   }
 }
 
-void BPE::tokenize(std::string_view word, std::vector<uint32_t> &out) const {
+void BPE::tokenize(std::string_view word, uint64_t wordHash,
+                   std::vector<uint32_t> &out) const {
   if (word.empty())
     return;
   if (ignoreMerges)
-    if (const uint32_t *id = tokenIds.find(word)) {
+    if (const uint32_t *id = tokenIds.find(word, wordHash)) {
       out.push_back(*id);
       return;
     }

@@ -30,8 +30,18 @@ public:
                                     const std::string &where,
                                     std::string &error);
 
-  /// Appends the ids of `word` to `out`.
-  void tokenize(std::string_view word, std::vector<uint32_t> &out) const;
+  /// Appends the ids of `word` to `out`. `wordHash` is
+  /// FlatStringMap::hash(word), when the caller has it.
+  void tokenize(std::string_view word, std::vector<uint32_t> &out) const {
+    tokenize(word, ignoreMerges ? FlatStringMap<uint32_t>::hash(word) : 0, out);
+  }
+  void tokenize(std::string_view word, uint64_t wordHash,
+                std::vector<uint32_t> &out) const;
+  /// Starts loading what tokenize(word, wordHash, ...) reads first.
+  void prefetch(uint64_t wordHash) const {
+    if (ignoreMerges)
+      tokenIds.prefetch(wordHash);
+  }
 
   /// Where `word` may be cut into parts that encode independently: before
   /// each U+2581 (SentencePiece's space) that follows another character,
@@ -74,7 +84,7 @@ private:
     uint64_t key; // kNoKey where empty
     Merge merge;
   };
-  std::vector<MergeSlot> mergeSlots;
+  std::vector<MergeSlot, LargePageAllocator<MergeSlot>> mergeSlots;
   uint64_t mergeMask = 0;
   std::vector<Merge> densePairs; // kDenseIds x kDenseIds
   /// Ids of the single-character tokens, by code point (-1: none).

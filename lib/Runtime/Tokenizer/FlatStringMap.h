@@ -10,6 +10,8 @@
 #ifndef TGC_RUNTIME_TOKENIZER_FLATSTRINGMAP_H
 #define TGC_RUNTIME_TOKENIZER_FLATSTRINGMAP_H
 
+#include "LargePageAllocator.h"
+
 #include "tgc/Runtime/Tokenizer.h"
 
 #include <cstdint>
@@ -42,6 +44,12 @@ public:
     }
   }
   const Value *find(std::string_view key) const { return find(key, hash(key)); }
+
+  /// Starts loading the slot where a lookup of `keyHash` begins.
+  void prefetch(uint64_t keyHash) const {
+    if (!slots.empty())
+      __builtin_prefetch(&slots[keyHash & mask]);
+  }
 
   /// Adds `key` unless it is there; returns its value and whether it was
   /// added (an existing value is kept).
@@ -101,7 +109,7 @@ private:
   }
 
   void grow() {
-    std::vector<Slot> old = std::move(slots);
+    Slots old = std::move(slots);
     slots.assign(old.empty() ? 64 : old.size() * 2, Slot{0, kEmpty, 0, {}});
     mask = slots.size() - 1;
     for (const Slot &slot : old) {
@@ -116,9 +124,10 @@ private:
     }
   }
 
-  std::vector<Slot> slots;
+  using Slots = std::vector<Slot, LargePageAllocator<Slot>>;
+  Slots slots;
   size_t mask = 0, count = 0;
-  std::vector<char> arena;
+  std::vector<char, LargePageAllocator<char>> arena;
 };
 
 } // namespace tgc::rt::tok

@@ -9,6 +9,7 @@
 #include "FlatStringMap.h"
 #include "Unicode.h"
 
+#include <array>
 #include <cstring>
 
 using namespace tgc::rt;
@@ -23,7 +24,7 @@ public:
     uint32_t begin, count;
   };
   FlatStringMap<Range> words;
-  std::vector<uint32_t> ids;
+  std::vector<uint32_t, LargePageAllocator<uint32_t>> ids;
 };
 
 class Pipeline {
@@ -44,8 +45,49 @@ public:
 
   void encodeSegment(std::string_view text, bool atStart,
                      std::vector<uint32_t> &ids, WordCache *cache) const;
-  void encodeWord(std::string_view word, std::vector<uint32_t> &ids,
-                  WordCache *cache) const;
+  /// `hash` is FlatStringMap::hash(word).
+  void encodeWord(std::string_view word, uint64_t hash,
+                  std::vector<uint32_t> &ids, WordCache *cache) const;
+};
+
+/// The words of a segment on their way to encodeWord, a few at a time: a
+/// word's cache and vocabulary slots are prefetched when it arrives and read
+/// kLookahead words later, so that the misses of neighbouring words overlap
+/// (on text whose words repeat little, those misses are most of the time).
+class WordQueue {
+public:
+  WordQueue(const Pipeline &p, std::vector<uint32_t> &ids, WordCache *cache)
+      : p(p), ids(ids), cache(cache) {}
+  ~WordQueue() { flush(); }
+
+  void push(std::string &&word) {
+    if (count == kLookahead)
+      encodeOldest();
+    size_t at = (first + count++) % kLookahead;
+    hashes[at] = FlatStringMap<uint32_t>::hash(word);
+    words[at] = std::move(word);
+    cache->words.prefetch(hashes[at]);
+    p.model->prefetch(hashes[at]);
+  }
+  void flush() {
+    while (count)
+      encodeOldest();
+  }
+
+private:
+  static constexpr size_t kLookahead = 8;
+  void encodeOldest() {
+    p.encodeWord(words[first], hashes[first], ids, cache);
+    first = (first + 1) % kLookahead;
+    --count;
+  }
+
+  const Pipeline &p;
+  std::vector<uint32_t> &ids;
+  WordCache *cache;
+  std::array<std::string, kLookahead> words;
+  std::array<uint64_t, kLookahead> hashes;
+  size_t first = 0, count = 0;
 };
 
 } // namespace tgc::rt::tok
@@ -53,29 +95,25 @@ public:
 void tgc::rt::tok::destroyWordCache(WordCache *cache) { delete cache; }
 WordCachePtr tgc::rt::tok::newWordCache() { return WordCachePtr(new WordCache); }
 
-void Pipeline::encodeWord(std::string_view word, std::vector<uint32_t> &ids,
-                          WordCache *cache) const {
+void Pipeline::encodeWord(std::string_view word, uint64_t hash,
+                          std::vector<uint32_t> &ids, WordCache *cache) const {
   constexpr size_t kLongestCached = 256, kMostCached = 1 << 18;
   if (word.size() > kLongestCached) {
     // A SentencePiece segment is one long word: encode its parts.
     std::vector<size_t> cuts = model->independentCuts(word);
     if (cuts.empty()) {
-      model->tokenize(word, ids);
+      model->tokenize(word, hash, ids);
       return;
     }
     cuts.push_back(word.size());
     size_t begin = 0;
     for (size_t end : cuts) {
-      encodeWord(word.substr(begin, end - begin), ids, cache);
+      std::string_view part = word.substr(begin, end - begin);
+      encodeWord(part, FlatStringMap<uint32_t>::hash(part), ids, cache);
       begin = end;
     }
     return;
   }
-  if (!cache) {
-    model->tokenize(word, ids);
-    return;
-  }
-  uint64_t hash = cache->words.hash(word);
   if (const WordCache::Range *range = cache->words.find(word, hash)) {
     const uint32_t *first = cache->ids.data() + range->begin;
     ids.insert(ids.end(), first, first + range->count);
@@ -86,7 +124,7 @@ void Pipeline::encodeWord(std::string_view word, std::vector<uint32_t> &ids,
     cache->ids.clear();
   }
   size_t begin = ids.size();
-  model->tokenize(word, ids);
+  model->tokenize(word, hash, ids);
   WordCache::Range range{static_cast<uint32_t>(cache->ids.size()),
                          static_cast<uint32_t>(ids.size() - begin)};
   cache->ids.insert(cache->ids.end(), ids.begin() + begin, ids.end());
@@ -104,19 +142,23 @@ void Pipeline::encodeSegment(std::string_view raw, bool atStart,
     spans.push_back({0, text.size()});
   else
     spans = normalizedTokens.split(text);
+  WordQueue queue(*this, ids, cache);
   for (const Span &span : spans) {
     if (span.id >= 0) {
+      queue.flush();
       ids.push_back(static_cast<uint32_t>(span.id));
       continue;
     }
-    Piece piece{text.substr(span.begin, span.end - span.begin),
+    Piece piece{spans.size() == 1
+                    ? std::move(text)
+                    : text.substr(span.begin, span.end - span.begin),
                 atStart && span.begin == 0};
     if (!preTokenizer) {
-      encodeWord(piece.text, ids, cache);
+      queue.push(std::move(piece.text));
       continue;
     }
     preTokenizer->split(std::move(piece), [&](Piece &&word) {
-      encodeWord(word.text, ids, cache);
+      queue.push(std::move(word.text));
     });
   }
 }
@@ -136,7 +178,10 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text,
     cache = local.get();
   }
   std::vector<uint32_t> ids;
-  ids.reserve(text.size() / 3 + 8);
+  // Most text takes 1.5 to 4 bytes per id; untouched capacity costs no
+  // memory, and the pages written are faulted in 2 MiB at a time.
+  ids.reserve(text.size() / 2 + 8);
+  adviseHugePages(ids.data(), ids.capacity() * sizeof(uint32_t));
   if (addSpecialTokens)
     ids.insert(ids.end(), p.specials.prefix.begin(), p.specials.prefix.end());
   for (const Span &span : p.rawTokens.split(text)) {

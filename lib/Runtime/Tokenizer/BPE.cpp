@@ -12,7 +12,7 @@ using namespace tgc::rt;
 using namespace tgc::rt::tok;
 
 namespace {
-constexpr uint64_t kNoKey = ~uint64_t(0);
+constexpr uint64_t kEmptySlot = ~uint64_t(0);
 uint64_t hashPair(uint64_t key) {
   key ^= key >> 33;
   key *= 0xff51afd7ed558ccdull;
@@ -21,40 +21,41 @@ uint64_t hashPair(uint64_t key) {
 }
 } // namespace
 
-void BPE::buildMergeTable(
-    const std::vector<std::pair<uint64_t, Merge>> &pairs) {
+void BPE::buildMergeTable(const std::vector<uint64_t> &pairs) {
   uint64_t size = 16;
-  while (size < pairs.size() * 2)
+  while (size * 7 < pairs.size() * 10) // a load of at most 0.7
     size *= 2;
   mergeMask = size - 1;
-  mergeSlots.assign(size, MergeSlot{kNoKey, Merge{}});
-  densePairs.assign(kDenseIds * kDenseIds, kNoMerge);
-  for (const auto &[key, merge] : pairs) {
-    uint32_t left = key >> 32, right = static_cast<uint32_t>(key);
+  mergeSlots.assign(size, kEmptySlot);
+  denseRanks.assign(kDenseIds * kDenseIds, kNoRank);
+  for (uint32_t rank = 0; rank < pairs.size(); ++rank) {
+    uint64_t key = pairs[rank];
+    uint64_t left = key >> kIdBits, right = key & kIdMask;
     if ((left | right) < kDenseIds) {
-      Merge &dense = densePairs[left * kDenseIds + right];
-      if (dense.rank == kNoMerge.rank)
-        dense = merge;
+      uint32_t &dense = denseRanks[left * kDenseIds + right];
+      if (dense == kNoRank)
+        dense = rank;
       continue;
     }
     uint64_t slot = hashPair(key) & mergeMask;
-    while (mergeSlots[slot].key != kNoKey && mergeSlots[slot].key != key)
+    while (mergeSlots[slot] != kEmptySlot &&
+           (mergeSlots[slot] >> kIdBits) != key)
       slot = (slot + 1) & mergeMask;
-    if (mergeSlots[slot].key == key)
+    if (mergeSlots[slot] != kEmptySlot)
       continue; // the first rank of a pair wins, as in Hugging Face's table
-    mergeSlots[slot] = {key, merge};
+    mergeSlots[slot] = (key << kIdBits) | rank;
   }
 }
 
-BPE::Merge BPE::findSparseMerge(uint32_t left, uint32_t right) const {
+uint32_t BPE::sparseMergeRank(uint32_t left, uint32_t right) const {
   uint64_t key = pairKey(left, right);
   for (uint64_t slot = hashPair(key) & mergeMask;;
        slot = (slot + 1) & mergeMask) {
-    const MergeSlot &entry = mergeSlots[slot];
-    if (entry.key == key)
-      return entry.merge;
-    if (entry.key == kNoKey)
-      return kNoMerge;
+    uint64_t entry = mergeSlots[slot];
+    if ((entry >> kIdBits) == key)
+      return static_cast<uint32_t>(entry & kIdMask);
+    if (entry == kEmptySlot)
+      return kNoRank;
   }
 }
 
@@ -107,9 +108,16 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
   }
   bpe->charIds.assign(0x110000, -1);
   for (const auto &[token, id] : vocab->members) {
-    if (!id.isInteger || id.integer < 0 || id.integer >= (int64_t(1) << 31)) {
+    if (!id.isInteger || id.integer < 0) {
       error = where + ".vocab[" + json::quote(token) + "]: " + id.describe() +
               " is not a token id";
+      return nullptr;
+    }
+    if (id.integer >= int64_t(kIdMask)) {
+      error = where + ".vocab[" + json::quote(token) + "]: id " +
+              std::to_string(id.integer) +
+              " is not supported (ids must be below " +
+              std::to_string(kIdMask) + ")";
       return nullptr;
     }
     bpe->tokenIds.insert(token, static_cast<uint32_t>(id.integer));
@@ -151,17 +159,24 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
     error = where + ".merges: expected an array";
     return nullptr;
   }
-  std::vector<std::pair<uint64_t, Merge>> pairs;
+  if (merges->items.size() >= kIdMask) {
+    error = where + ".merges: " + std::to_string(merges->items.size()) +
+            " merges are not supported (at most " +
+            std::to_string(kIdMask - 1) + ")";
+    return nullptr;
+  }
+  std::vector<uint64_t> pairs;
   pairs.reserve(merges->items.size());
+  bpe->mergeResults.reserve(merges->items.size());
   for (size_t rank = 0; rank < merges->items.size(); ++rank) {
     const json::Value &merge = merges->items[rank];
-    std::string at = where + ".merges[" + std::to_string(rank) + "]";
+    auto at = [&] { return where + ".merges[" + std::to_string(rank) + "]"; };
     std::string left, right;
     if (merge.isString()) {
       size_t space = merge.string.find(' ');
       if (space == std::string::npos ||
           merge.string.find(' ', space + 1) != std::string::npos) {
-        error = at + ": " + merge.describe() +
+        error = at() + ": " + merge.describe() +
                 " is not two tokens separated by one space";
         return nullptr;
       }
@@ -172,19 +187,21 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
       left = merge.items[0].string;
       right = merge.items[1].string;
     } else {
-      error = at + ": expected \"left right\" or [\"left\", \"right\"]";
+      error = at() + ": expected \"left right\" or [\"left\", \"right\"]";
       return nullptr;
     }
     std::optional<uint32_t> l = bpe->find(left), r = bpe->find(right),
                             result = bpe->find(left + right);
     if (!l || !r || !result) {
-      error = at + ": " +
-              json::quote(!l ? left : !r ? right : left + right) +
+      error = at() + ": " +
+              json::quote(!l   ? left
+                          : !r ? right
+                               : left + right) +
               " is not in the vocabulary";
       return nullptr;
     }
-    pairs.emplace_back(pairKey(*l, *r),
-                       Merge{static_cast<uint32_t>(rank), *result});
+    pairs.push_back(pairKey(*l, *r));
+    bpe->mergeResults.push_back(*result);
   }
   bpe->buildMergeTable(pairs);
 
@@ -259,8 +276,7 @@ void BPE::tokenize(std::string_view word, uint64_t wordHash,
       return;
     }
   // Scratch space reused across words (one set per encoding thread).
-  thread_local std::vector<uint32_t> ids, lengths;
-  thread_local std::vector<Merge> merges;
+  thread_local std::vector<uint32_t> ids, lengths, ranks;
   ids.clear();
   lengths.clear();
   symbolsOf(word, ids, lengths);
@@ -272,23 +288,23 @@ void BPE::tokenize(std::string_view word, uint64_t wordHash,
   if (n <= 48) {
     // Short words: scan for the lowest-ranked pair (leftmost on ties), which
     // is what the heap below finds, without its bookkeeping.
-    merges.resize(n - 1);
+    ranks.resize(n - 1);
     for (size_t i = 0; i + 1 < n; ++i)
-      merges[i] = findMerge(ids[i], ids[i + 1]);
+      ranks[i] = mergeRank(ids[i], ids[i + 1]);
     while (ids.size() > 1) {
       size_t best = 0;
-      for (size_t i = 1; i < merges.size(); ++i)
-        if (merges[i].rank < merges[best].rank)
+      for (size_t i = 1; i < ranks.size(); ++i)
+        if (ranks[i] < ranks[best])
           best = i;
-      if (merges[best].rank == kNoMerge.rank)
+      if (ranks[best] == kNoRank)
         break;
-      ids[best] = merges[best].result;
+      ids[best] = mergeResults[ranks[best]];
       ids.erase(ids.begin() + best + 1);
-      merges.erase(merges.begin() + best);
+      ranks.erase(ranks.begin() + best);
       if (best + 1 < ids.size())
-        merges[best] = findMerge(ids[best], ids[best + 1]);
+        ranks[best] = mergeRank(ids[best], ids[best + 1]);
       if (best > 0)
-        merges[best - 1] = findMerge(ids[best - 1], ids[best]);
+        ranks[best - 1] = mergeRank(ids[best - 1], ids[best]);
     }
     out.insert(out.end(), ids.begin(), ids.end());
     return;
@@ -309,9 +325,8 @@ void BPE::tokenize(std::string_view word, uint64_t wordHash,
   auto consider = [&](int32_t left) {
     if (left < 0 || next[left] < 0)
       return;
-    if (Merge merge = findMerge(ids[left], ids[next[left]]);
-        merge.rank != kNoMerge.rank)
-      heap.push({merge.rank, static_cast<uint32_t>(left), merge.result});
+    if (uint32_t rank = mergeRank(ids[left], ids[next[left]]); rank != kNoRank)
+      heap.push({rank, static_cast<uint32_t>(left), mergeResults[rank]});
   };
   for (size_t i = 0; i + 1 < n; ++i)
     consider(static_cast<int32_t>(i));
@@ -322,8 +337,8 @@ void BPE::tokenize(std::string_view word, uint64_t wordHash,
     if (lengths[left] == 0 || next[left] < 0)
       continue;
     int32_t right = next[left];
-    Merge merge = findMerge(ids[left], ids[right]);
-    if (merge.rank == kNoMerge.rank || merge.result != top.result)
+    uint32_t rank = mergeRank(ids[left], ids[right]);
+    if (rank == kNoRank || mergeResults[rank] != top.result)
       continue; // stale: a neighbour merged since
     ids[left] = top.result;
     lengths[left] += lengths[right];

@@ -53,40 +53,41 @@ public:
   const FlatStringMap<uint32_t> &vocab() const { return tokenIds; }
 
 private:
-  struct Merge {
-    uint32_t rank, result;
-  };
-  static constexpr Merge kNoMerge = {UINT32_MAX, 0};
+  static constexpr uint32_t kNoRank = UINT32_MAX;
+  /// Token ids and merge ranks are packed in 21 bits each.
+  static constexpr unsigned kIdBits = 21;
+  static constexpr uint64_t kIdMask = (uint64_t(1) << kIdBits) - 1;
   static uint64_t pairKey(uint32_t left, uint32_t right) {
-    return (uint64_t(left) << 32) | right;
+    return (uint64_t(left) << kIdBits) | right;
   }
   /// The initial symbols of `word`.
   void symbolsOf(std::string_view word, std::vector<uint32_t> &ids,
                  std::vector<uint32_t> &lengths) const;
 
-  /// The merge of a pair, kNoMerge if none. This lookup is the inner loop of
-  /// encoding: pairs of ids below kDenseIds (byte-level BPE's 256 bytes, which
-  /// every word starts from) are read from a table small enough to stay in
-  /// cache, the others from an open-addressing table.
-  Merge findMerge(uint32_t left, uint32_t right) const {
+  /// The rank of the pair's merge, kNoRank if none. This lookup is the inner
+  /// loop of encoding: pairs of ids below kDenseIds (byte-level BPE's 256
+  /// bytes, which every word starts from) are read from a table small enough
+  /// to stay in cache, the others from an open-addressing table.
+  uint32_t mergeRank(uint32_t left, uint32_t right) const {
     if ((left | right) < kDenseIds)
-      return densePairs[left * kDenseIds + right];
-    return findSparseMerge(left, right);
+      return denseRanks[left * kDenseIds + right];
+    return sparseMergeRank(left, right);
   }
-  Merge findSparseMerge(uint32_t left, uint32_t right) const;
-  void buildMergeTable(const std::vector<std::pair<uint64_t, Merge>> &pairs);
+  uint32_t sparseMergeRank(uint32_t left, uint32_t right) const;
+  /// `pairs[rank]` is the pairKey of the merge of that rank.
+  void buildMergeTable(const std::vector<uint64_t> &pairs);
 
   static constexpr uint32_t kDenseIds = 256;
 
   FlatStringMap<uint32_t> tokenIds;
-  /// A pair's key and its merge side by side: a probe touches one line.
-  struct MergeSlot {
-    uint64_t key; // kNoKey where empty
-    Merge merge;
-  };
-  std::vector<MergeSlot, LargePageAllocator<MergeSlot>> mergeSlots;
+  /// What the merge of each rank makes.
+  std::vector<uint32_t> mergeResults;
+  /// Open addressing over (pairKey << kIdBits | rank), ~0 where empty: a
+  /// probe reads 8 bytes, and the table is a quarter of the key-and-merge
+  /// slots it replaces.
+  std::vector<uint64_t, LargePageAllocator<uint64_t>> mergeSlots;
   uint64_t mergeMask = 0;
-  std::vector<Merge> densePairs; // kDenseIds x kDenseIds
+  std::vector<uint32_t> denseRanks; // kDenseIds x kDenseIds
   /// Ids of the single-character tokens, by code point (-1: none).
   std::vector<int32_t> charIds;
   std::optional<uint32_t> unk;

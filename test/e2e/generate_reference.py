@@ -98,8 +98,9 @@ def llama_kv_cache_greedy(c, P, prompt, n):
 
 
 def round_linear_operands(P):
-    """F.linear with its operands rounded to bf16, except where the weight
-    is an embedding table (a tied head keeps f32, as tgc's does)."""
+    """F.linear and GPT-2's Conv1D with their operands rounded to bf16,
+    except where the weight is an embedding table (a tied head keeps f32, as
+    tgc's does)."""
     tables = {id(t) for n, t in P.items()
               if n.endswith(("embed_tokens.weight", "wte.weight", "wpe.weight",
                              "embed_in.weight"))}
@@ -114,6 +115,14 @@ def round_linear_operands(P):
         return real(bf16(x), bf16(w), None if b is None else bf16(b))
 
     F.linear = linear
+
+    def conv1d(c, P, module, x):
+        # GPT-2's Conv1D (x @ W + b, W [in, out]): tgc adds its bias after
+        # the product, in f32 (autocast's addmm would round it).
+        w, b = P[module + ".weight"], P[module + ".bias"]
+        return real(bf16(x), bf16(w).t(), b)
+
+    tm.conv1d = conv1d
 
 
 def main():

@@ -78,15 +78,11 @@ std::string generationInfo(const std::vector<BufferDesc> &buffers,
 
 } // namespace
 
-llvm::Error tgc::compileGeneration(MLIRContext &context,
-                                   const ModelConfig &model,
-                                   const GenerationRequest &request,
-                                   const TargetBackend &target) {
+llvm::Expected<GenerationProgram>
+tgc::buildGenerationProgram(MLIRContext &context, const ModelConfig &model,
+                            llvm::StringRef input, int64_t prefillTokens) {
   auto fail = [&](const llvm::Twine &message) {
-    return llvm::createStringError(request.input + ": " + message.str());
-  };
-  auto failedCompile = [&] {
-    return fail("compilation failed (see the diagnostics above)");
+    return llvm::createStringError(input + ": " + message.str());
   };
   if (model.family == ModelFamily::MLP)
     return fail("--program=generate needs a language model; the MLP "
@@ -99,25 +95,46 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
     return fail("--frozen-dtype is a training flag: a generation program's "
                 "weights are all frozen, and --precision=bf16-mixed stores "
                 "its products' weights in bf16");
+  GenerationProgram program;
   // The cache holds --seq-len positions (at most max_position_embeddings).
-  int64_t cacheLength = std::min(model.seqLen(), model.maxPositions);
-  int64_t chunk = std::min(request.prefillTokens, cacheLength);
-  OwningOpRef<ModuleOp> module = buildGenerationModule(
-      context, model, cacheLength, {{kPrefill.str(), chunk}, {kDecode.str(), 1}});
-  if (failed(verify(*module)))
+  program.cacheLength = std::min(model.seqLen(), model.maxPositions);
+  program.prefillTokens = std::min(prefillTokens, program.cacheLength);
+  program.module = buildGenerationModule(
+      context, model, program.cacheLength,
+      {{kPrefill.str(), program.prefillTokens}, {kDecode.str(), 1}});
+  if (failed(verify(*program.module)))
     return fail("the generation program built from this model is invalid "
                 "(see above)");
   // Mixed precision: the weights the products read are stored narrow, and
   // the products take narrow operands with f32 sums.
   if (model.training.precision != tg::Precision::FP32 &&
-      failed(runPassPipeline(*module, [&](OpPassManager &pm) {
+      failed(runPassPipeline(*program.module, [&](OpPassManager &pm) {
         tg::TGNarrowFrozenPassOptions narrow;
         narrow.elementType =
             tg::lowPrecisionElementType(model.training.precision).str();
         narrow.functions = {kPrefill.str(), kDecode.str()};
         pm.addPass(tg::createTGNarrowFrozenPass(narrow));
       })))
-    return failedCompile();
+    return fail("compilation failed (see the diagnostics above)");
+  return program;
+}
+
+llvm::Error tgc::compileGeneration(MLIRContext &context,
+                                   const ModelConfig &model,
+                                   const GenerationRequest &request,
+                                   const TargetBackend &target) {
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(request.input + ": " + message.str());
+  };
+  auto failedCompile = [&] {
+    return fail("compilation failed (see the diagnostics above)");
+  };
+  llvm::Expected<GenerationProgram> program = buildGenerationProgram(
+      context, model, request.input, request.prefillTokens);
+  if (!program)
+    return program.takeError();
+  OwningOpRef<ModuleOp> module = std::move(program->module);
+  int64_t cacheLength = program->cacheLength, chunk = program->prefillTokens;
   auto print = [&](ModuleOp m) {
     return writeOutputFile(request.output,
                            [&](llvm::raw_ostream &os) { m.print(os); });

@@ -17,6 +17,7 @@
 #include "tgc/Dialect/TG/Transforms/Lora.h"
 #include "tgc/Driver/Compile.h"
 #include "tgc/Driver/Generation.h"
+#include "tgc/Driver/GenerationStats.h"
 #include "tgc/Driver/Stats.h"
 #include "tgc/Frontend/MLIRGen.h"
 #include "tgc/Frontend/ModelConfig.h"
@@ -347,8 +348,6 @@ int main(int argc, char **argv) {
                            llvm::toString(std::move(err)));
     }
   if (program == Program::Generate) {
-    if (statsCommand)
-      return reportError("tgc stats: --program=generate is not counted yet");
     if (training.lora.enabled())
       return reportError(inputFile + ": --program=generate builds the plain "
                                      "model: merge the adapters into its "
@@ -360,6 +359,14 @@ int main(int argc, char **argv) {
     if (prefillTokens < 1)
       return reportError("--prefill-tokens: expected a positive count, got " +
                          std::to_string(prefillTokens));
+    if (statsCommand) {
+      GenerationStatsRequest request;
+      request.input = inputFile;
+      request.output = outputFile;
+      request.json = statsJson;
+      request.prefillTokens = prefillTokens;
+      return report(runGenerationStats(context, *model, request));
+    }
     GenerationRequest request;
     request.input = inputFile;
     request.output = outputFile;

@@ -26,6 +26,22 @@ struct GenerationRequest {
   int64_t prefillTokens = 64;
 };
 
+/// The generation program of a model at the tg level: @prefill over a
+/// prompt chunk and @decode over one token, reading and appending to KV
+/// caches of `cacheLength` positions.
+struct GenerationProgram {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  int64_t cacheLength = 0;
+  /// Tokens of one @prefill call (the request's, at most the cache).
+  int64_t prefillTokens = 0;
+};
+
+/// Builds the generation program of `model` (a language model), with its
+/// products' weights narrowed under --precision; errors name `input`.
+llvm::Expected<GenerationProgram>
+buildGenerationProgram(mlir::MLIRContext &context, const ModelConfig &model,
+                       llvm::StringRef input, int64_t prefillTokens);
+
 /// Builds and compiles the generation program of `model` (a language model)
 /// for `target`; the cache holds the model's sequence length.
 llvm::Error compileGeneration(mlir::MLIRContext &context,

@@ -144,12 +144,14 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
     return print(*module);
   if (level == EmitLevel::Grad)
     return fail("--emit=grad: a generation program has no reverse graph");
-  if (target.getName() != "cpu")
-    return fail("--program=generate: only --target=cpu is built so far");
 
   // The buffers, as @prefill takes them: its arguments (the caches updated
   // in place), then the logits, its one out-parameter.
   auto prefill = module->lookupSymbol<func::FuncOp>(kPrefill);
+  // What the target cannot compile yet (the CUDA target: experts' products
+  // of run-time row counts), as for a train step.
+  if (llvm::Error err = target.checkTrainStep(prefill))
+    return fail(llvm::toString(std::move(err)));
   llvm::Expected<std::vector<BufferDesc>> described =
       describeBuffers(prefill, &model);
   if (!described)
@@ -172,8 +174,6 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
     return failedCompile();
   if (level == EmitLevel::Linalg)
     return print(*module);
-  if (level == EmitLevel::GPU || level == EmitLevel::PTX)
-    return fail("--program=generate: only --target=cpu is built so far");
   if (failed(runPassPipeline(*module, [&](OpPassManager &pm) {
         buildBufferizePipeline(
             pm,
@@ -183,6 +183,18 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
             /*dropArgumentResults=*/true);
       })))
     return failedCompile();
+  if (level == EmitLevel::GPU) {
+    std::string refused;
+    bool ran = succeeded(runPassPipeline(*module, [&](OpPassManager &pm) {
+      if (llvm::Error err = target.buildKernelPipeline(pm, kPrefill))
+        refused = llvm::toString(std::move(err));
+    }));
+    if (!refused.empty())
+      return fail(refused);
+    if (!ran)
+      return failedCompile();
+    return print(*module);
+  }
   if (failed(runPassPipeline(*module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kPrefill);
         // The backend exposes one function; the program has two.
@@ -193,6 +205,14 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
     return failedCompile();
   if (level == EmitLevel::LLVMMLIR)
     return print(*module);
+  if (level == EmitLevel::PTX) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (llvm::Error err = target.emitDeviceAssembly(*module, os))
+      return fail(llvm::toString(std::move(err)));
+    return writeOutputFile(request.output,
+                           [&](llvm::raw_ostream &out) { out << text; });
+  }
 
   return emitCode(*module, level, request.input, request.output, target,
                   [&](llvm::StringRef object) {

@@ -1,6 +1,7 @@
 //===- GenerateBuffers.cpp - the generation program's buffers -------------===//
 
 #include "GenerateBuffers.h"
+#include "../Device.h"
 #include "../Fatal.h"
 #include "tgc/Runtime/SafeTensors.h"
 
@@ -11,8 +12,19 @@
 using namespace tgc::rt;
 
 GenerateBuffers::~GenerateBuffers() {
-  for (Buffer &b : buffers)
+  for (Buffer &b : buffers) {
+    if (b.device && b.device != b.data)
+      tgc_device_free(b.device);
     std::free(b.data);
+  }
+}
+
+void GenerateBuffers::call(void (*program)(void **)) {
+  upload(buffers[inputIds]);
+  upload(buffers[positions]);
+  program(pointers.data());
+  tgc_device_synchronize();
+  download(buffers[logits]);
 }
 
 /// "input_ids" etc. must exist, with this dtype and element count.
@@ -48,8 +60,9 @@ void tgc::rt::bindGenerateBuffers(const tgc_generate_info &m,
     b.bytes = static_cast<size_t>(b.numel) * dtypeBytes(info.dtype);
     b.data = allocateAligned(b.bytes, "'" + std::string(info.name) + "'");
     std::memset(b.data, 0, b.bytes);
-    b.device = b.data;
-    g.pointers[i] = b.data;
+    // On a GPU the caches live on the device only, zeroed there too.
+    b.device = tgc_device_alloc(b.bytes, b.data);
+    g.pointers[i] = b.device;
     if (info.role == TGC_PARAM)
       g.params.push_back(i);
     else if (info.role == TGC_STATE)
@@ -98,6 +111,7 @@ void tgc::rt::loadGenerateWeights(GenerateBuffers &g, const std::string &init,
       f32.data = values.data();
       initialise(f32, seed);
       store(b, values);
+      upload(b);
     }
     return;
   }
@@ -117,6 +131,7 @@ void tgc::rt::loadGenerateWeights(GenerateBuffers &g, const std::string &init,
     for (int64_t k = 0; k < b.numel; ++k)
       values[k] = static_cast<float>(t.get(k));
     store(b, values);
+    upload(b);
     used.insert(it->first);
   }
   // As the training executable's --init: a checkpoint --save wrote also

@@ -3,7 +3,10 @@
 // Allocates and classifies the buffers of the compiled generation program's
 // table (tgc_generate_model, GenerateABI.h): parameters, input_ids and
 // positions, the KV caches and the logits; and fills the parameters from
-// --init or with the model family's random initialisation.
+// --init or with the model family's random initialisation. Each buffer has
+// a host copy (`data`) and the one the program reads (`device`: the same
+// on the CPU, Device.h); only the parameters, the inputs and the logits
+// are ever copied.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_GENERATE_GENERATEBUFFERS_H
@@ -33,6 +36,12 @@ struct GenerateBuffers {
   const float *logitsData() const {
     return static_cast<const float *>(buffers[logits].data);
   }
+
+  /// Runs `program` (tgc_prefill or tgc_decode) on the ids and positions
+  /// written at ids() and positionsData(), and leaves its logits at
+  /// logitsData(): on a GPU the inputs are uploaded first and the logits
+  /// downloaded after. The weights and caches stay on the device.
+  void call(void (*program)(void **));
 
   GenerateBuffers() = default;
   GenerateBuffers(const GenerateBuffers &) = delete;

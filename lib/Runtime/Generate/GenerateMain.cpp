@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Device.h"
 #include "../Fatal.h"
 #include "../StopSignals.h"
 #include "../TileState.h"
@@ -189,7 +190,6 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
   // Prefill: whole chunks of P tokens, then the rest one at a time; the
   // logits after the last prompt token give the first new token.
   int32_t *ids = g.ids(), *positions = g.positionsData();
-  void **buffers = g.pointers.data();
   int64_t position = 0;
   Clock::time_point start = Clock::now();
   while (position + P <= n && !caughtStopSignal()) {
@@ -197,13 +197,13 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
       ids[k] = prompt[position + k];
       positions[k] = static_cast<int32_t>(position + k);
     }
-    tgc_prefill(buffers);
+    g.call(tgc_prefill);
     position += P;
   }
   while (position < n && !caughtStopSignal()) {
     ids[0] = prompt[position];
     positions[0] = static_cast<int32_t>(position);
-    tgc_decode(buffers);
+    g.call(tgc_decode);
     ++position;
   }
   double prefillMs = msSince(start);
@@ -243,7 +243,7 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
     ids[0] = static_cast<int32_t>(id);
     positions[0] = static_cast<int32_t>(position);
     Clock::time_point t = Clock::now();
-    tgc_decode(buffers);
+    g.call(tgc_decode);
     decodeMs += msSince(t);
     ++decodeCalls;
     ++position;
@@ -266,11 +266,13 @@ extern "C" int tgc_generate_main(int argc, char **argv) {
     if (decodeCalls > 0 && decodeMs > 0)
       std::snprintf(speed, sizeof speed, "%.1f",
                     decodeCalls / (decodeMs / 1000));
+    std::string device = tgc_device_description();
     std::fprintf(stderr,
                  "%s: %s, prefill %.1f ms; %s, decode %s tokens/s; "
-                 "stopped: %s\n",
+                 "stopped: %s%s\n",
                  programName(), tokens(n, "prompt").c_str(), prefillMs,
-                 tokens(generated, "new").c_str(), speed, stopped.c_str());
+                 tokens(generated, "new").c_str(), speed, stopped.c_str(),
+                 device.empty() ? "" : ("; on " + device).c_str());
   }
   // As a shell reports a process the signal ended: 130 for SIGINT, 143 for
   // SIGTERM (also when it came after the last token).

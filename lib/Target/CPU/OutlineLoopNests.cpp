@@ -333,8 +333,11 @@ struct TGCOutlineLoopNestsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
+    // The steps: public functions, and private ones that hold a program's
+    // body (generation's @prefill and @decode, whose C entry points come
+    // later); not the nests this pass outlines.
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (func.isExternal() || func.isPrivate())
+      if (func.isExternal() || func->hasAttr(tg::kOutlinedAttrName))
         continue;
       int index = 0;
       // The step's body, and the bodies of its loops that hold parallel

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -203,6 +204,7 @@ struct TGCGPUMapKernelsPass
           scatters.push_back(loop);
     for (scf::ForOp loop : scatters)
       interchangeColumnLoop(loop);
+    sinkLoadedViews(block);
     if (failed(wrapHostWork(block)))
       return failure();
     SmallVector<scf::ParallelOp> kernels;
@@ -352,6 +354,74 @@ struct TGCGPUMapKernelsPass
       rewriter.eraseOp(body->getTerminator());
       rewriter.inlineBlockBefore(body, column, parallel.getInductionVars());
       rewriter.eraseOp(column);
+    }
+  }
+
+  /// A view at a loaded offset outside any loop (the KV cache row a decode
+  /// step writes: `at = position[0]; view = cache[at]`, a scatter of one
+  /// token) read only by kernels: each of those kernels computes it again
+  /// itself, from the load on, and the host keeps none of it.
+  void sinkLoadedViews(Block &block) {
+    SmallVector<memref::LoadOp> loads;
+    for (Operation &op : block)
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        loads.push_back(load);
+    for (memref::LoadOp load : loads) {
+      // The load and what is computed from it at host level, in order: pure
+      // scalar ops and views.
+      llvm::SetVector<Operation *> chain;
+      chain.insert(load);
+      bool onlyKernels = true;
+      for (Operation &op :
+           llvm::make_range(std::next(load->getIterator()), block.end())) {
+        bool fromChain = llvm::any_of(op.getOperands(), [&](Value v) {
+          return chain.contains(v.getDefiningOp());
+        });
+        if (!fromChain)
+          continue;
+        bool viewOrScalar =
+            isHostBufferOp(&op) &&
+            !isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(op);
+        viewOrScalar |= op.getNumRegions() == 0 && isMemoryEffectFree(&op);
+        if (!viewOrScalar) {
+          onlyKernels = false;
+          break;
+        }
+        chain.insert(&op);
+      }
+      // Every reader outside the chain must be inside a host-level kernel.
+      SmallVector<scf::ParallelOp> kernels;
+      for (Operation *op : chain)
+        for (Operation *user : op->getUsers()) {
+          if (chain.contains(user))
+            continue;
+          Operation *top = block.findAncestorOpInBlock(*user);
+          auto kernel = dyn_cast_or_null<scf::ParallelOp>(top);
+          if (!kernel || kernel == user ||
+              kernel->hasAttr(tgc::cuda::kBlockProgramAttrName)) {
+            onlyKernels = false;
+            break;
+          }
+          if (!llvm::is_contained(kernels, kernel))
+            kernels.push_back(kernel);
+        }
+      if (!onlyKernels || kernels.empty())
+        continue;
+      for (scf::ParallelOp kernel : kernels) {
+        OpBuilder b = OpBuilder::atBlockBegin(kernel.getBody());
+        IRMapping map;
+        for (Operation *op : chain)
+          b.clone(*op, map);
+        for (Operation *op : chain)
+          for (auto [from, to] :
+               llvm::zip(op->getResults(), map.lookup(op)->getResults()))
+            from.replaceUsesWithIf(to, [&](OpOperand &use) {
+              return kernel->isAncestor(use.getOwner());
+            });
+      }
+      for (Operation *op : llvm::reverse(chain))
+        if (op->use_empty())
+          op->erase();
     }
   }
 

@@ -212,3 +212,33 @@ func.func @scatter_into_one(%dw: memref<8x6xf32>, %dx: memref<3x6xf32>, %ids: me
   }
   return
 }
+
+// -----
+
+// A decode step's KV-cache row: one token's scatter, its loop folded away,
+// so the view at the loaded position is host-level code. The kernel that
+// writes the row computes the load and the view itself; nothing of it is
+// left on the host.
+// CHECK-LABEL: func.func @cache_row
+// CHECK-NEXT: arith.constant
+// CHECK-NOT: memref.load
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c1{{.*}})
+// CHECK: scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%c64{{.*}})
+// CHECK: %[[POS:.+]] = memref.load %arg2[%c0{{.*}}, %c0{{.*}}]
+// CHECK: %[[AT:.+]] = arith.index_cast %[[POS]]
+// CHECK: %[[ROW:.+]] = memref.subview %arg0[%[[AT]], 0] [1, 64]
+// CHECK: memref.store %{{.+}}, %[[ROW]]
+func.func @cache_row(%cache: memref<16x64xf32>, %new: memref<1x64xf32>, %positions: memref<1x1xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %pos = memref.load %positions[%c0, %c0] : memref<1x1xi32>
+  %at = arith.index_cast %pos : i32 to index
+  %row = memref.subview %cache[%at, 0] [1, 64] [1, 1] : memref<16x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c64) step (%c1, %c1) {
+    %x = memref.load %new[%i, %j] : memref<1x64xf32>
+    memref.store %x, %row[%i, %j] : memref<1x64xf32, strided<[64, 1], offset: ?>>
+    scf.reduce
+  }
+  return
+}

@@ -57,7 +57,9 @@ def TGCOutlineLoopNestsPass : Pass<"tgc-outline-loop-nests", "::mlir::ModuleOp">
   let summary = "Moves each top-level loop nest of the step into its own function";
   let description = [{
     On loops over memrefs (after `convert-linalg-to-loops`): every top-level
-    `scf.for` without results in a public function's body becomes a call of
+    `scf.for` without results in a step function's body (a public
+    function, or generation's private `@prefill` and `@decode`; not the
+    functions this pass outlines) becomes a call of
     a private function `@<fn>_nest<i>` (marked `tgc.outlined`, kept out of
     line in LLVM). Constants and views (subviews, reshapes, casts) it uses
     are cloned into it, so it takes the root buffers as identity-layout

@@ -158,7 +158,10 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     indexed by the column in its trailing dimensions, of buffers whose
     trailing dimensions the loop leaves in place: one thread per column
     walks the tokens in order (deterministic, no atomics); otherwise the
-    loop runs whole in one thread. Every host-level `scf.parallel` then has its
+    loop runs whole in one thread. A view at a loaded offset outside any
+    loop (a decode step's KV-cache row), read only by kernels, is computed
+    again inside each of them, from the load on. Every host-level
+    `scf.parallel` then has its
     iteration space linearised and split into blocks of
     `threads-per-block` threads (`#gpu.loop_dim_map` to `block_x` and
     `thread_x`, a bounds guard for the last block); the innermost

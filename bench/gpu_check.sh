@@ -18,7 +18,10 @@
 # to bf16/f16, and 50 steps drift apart by about 1%: losses within 2e-2
 # (the issue's bound for bf16 against fp32), gradients within 1e-2. It
 # prints ms/step, tokens/s and
-# achieved TFLOP/s (the step's FLOPs from `tgc stats`) and the device, and
+# achieved TFLOP/s (the step's FLOPs from `tgc stats`) and the device. It
+# also generates 64 greedy tokens with the GPU generation program from the
+# same weights: the tokens must be the CPU's and each step's logits within
+# the losses' tolerance (norm-wise); it prints the decode tokens/s. It
 # exits non-zero when a comparison fails. Everything it writes goes to
 # $OUT (when set) or the bundle.
 set -euo pipefail
@@ -54,6 +57,16 @@ cp "$libomp" "$dir/"
   --dump-grads "$dir/cpu-grads.safetensors"
 "$tgc" stats "$model" --precision="$precision" --json > "$dir/stats.json"
 rm "$dir/train-cpu"
+# Generation: the same weights, greedy, 64 new tokens after a 10-token
+# prompt (one prefill chunk of 8, then decode steps).
+prompt="3 14 15 92 65 35 89 79 32 38"
+"$tgc" "$model" --program=generate --precision="$precision" --prefill-tokens=8 --target=cuda -o "$dir/generate-gpu"
+"$tgc" "$model" --program=generate --precision="$precision" --prefill-tokens=8 -o "$dir/generate-cpu"
+echo "$prompt" > "$dir/prompt.txt"
+"$dir/generate-cpu" --init "$dir/init.safetensors" --prompt-ids "$prompt" \
+  --max-new-tokens 64 --temperature 0 --print-ids --quiet \
+  --dump-logits "$dir/cpu-generate.logits" > "$dir/cpu-generate.txt"
+rm "$dir/generate-cpu"
 cp bench/gpu_compare.py "$dir/"
 cat > "$dir/run.sh" <<RUN
 #!/usr/bin/env bash
@@ -69,6 +82,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 status=\${PIPESTATUS[0]}
 if [ "\$status" -ne 0 ]; then
   echo "the GPU executable failed (exit status \$status)"
+  exit "\$status"
+fi
+"\$here/generate-gpu" --init "\$here/init.safetensors" \\
+  --prompt-ids "\$(cat "\$here/prompt.txt")" --max-new-tokens 64 \\
+  --temperature 0 --print-ids --dump-logits "\$out/gpu-generate.logits" \\
+  > "\$out/gpu-generate.txt" 2> "\$out/gpu-generate-run.txt"
+status=\$?
+cat "\$out/gpu-generate-run.txt"
+if [ "\$status" -ne 0 ]; then
+  echo "the GPU generation executable failed (exit status \$status)"
   exit "\$status"
 fi
 python3 "\$here/gpu_compare.py" "\$here" "\$out" | tee "\$out/compare.txt"

@@ -1,5 +1,6 @@
 """Compares a GPU run with the CPU reference of bench/gpu_check.sh: losses
-step by step (relative) and first-step gradients (norm-wise relative) within
+step by step (relative), first-step gradients (norm-wise relative) and the
+greedy generation's tokens and logits (norm-wise per step) within
 the bundle's tolerance.txt (1e-3 when absent; with mixed precision 2e-2 for
 the losses, 1e-2 for the gradients),
 and prints ms/step, tokens/s and TFLOP/s. Plain Python (no numpy): the GPU
@@ -37,6 +38,46 @@ def read_safetensors(path):
         values.frombytes(data[base + begin:base + end])
         tensors[name] = values
     return tensors
+
+
+def read_floats(path):
+    values = array.array("f")
+    with open(path, "rb") as f:
+        values.frombytes(f.read())
+    return values
+
+
+def compare_generation(bundle, out, tolerance):
+    """The GPU's greedy tokens against the CPU's, and each step's logits
+    (norm-wise relative)."""
+    cpu = open(os.path.join(bundle, "cpu-generate.txt")).read().split()
+    gpu = open(os.path.join(out, "gpu-generate.txt")).read().split()
+    ok = True
+    if cpu != gpu:
+        ok = False
+        first = next((i for i, (c, g) in enumerate(zip(cpu, gpu)) if c != g),
+                     min(len(cpu), len(gpu)))
+        print(f"FAIL: generation: the GPU's tokens differ from the CPU's "
+              f"from new token {first} on")
+    a = read_floats(os.path.join(out, "gpu-generate.logits"))
+    b = read_floats(os.path.join(bundle, "cpu-generate.logits"))
+    steps = len(cpu)
+    if steps == 0 or len(a) != len(b) or len(b) % steps:
+        print("FAIL: generation: the logits files differ in size")
+        return False
+    vocab = len(b) // steps
+    worst = 0.0
+    for s in range(steps):
+        x, y = a[s * vocab:(s + 1) * vocab], b[s * vocab:(s + 1) * vocab]
+        diff = math.sqrt(sum((p - q) ** 2 for p, q in zip(x, y)))
+        norm = math.sqrt(sum(q * q for q in y)) or 1e-30
+        worst = max(worst, diff / norm)
+    print(f"generation: {len(gpu)} tokens, logits' worst relative error "
+          f"{worst:.2e}")
+    if not worst <= tolerance:
+        ok = False
+        print(f"FAIL: a step's logits differ by more than {tolerance:g}")
+    return ok
 
 
 def main():
@@ -78,6 +119,7 @@ def main():
     if not worst_grad <= grad_tolerance:
         ok = False
         print(f"FAIL: a gradient differs by more than {grad_tolerance:g}")
+    ok = compare_generation(bundle, out, loss_tolerance) and ok
     stats = json.load(open(os.path.join(bundle, "stats.json")))
     flops = sum(stats["flops"].values())
     times = sorted(row["ms"] for row in gpu[1:]) or [gpu[0]["ms"]]

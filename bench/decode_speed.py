@@ -5,10 +5,11 @@ interleaved, and against the machine's memory bandwidth (bench/triad.c):
 the bytes one decode step reads (the weights, the embedding row and the
 caches) per second, as a fraction of the triad's GB/s. The same program
 compiled with --precision=bf16-mixed (the products' weights in bf16) runs
-beside the f32 one.
+beside the f32 one. The bytes a step reads come from `tgc stats
+--program=generate`.
 
 usage: bench/decode_speed.py [--model examples/tinyllama-1.1b.json]
-           [--prompt 64] [--new 32] [--cache 256] [--rounds 2]
+           [--prompt 64] [--new 32] [--cache 256] [--rounds 2] [--mcpu CPU]
 """
 import argparse
 import json
@@ -28,6 +29,8 @@ ap.add_argument("--prompt", type=int, default=64)
 ap.add_argument("--new", type=int, default=32)
 ap.add_argument("--cache", type=int, default=256)
 ap.add_argument("--rounds", type=int, default=2)
+ap.add_argument("--mcpu", default="native",
+                help="tgc's --mcpu (x86-64-v3: AVX2 code, as on a CPU without AVX-512)")
 args = ap.parse_args()
 
 work = pathlib.Path(tempfile.mkdtemp(prefix="tgc-decode-"))
@@ -39,7 +42,7 @@ for precision in ("fp32", "bf16-mixed"):
     exes[precision] = work / f"generate-{precision}"
     subprocess.run([args.tgc, args.model, "--program=generate", f"--seq-len={args.cache}",
                     f"--prefill-tokens={args.prompt}", f"--precision={precision}",
-                    "-o", str(exes[precision])], check=True)
+                    f"--mcpu={args.mcpu}", "-o", str(exes[precision])], check=True)
 config = json.load(open(args.model))
 prompt = " ".join(str((7 * i + 3) % config["vocab_size"]) for i in range(args.prompt))
 
@@ -65,22 +68,20 @@ def run_peer(threads):
     r = json.loads(out.stdout)
     return r["prefill_ms"], r["decode_tokens_per_s"]
 
-# Bytes a decode step reads: each weight once (the products' in bf16 in the
-# bf16-mixed program, the embedding table only where it is the tied head),
-# one embedding row, the norms, and the caches.
-d, layers = config["hidden_size"], config["num_hidden_layers"]
-heads = config["num_attention_heads"]
-kv = config.get("num_key_value_heads") or heads
-hd = config.get("head_dim") or d // heads
-ff, vocab = config["intermediate_size"], config["vocab_size"]
-tied = config.get("tie_word_embeddings", False)
-products = layers * (d * d * 2 + 2 * d * kv * hd + 3 * d * ff) + (0 if tied else vocab * d)
-others = (vocab * d if tied else d) + layers * 2 * d + d
-read = {"fp32": 4 * (products + others), "bf16-mixed": 2 * products + 4 * others}
-cache = 4 * layers * 2 * kv * hd * args.cache  # every query reads the whole cache
+# Bytes a decode step reads, from `tgc stats --program=generate`: each
+# weight once (the products' in bf16 in the bf16-mixed program), one row of
+# an embedding table no product reads, and the whole caches.
+read, cache = {}, 0
+for precision in exes:
+    stats = json.loads(subprocess.run(
+        [args.tgc, "stats", args.model, "--program=generate", f"--seq-len={args.cache}",
+         f"--prefill-tokens={args.prompt}", f"--precision={precision}", "--json"],
+        capture_output=True, text=True, check=True).stdout)
+    read[precision] = stats["decode"]["weight_bytes_read"]
+    cache = stats["decode"]["cache_bytes_read"]
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
 cpu = re.search(r"Model name:\s*(.*)", lscpu).group(1)
-print(f"CPU: {cpu}")
+print(f"CPU: {cpu}; tgc --mcpu={args.mcpu}")
 print(f"weights read per token: {read['fp32'] / 1e9:.2f} GB f32, "
       f"{read['bf16-mixed'] / 1e9:.2f} GB bf16-mixed; cache {cache / 1e6:.1f} MB")
 print("| threads | triad GB/s | tgc f32 tok/s | GB/s (share) | tgc bf16 tok/s | GB/s (share) "

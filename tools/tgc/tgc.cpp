@@ -360,6 +360,12 @@ int main(int argc, char **argv) {
       return reportError("--prefill-tokens: expected a positive count, got " +
                          std::to_string(prefillTokens));
     if (statsCommand) {
+      for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+               &statsMemory, &memoryTimeline, &rematSweep, &rematSweepSvg,
+               &returnGradients})
+        if (flag->getNumOccurrences())
+          return reportError("tgc stats --program=generate: --" + flag->ArgStr +
+                             " reports on a training step");
       GenerationStatsRequest request;
       request.input = inputFile;
       request.output = outputFile;

@@ -357,15 +357,29 @@ struct TGCGPUMapKernelsPass
     }
   }
 
+  /// Whether `memref` is an argument of the function that nothing in it
+  /// writes (only loads read it): a load of it gives the same value
+  /// wherever it moves.
+  static bool isReadOnlyArgument(Value memref) {
+    auto arg = dyn_cast<BlockArgument>(memref);
+    return arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+           llvm::all_of(arg.getUsers(), [](Operation *user) {
+             return isa<memref::LoadOp>(user);
+           });
+  }
+
   /// A view at a loaded offset outside any loop (the KV cache row a decode
   /// step writes: `at = position[0]; view = cache[at]`, a scatter of one
   /// token) read only by kernels: each of those kernels computes it again
-  /// itself, from the load on, and the host keeps none of it.
+  /// itself, from the load on, and the host keeps none of it. Only loads of
+  /// read-only arguments (the positions) move: nothing can change what they
+  /// read in between.
   void sinkLoadedViews(Block &block) {
     SmallVector<memref::LoadOp> loads;
     for (Operation &op : block)
       if (auto load = dyn_cast<memref::LoadOp>(op))
-        loads.push_back(load);
+        if (isReadOnlyArgument(load.getMemRef()))
+          loads.push_back(load);
     for (memref::LoadOp load : loads) {
       // The load and what is computed from it at host level, in order: pure
       // scalar ops and views.

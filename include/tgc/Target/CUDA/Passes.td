@@ -158,9 +158,10 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     indexed by the column in its trailing dimensions, of buffers whose
     trailing dimensions the loop leaves in place: one thread per column
     walks the tokens in order (deterministic, no atomics); otherwise the
-    loop runs whole in one thread. A view at a loaded offset outside any
-    loop (a decode step's KV-cache row), read only by kernels, is computed
-    again inside each of them, from the load on. Every host-level
+    loop runs whole in one thread. A view at an offset loaded from a
+    read-only argument outside any loop (a decode step's KV-cache row at
+    its position), read only by kernels, is computed again inside each of
+    them, from the load on. Every host-level
     `scf.parallel` then has its
     iteration space linearised and split into blocks of
     `threads-per-block` threads (`#gpu.loop_dim_map` to `block_x` and

@@ -177,18 +177,9 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   FailureOr<int64_t> arena = planTrainStep(module, target, training.fusion);
   if (failed(arena))
     return failedCompile();
-  if (level == EmitLevel::GPU) {
-    std::string refused;
-    bool ran = succeeded(runPassPipeline(module, [&](OpPassManager &pm) {
-      if (llvm::Error err = target.buildKernelPipeline(pm, kStepName))
-        refused = llvm::toString(std::move(err));
-    }));
-    if (!refused.empty())
-      return llvm::createStringError(request.input + ": " + refused);
-    if (!ran)
-      return failedCompile();
-    return print([&](llvm::raw_ostream &os) { module.print(os); });
-  }
+  if (level == EmitLevel::GPU)
+    return emitKernels(module, target, kStepName, request.input,
+                       request.output);
   if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kStepName);
       })))
@@ -196,14 +187,8 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
   summary.arenaBytes = *arena;
   if (level == EmitLevel::LLVMMLIR)
     return print([&](llvm::raw_ostream &os) { module.print(os); });
-  if (level == EmitLevel::PTX) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    if (llvm::Error err = target.emitDeviceAssembly(module, os))
-      return llvm::createStringError(request.input + ": " +
-                                     llvm::toString(std::move(err)));
-    return print([&](llvm::raw_ostream &out) { out << text; });
-  }
+  if (level == EmitLevel::PTX)
+    return emitDeviceAssembly(module, target, request.input, request.output);
 
   return emitCode(module, level, request.input, request.output, target,
                   [&](llvm::StringRef object) {
@@ -212,6 +197,35 @@ llvm::Error tgc::compile(ModuleOp module, const CompileRequest &request,
                         generateModelInfo(*buffers, summary),
                         training.dataParallel, request.output);
                   });
+}
+
+llvm::Error tgc::emitKernels(ModuleOp module, const TargetBackend &target,
+                             llvm::StringRef function, llvm::StringRef input,
+                             llvm::StringRef output) {
+  std::string refused;
+  bool ran = succeeded(runPassPipeline(module, [&](OpPassManager &pm) {
+    if (llvm::Error err = target.buildKernelPipeline(pm, function))
+      refused = llvm::toString(std::move(err));
+  }));
+  if (!refused.empty())
+    return llvm::createStringError(input + ": " + refused);
+  if (!ran)
+    return llvm::createStringError(
+        input + ": compilation failed (see the diagnostics above)");
+  return writeOutputFile(output,
+                         [&](llvm::raw_ostream &os) { module.print(os); });
+}
+
+llvm::Error tgc::emitDeviceAssembly(ModuleOp module,
+                                    const TargetBackend &target,
+                                    llvm::StringRef input,
+                                    llvm::StringRef output) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (llvm::Error err = target.emitDeviceAssembly(module, os))
+    return llvm::createStringError(input + ": " +
+                                   llvm::toString(std::move(err)));
+  return writeOutputFile(output, [&](llvm::raw_ostream &out) { out << text; });
 }
 
 llvm::Error

@@ -183,18 +183,9 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
             /*dropArgumentResults=*/true);
       })))
     return failedCompile();
-  if (level == EmitLevel::GPU) {
-    std::string refused;
-    bool ran = succeeded(runPassPipeline(*module, [&](OpPassManager &pm) {
-      if (llvm::Error err = target.buildKernelPipeline(pm, kPrefill))
-        refused = llvm::toString(std::move(err));
-    }));
-    if (!refused.empty())
-      return fail(refused);
-    if (!ran)
-      return failedCompile();
-    return print(*module);
-  }
+  if (level == EmitLevel::GPU)
+    return emitKernels(*module, target, kPrefill, request.input,
+                       request.output);
   if (failed(runPassPipeline(*module, [&](OpPassManager &pm) {
         target.buildCodegenPipeline(pm, kPrefill);
         // The backend exposes one function; the program has two.
@@ -205,14 +196,8 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
     return failedCompile();
   if (level == EmitLevel::LLVMMLIR)
     return print(*module);
-  if (level == EmitLevel::PTX) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    if (llvm::Error err = target.emitDeviceAssembly(*module, os))
-      return fail(llvm::toString(std::move(err)));
-    return writeOutputFile(request.output,
-                           [&](llvm::raw_ostream &out) { out << text; });
-  }
+  if (level == EmitLevel::PTX)
+    return emitDeviceAssembly(*module, target, request.input, request.output);
 
   return emitCode(*module, level, request.input, request.output, target,
                   [&](llvm::StringRef object) {

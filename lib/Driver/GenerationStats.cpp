@@ -2,6 +2,7 @@
 
 #include "tgc/Driver/GenerationStats.h"
 
+#include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/Analysis/TrainingStats.h"
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
@@ -19,21 +20,14 @@ using namespace tgc;
 
 namespace {
 
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         static_cast<int64_t>(tensor.getElementTypeBitWidth() / 8);
-}
-
-/// What one call of a generation function does and reads.
+/// What one call of a generation function does and reads (besides the KV
+/// caches, which it reads whole: attention at given positions scores every
+/// cached position, masked where it must not look; tg.attention's cost).
 struct CallStats {
   tg::OpCost cost;
   /// Weight bytes the call reads: every parameter, except tables that only
   /// an embedding reads (one row per token).
   int64_t weightBytesRead = 0;
-  /// The KV caches, whole: attention at given positions scores every cached
-  /// position (masked where it must not look; tg.attention's cost).
-  int64_t cacheBytesRead = 0;
 };
 
 CallStats callStats(func::FuncOp function, int64_t tokens) {
@@ -44,26 +38,22 @@ CallStats callStats(func::FuncOp function, int64_t tokens) {
     stats.cost.matmulMultiplications += cost.matmulMultiplications;
   });
   for (BlockArgument arg : function.getArguments()) {
-    unsigned i = arg.getArgNumber();
-    if (function.getArgAttr(i, tg::TGDialect::kStateAttrName)) {
-      stats.cacheBytesRead += bytesOf(arg.getType());
-      continue;
-    }
-    if (!function.getArgAttr(i, tg::TGDialect::kParamAttrName))
+    if (!function.getArgAttr(arg.getArgNumber(), tg::TGDialect::kParamAttrName))
       continue;
     bool tableOnly =
         !arg.use_empty() && llvm::all_of(arg.getUsers(), [](Operation *user) {
           return isa<tg::EmbeddingOp>(user);
         });
-    auto table = cast<RankedTensorType>(arg.getType());
-    stats.weightBytesRead += tableOnly
-                                 ? std::min(tokens, table.getDimSize(0)) *
-                                       (bytesOf(table) / table.getDimSize(0))
-                                 : bytesOf(table);
+    int64_t bytes = tg::getValueBytes(arg);
+    int64_t rows = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+    stats.weightBytesRead +=
+        tableOnly ? std::min(tokens, rows) * (bytes / rows) : bytes;
   }
   return stats;
 }
 
+/// What the program holds: its parameters (those stored narrow apart) and
+/// its KV caches.
 struct Holdings {
   int64_t parameters = 0, parameterBytes = 0;
   int64_t narrowParameters = 0, narrowParameterBytes = 0;
@@ -74,16 +64,17 @@ Holdings holdingsOf(func::FuncOp function) {
   Holdings h;
   for (BlockArgument arg : function.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto type = cast<RankedTensorType>(arg.getType());
+    int64_t bytes = tg::getValueBytes(arg);
     if (function.getArgAttr(i, tg::TGDialect::kStateAttrName))
-      h.cacheBytes += bytesOf(type);
+      h.cacheBytes += bytes;
     if (!function.getArgAttr(i, tg::TGDialect::kParamAttrName))
       continue;
+    auto type = cast<RankedTensorType>(arg.getType());
     h.parameters += type.getNumElements();
-    h.parameterBytes += bytesOf(type);
+    h.parameterBytes += bytes;
     if (type.getElementTypeBitWidth() < 32) {
       h.narrowParameters += type.getNumElements();
-      h.narrowParameterBytes += bytesOf(type);
+      h.narrowParameterBytes += bytes;
     }
   }
   return h;
@@ -108,13 +99,13 @@ llvm::Error tgc::runGenerationStats(MLIRContext &context,
 
   return writeOutputFile(request.output, [&](llvm::raw_ostream &os) {
     if (request.json) {
-      auto call = [](const CallStats &s, int64_t tokens) {
+      auto call = [&](const CallStats &s, int64_t tokens) {
         return llvm::json::Object{
             {"tokens", tokens},
             {"flops", s.cost.flops},
             {"matmul_multiplications", s.cost.matmulMultiplications},
             {"weight_bytes_read", s.weightBytesRead},
-            {"cache_bytes_read", s.cacheBytesRead},
+            {"cache_bytes_read", held.cacheBytes},
         };
       };
       llvm::json::Object root{
@@ -157,8 +148,8 @@ llvm::Error tgc::runGenerationStats(MLIRContext &context,
                         formatBytes(prefillStats.weightBytesRead),
                         formatBytes(decodeStats.weightBytesRead));
     os << llvm::formatv("{0,-30}{1,22}{2,22}\n", "KV caches read (whole)",
-                        formatBytes(prefillStats.cacheBytesRead),
-                        formatBytes(decodeStats.cacheBytesRead));
+                        formatBytes(held.cacheBytes),
+                        formatBytes(held.cacheBytes));
     os << "\nMemory\n";
     os << llvm::formatv("  {0,-28}{1,16}\n", "parameters",
                         formatBytes(held.parameterBytes));

@@ -68,6 +68,19 @@ llvm::Error emitCode(mlir::ModuleOp module, EmitLevel level,
                      const TargetBackend &target,
                      llvm::function_ref<llvm::Error(llvm::StringRef)> link);
 
+/// --emit=gpu: runs the target's kernel pipeline (`function` is the
+/// program's entry step) on the bufferized, scheduled `module` and prints
+/// it to `output`. Errors name `input`.
+llvm::Error emitKernels(mlir::ModuleOp module, const TargetBackend &target,
+                        llvm::StringRef function, llvm::StringRef input,
+                        llvm::StringRef output);
+
+/// --emit=ptx: the device assembly of the code-generated `module`, to
+/// `output`. Errors name `input`.
+llvm::Error emitDeviceAssembly(mlir::ModuleOp module,
+                               const TargetBackend &target,
+                               llvm::StringRef input, llvm::StringRef output);
+
 /// Writes a file ("-": stdout) through `write`; the error names the path.
 llvm::Error
 writeOutputFile(llvm::StringRef path,

@@ -28,7 +28,7 @@ inline void adviseHugePages(void *data, size_t bytes) {
       (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
   uintptr_t last =
       (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
-  if (last > first)
+  if (last > first) // advice only: failure is harmless
     ::madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE);
 #endif
 }
@@ -53,9 +53,7 @@ template <typename T> struct LargePageAllocator {
                    rounded);
       std::abort();
     }
-#ifdef MADV_HUGEPAGE
-    ::madvise(p, rounded, MADV_HUGEPAGE); // advice only: failure is harmless
-#endif
+    adviseHugePages(p, rounded);
     return static_cast<T *>(p);
   }
   void deallocate(T *p, size_t n) {

@@ -41,12 +41,12 @@ std::string hex(uint64_t v) {
   return text;
 }
 
-json::Value parseJson(const std::string &text, const std::string &what) {
-  json::Value v;
+json::Document parseJson(const std::string &text, const std::string &what) {
+  json::Document doc;
   std::string error;
-  if (!json::parse(text, v, error) || !v.isObject())
+  if (!json::parse(text, doc, error) || !doc.root().isObject())
     die(what + ": " + (error.empty() ? "not a JSON object" : error));
-  return v;
+  return doc;
 }
 
 /// A list of names (target_modules, exclude_modules, layers_pattern) as a
@@ -57,11 +57,12 @@ std::vector<std::string> targetSet(const json::Value *targets,
                                    bool stringIsName = false) {
   std::vector<std::string> out;
   if (targets && targets->isString())
-    out.push_back(stringIsName ? targets->string
-                               : "regular expression " + targets->string);
+    out.push_back(stringIsName
+                      ? std::string(targets->string())
+                      : "regular expression " + std::string(targets->string()));
   if (targets && targets->isArray())
-    for (const json::Value &t : targets->items)
-      out.push_back(t.isString() ? t.string : t.describe());
+    for (const json::Value &t : targets->items())
+      out.push_back(t.isString() ? std::string(t.string()) : t.describe());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -72,15 +73,16 @@ std::vector<std::string> targetSet(const json::Value *targets,
 std::vector<std::string> patternSet(const json::Value *pattern) {
   std::vector<std::string> out;
   auto text = [](const json::Value &v) {
-    return v.isNumber() ? json::Writer().number(v.number).str() : v.describe();
+    return v.isNumber() ? json::Writer().number(v.number()).str()
+                        : v.describe();
   };
   if (pattern && pattern->isObject())
-    for (auto &[key, value] : pattern->members)
-      out.push_back(key + ": " + text(value));
+    for (auto &[key, value] : pattern->members())
+      out.push_back(std::string(key) + ": " + text(value));
   if (pattern && pattern->isNumber())
     out.push_back(text(*pattern));
   if (pattern && pattern->isArray())
-    for (const json::Value &v : pattern->items)
+    for (const json::Value &v : pattern->items())
       out.push_back(text(v));
   std::sort(out.begin(), out.end());
   return out;
@@ -99,18 +101,19 @@ void checkAdapterConfig(const std::string &file) {
   std::string text, error;
   if (!readFileBytes(file, text, error))
     die(error);
-  json::Value theirs = parseJson(text, file);
-  json::Value ours = parseJson(tgc_model.lora_config, "the compiled adapter "
-                                                      "settings");
+  json::Document theirFile = parseJson(text, file);
+  json::Document ourFile =
+      parseJson(tgc_model.lora_config, "the compiled adapter settings");
+  const json::Value &theirs = theirFile.root(), &ours = ourFile.root();
   auto number = [](const json::Value *v) {
-    return v && v->isNumber() ? v->number : -1.0;
+    return v && v->isNumber() ? v->number() : -1.0;
   };
-  auto flag = [](const json::Value *v) { return v && v->boolean; };
+  auto flag = [](const json::Value *v) { return v && v->boolean(); };
   const char *rebuild = " (compile with the same --lora-r, --lora-alpha, "
                         "--lora-targets and --lora-rslora, or with this "
                         "file as --lora-config)";
   if (const json::Value *type = theirs.get("peft_type");
-      type && (!type->isString() || type->string != "LORA"))
+      type && (!type->isString() || type->string() != "LORA"))
     die(file + ": peft_type " + type->describe() + " is not LoRA");
   if (number(theirs.get("r")) != number(ours.get("r")))
     die(file + ": r is " + (theirs.get("r") ? theirs.get("r")->describe()

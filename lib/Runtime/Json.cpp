@@ -15,32 +15,39 @@
 
 using namespace tgc::rt::json;
 
+double Value::number() const {
+  if (tag != Number)
+    return 0;
+  return flag ? double(payload.integer) : payload.number;
+}
+
 const Value *Value::get(std::string_view key) const {
-  if (kind != Object)
-    return nullptr;
-  for (const auto &[name, value] : members)
-    if (name == key)
-      return &value;
+  for (const Member &m : members())
+    if (m.name == key)
+      return &m.value;
   return nullptr;
 }
 
 std::string Value::describe() const {
-  switch (kind) {
+  switch (tag) {
   case Null:
     return "null";
   case Bool:
-    return boolean ? "true" : "false";
+    return flag ? "true" : "false";
   case Number: {
     char text[40];
-    if (isInteger)
-      std::snprintf(text, sizeof text, "%lld", (long long)integer);
+    if (flag)
+      std::snprintf(text, sizeof text, "%lld", (long long)payload.integer);
     else
-      std::snprintf(text, sizeof text, "%.17g", number);
+      std::snprintf(text, sizeof text, "%.17g", payload.number);
     return std::string("number ") + text;
   }
-  case String:
-    return "string " +
-           quote(string.size() > 40 ? string.substr(0, 40) + "..." : string);
+  case String: {
+    std::string_view text = string();
+    return "string " + (text.size() > 40
+                            ? quote(text.substr(0, 40)).insert(41, "...")
+                            : quote(text));
+  }
   case Array:
     return "an array";
   case Object:
@@ -49,23 +56,47 @@ std::string Value::describe() const {
   return "a value";
 }
 
-namespace {
+void *Document::allocate(size_t bytes) {
+  constexpr size_t kAlign = alignof(Value), kBlock = size_t(1) << 18;
+  bytes = (bytes + kAlign - 1) & ~(kAlign - 1);
+  if (bytes > left) {
+    // Large requests get a block of their own; the current one stays open.
+    if (bytes > kBlock / 4) {
+      blocks.emplace_back(new char[bytes]);
+      return blocks.back().get();
+    }
+    blocks.emplace_back(new char[kBlock]);
+    next = blocks.back().get();
+    left = kBlock;
+  }
+  void *out = next;
+  next += bytes;
+  left -= bytes;
+  return out;
+}
 
+namespace tgc::rt::json {
+
+/// Recursive descent into `doc`. Children are collected on one stack per
+/// kind and copied into the document once their container closes, so each
+/// container is one allocation of exactly its size.
 class Parser {
 public:
-  Parser(std::string_view text, unsigned maxDepth)
+  Parser(std::string_view text, unsigned maxDepth, Document &doc)
       : begin(text.data()), p(text.data()), end(text.data() + text.size()),
-        maxDepth(maxDepth) {}
+        maxDepth(maxDepth), doc(doc) {}
 
-  bool parse(Value &out, std::string &error) {
-    bool ok = value(out, 0);
+  bool parse(std::string &error) {
+    bool ok = value(doc.top, 0);
     if (ok) {
       skipSpace();
       if (p != end)
         ok = fail("unexpected text after the value");
     }
-    if (!ok)
+    if (!ok) {
       error = where() + ": " + message;
+      doc.top = Value();
+    }
     return ok;
   }
 
@@ -115,23 +146,21 @@ private:
                     " levels");
       return *p == '{' ? object(out, depth) : array(out, depth);
     case '"':
-      out.kind = Value::String;
-      return string(out.string);
+      return stringValue(out);
     case 't':
     case 'f':
     case 'n':
       if (literal("true")) {
-        out.kind = Value::Bool;
-        out.boolean = true;
+        out.tag = Value::Bool;
+        out.flag = true;
         return true;
       }
       if (literal("false")) {
-        out.kind = Value::Bool;
-        out.boolean = false;
+        out.tag = Value::Bool;
         return true;
       }
       if (literal("null")) {
-        out.kind = Value::Null;
+        out.tag = Value::Null;
         return true;
       }
       return fail("unexpected character");
@@ -179,17 +208,21 @@ private:
         ++p;
     }
     std::string text(start, p);
-    out.kind = Value::Number;
-    out.number = std::strtod(text.c_str(), nullptr);
-    if (!std::isfinite(out.number)) {
-      p = start;
-      return fail("number out of range: " + text);
-    }
+    out.tag = Value::Number;
     if (integral) {
       errno = 0;
       long long v = std::strtoll(text.c_str(), nullptr, 10);
-      out.isInteger = errno == 0;
-      out.integer = v;
+      if (errno == 0) {
+        out.flag = true;
+        out.payload.integer = v;
+        return true;
+      }
+    }
+    out.flag = false;
+    out.payload.number = std::strtod(text.c_str(), nullptr);
+    if (!std::isfinite(out.payload.number)) {
+      p = start;
+      return fail("number out of range: " + text);
     }
     return true;
   }
@@ -335,18 +368,55 @@ private:
     }
   }
 
+  /// Copies `n` trivially copyable elements into the document.
+  template <typename T> const T *keep(const T *first, size_t n) {
+    if (n == 0)
+      return nullptr;
+    void *to = doc.allocate(n * sizeof(T));
+    std::memcpy(to, first, n * sizeof(T));
+    return static_cast<const T *>(to);
+  }
+
+  bool sized(size_t n, const char *what) {
+    if (n > UINT32_MAX)
+      return fail(std::string("more than 2^32 - 1 ") + what);
+    return true;
+  }
+
+  /// A string into the document: its bytes are decoded into `scratch`.
+  bool keepString(std::string_view &out) {
+    scratch.clear();
+    if (!string(scratch) || !sized(scratch.size(), "bytes in a string"))
+      return false;
+    out =
+        std::string_view(keep(scratch.data(), scratch.size()), scratch.size());
+    return true;
+  }
+
+  bool stringValue(Value &out) {
+    std::string_view text;
+    if (!keepString(text))
+      return false;
+    out.tag = Value::String;
+    out.count = static_cast<uint32_t>(text.size());
+    out.payload.chars = text.data();
+    return true;
+  }
+
   bool array(Value &out, unsigned depth) {
-    out.kind = Value::Array;
+    out.tag = Value::Array;
     ++p;
     skipSpace();
     if (p != end && *p == ']') {
       ++p;
       return true;
     }
+    size_t first = items.size();
     while (true) {
-      out.items.emplace_back();
-      if (!value(out.items.back(), depth + 1))
+      Value item;
+      if (!value(item, depth + 1))
         return false;
+      items.push_back(item);
       skipSpace();
       if (p != end && *p == ',') {
         ++p;
@@ -354,6 +424,12 @@ private:
       }
       if (p != end && *p == ']') {
         ++p;
+        size_t n = items.size() - first;
+        if (!sized(n, "elements in an array"))
+          return false;
+        out.count = static_cast<uint32_t>(n);
+        out.payload.items = keep(items.data() + first, n);
+        items.resize(first);
         return true;
       }
       return fail("expected ',' or ']' in an array");
@@ -361,27 +437,28 @@ private:
   }
 
   bool object(Value &out, unsigned depth) {
-    out.kind = Value::Object;
+    out.tag = Value::Object;
     ++p;
     skipSpace();
     if (p != end && *p == '}') {
       ++p;
       return true;
     }
+    size_t first = members.size();
     while (true) {
       skipSpace();
       if (p == end || *p != '"')
         return fail("expected a string key in an object");
-      std::string key;
-      if (!string(key))
+      Member member;
+      if (!keepString(member.name))
         return false;
       skipSpace();
       if (p == end || *p != ':')
         return fail("expected ':' after an object key");
       ++p;
-      out.members.emplace_back(std::move(key), Value());
-      if (!value(out.members.back().second, depth + 1))
+      if (!value(member.value, depth + 1))
         return false;
+      members.push_back(member);
       skipSpace();
       if (p != end && *p == ',') {
         ++p;
@@ -389,6 +466,12 @@ private:
       }
       if (p != end && *p == '}') {
         ++p;
+        size_t n = members.size() - first;
+        if (!sized(n, "members in an object"))
+          return false;
+        out.count = static_cast<uint32_t>(n);
+        out.payload.members = keep(members.data() + first, n);
+        members.resize(first);
         return true;
       }
       return fail("expected ',' or '}' in an object");
@@ -397,15 +480,20 @@ private:
 
   const char *begin, *p, *end;
   unsigned maxDepth;
+  Document &doc;
   std::string message;
+  /// The open containers' children, innermost last.
+  std::vector<Value> items;
+  std::vector<Member> members;
+  std::string scratch;
 };
 
-} // namespace
+} // namespace tgc::rt::json
 
-bool tgc::rt::json::parse(std::string_view text, Value &out, std::string &error,
-                          unsigned maxDepth) {
-  out = Value();
-  return Parser(text, maxDepth).parse(out, error);
+bool tgc::rt::json::parse(std::string_view text, Document &out,
+                          std::string &error, unsigned maxDepth) {
+  out = Document();
+  return Parser(text, maxDepth, out).parse(error);
 }
 
 std::string tgc::rt::json::quote(std::string_view text) {

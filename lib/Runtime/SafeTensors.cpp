@@ -270,24 +270,27 @@ bool parseBytes(const std::string &path, const uint8_t *bytes, uint64_t size,
                 " exceeds the file size (" + std::to_string(data.size()) +
                 " bytes): truncated or not a safetensors file");
   const char *header = reinterpret_cast<const char *>(data.data() + 8);
-  json::Value root;
+  json::Document doc;
   std::string jsonError;
-  if (!json::parse(std::string_view(header, headerSize), root, jsonError,
+  if (!json::parse(std::string_view(header, headerSize), doc, jsonError,
                    kHeaderMaxDepth))
     return fail("invalid header JSON (" + jsonError + ")");
+  const json::Value &root = doc.root();
   if (!root.isObject())
     return fail("header must be a JSON object");
   uint64_t dataSize = data.size() - 8 - headerSize;
   const uint8_t *base = data.data() + 8 + headerSize;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (auto &[name, entry] : root.members) {
+  for (auto &[nameView, entry] : root.members()) {
+    std::string name(nameView);
     if (name == "__metadata__") {
       if (!entry.isObject())
         return fail("__metadata__ must be an object of strings");
-      for (auto &[k, v] : entry.members) {
+      for (auto &[k, v] : entry.members()) {
         if (!v.isString())
-          return fail("__metadata__ value '" + k + "' must be a string");
-        file.metadata[k] = v.string;
+          return fail("__metadata__ value '" + std::string(k) +
+                      "' must be a string");
+        file.metadata[std::string(k)] = v.string();
       }
       continue;
     }
@@ -299,25 +302,26 @@ bool parseBytes(const std::string &path, const uint8_t *bytes, uint64_t size,
     if (!dtype || !dtype->isString())
       return fail(where + "missing or non-string 'dtype'");
     TensorData t;
-    if (!parseDType(dtype->string, t.dtype))
-      return fail(where + "unsupported dtype '" + dtype->string + "'");
+    if (!parseDType(std::string(dtype->string()), t.dtype))
+      return fail(where + "unsupported dtype '" + std::string(dtype->string()) +
+                  "'");
     if (!shape || !shape->isArray())
       return fail(where + "missing or non-array 'shape'");
     uint64_t numel = 1;
-    for (const json::Value &d : shape->items) {
-      if (!d.isNumber() || !d.isInteger || d.integer < 0 ||
-          d.integer > (int64_t(1) << 40))
+    for (const json::Value &d : shape->items()) {
+      int64_t extent = d.integer();
+      if (!d.isInteger() || extent < 0 || extent > (int64_t(1) << 40))
         return fail(where + "shape entries must be non-negative integers");
-      t.shape.push_back(d.integer);
-      if (d.integer && numel > (uint64_t(1) << 50) / uint64_t(d.integer))
+      t.shape.push_back(extent);
+      if (extent && numel > (uint64_t(1) << 50) / uint64_t(extent))
         return fail(where + "shape is too large");
-      numel *= d.integer;
+      numel *= extent;
     }
-    if (!offsets || !offsets->isArray() || offsets->items.size() != 2 ||
-        !offsets->items[0].isNumber() || !offsets->items[0].isInteger ||
-        !offsets->items[1].isNumber() || !offsets->items[1].isInteger)
+    if (!offsets || offsets->items().size() != 2 ||
+        !offsets->items()[0].isInteger() || !offsets->items()[1].isInteger())
       return fail(where + "'data_offsets' must be [begin, end]");
-    int64_t b = offsets->items[0].integer, e = offsets->items[1].integer;
+    int64_t b = offsets->items()[0].integer(),
+            e = offsets->items()[1].integer();
     if (b < 0 || e < b || uint64_t(e) > dataSize)
       return fail(where + "data_offsets [" + std::to_string(b) + ", " +
                   std::to_string(e) + ") lie outside the " +
@@ -409,11 +413,11 @@ bool readShardedCheckpoint(const std::string &indexPath, SafeTensorsFile &file,
     return fail(std::string("cannot open: ") + std::strerror(errno));
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
-  json::Value root;
+  json::Document doc;
   std::string jsonError;
-  if (!json::parse(text, root, jsonError, kHeaderMaxDepth))
+  if (!json::parse(text, doc, jsonError, kHeaderMaxDepth))
     return fail("invalid JSON (" + jsonError + ")");
-  const json::Value *map = root.get("weight_map");
+  const json::Value *map = doc.root().get("weight_map");
   if (!map || !map->isObject())
     return fail("not a sharded checkpoint index (no \"weight_map\" object)");
   std::string dir;
@@ -422,12 +426,12 @@ bool readShardedCheckpoint(const std::string &indexPath, SafeTensorsFile &file,
     dir = indexPath.substr(0, slash + 1);
   // Shard file → the tensors the index puts there.
   std::map<std::string, std::vector<std::string>> shards;
-  for (auto &[name, shard] : map->members) {
-    if (!shard.isString() || shard.string.empty() ||
-        shard.string.find('/') != std::string::npos)
-      return fail("weight_map entry '" + name +
+  for (auto &[name, shard] : map->members()) {
+    std::string_view shardFile = shard.string();
+    if (shardFile.empty() || shardFile.find('/') != std::string::npos)
+      return fail("weight_map entry '" + std::string(name) +
                   "' is not the file name of a shard");
-    shards[shard.string].push_back(name);
+    shards[std::string(shardFile)].emplace_back(name);
   }
   if (shards.empty())
     return fail("the weight_map is empty");

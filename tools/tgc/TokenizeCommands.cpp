@@ -20,6 +20,8 @@
 #include <cctype>
 #include <chrono>
 
+#include <sys/resource.h>
+
 using namespace tgc;
 namespace cl = llvm::cl;
 
@@ -49,7 +51,9 @@ cl::opt<bool> addSpecialTokens(
              "tokenizer.json's post-processor or tokenizer_config.json says)"),
     cl::sub(tokenizeCommand), cl::cat(tokenizerCategory()));
 cl::opt<bool> printStats(
-    "stats", cl::desc("Also print to stderr the bytes, ids and encoding speed"),
+    "stats",
+    cl::desc("Also print to stderr the loading time and memory, and the "
+             "bytes, ids and encoding speed"),
     cl::sub(tokenizeCommand), cl::cat(tokenizerCategory()));
 cl::opt<bool>
     skipSpecialTokens("skip-special-tokens",
@@ -59,6 +63,12 @@ cl::opt<bool>
 int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "tgc") << message << "\n";
   return 1;
+}
+
+/// The process's peak resident set so far, in KiB.
+long peakRssKiB() {
+  struct rusage usage;
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : 0;
 }
 
 std::string inputName() {
@@ -139,10 +149,20 @@ bool tgc::tokenizeCommandGiven() {
 
 int tgc::runTokenizeCommand() {
   std::string error;
+  long peakBefore = peakRssKiB();
+  auto start = std::chrono::steady_clock::now();
   std::unique_ptr<rt::tok::Tokenizer> tokenizer =
       rt::tok::Tokenizer::load(tokenizerPath, error);
   if (!tokenizer)
     return fail(error);
+  if (printStats)
+    llvm::errs() << llvm::formatv(
+        "{0}: loaded in {1:f3} s, the peak resident memory grew by {2:f1} "
+        "MiB\n",
+        tokenizer->path(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count(),
+        (peakRssKiB() - peakBefore) / 1024.0);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> input =
       llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/false);
   if (!input)

@@ -4,13 +4,15 @@
 // checkpoint indexes, tokenizer files and the training log. The reader is
 // strict (no trailing commas, comments, NaN or invalid UTF-8) and
 // depth-limited, and reports errors by line and column; objects keep their
-// members in file order.
+// members in file order. Values are compact views into their Document.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_JSON_H
 #define TGC_RUNTIME_JSON_H
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,38 +20,121 @@
 
 namespace tgc::rt::json {
 
-struct Value {
-  enum Kind { Null, Bool, Number, String, Array, Object };
-  Kind kind = Null;
-  bool boolean = false;
-  double number = 0;
-  /// The number was written as an integer (no fraction or exponent) that
-  /// fits in int64: `integer` holds it exactly.
-  bool isInteger = false;
-  int64_t integer = 0;
-  std::string string;
-  std::vector<Value> items;
-  /// In file order; duplicate keys are kept (get() finds the first).
-  std::vector<std::pair<std::string, Value>> members;
+/// A read-only view of `count` contiguous elements.
+template <typename T> class Span {
+public:
+  Span() = default;
+  Span(const T *data, size_t count) : first(data), count(count) {}
+  const T *begin() const { return first; }
+  const T *end() const { return first + count; }
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  const T &operator[](size_t i) const { return first[i]; }
 
-  bool isNull() const { return kind == Null; }
-  bool isObject() const { return kind == Object; }
-  bool isArray() const { return kind == Array; }
-  bool isString() const { return kind == String; }
-  bool isNumber() const { return kind == Number; }
-  /// The member named `key` of an object; nullptr if absent or not an
+private:
+  const T *first = nullptr;
+  size_t count = 0;
+};
+
+struct Member;
+
+/// One parsed value: 16 bytes that view strings and children held by the
+/// Document that parsed it (tokenizer files hold millions of values).
+class Value {
+public:
+  enum Kind : uint8_t { Null, Bool, Number, String, Array, Object };
+
+  Kind kind() const { return tag; }
+  bool isNull() const { return tag == Null; }
+  bool isBool() const { return tag == Bool; }
+  bool isNumber() const { return tag == Number; }
+  bool isString() const { return tag == String; }
+  bool isArray() const { return tag == Array; }
+  bool isObject() const { return tag == Object; }
+
+  /// True for the literal `true`; false for anything else.
+  bool boolean() const { return tag == Bool && flag; }
+  /// The number was written as an integer (no fraction or exponent) that
+  /// fits in int64: integer() holds it exactly.
+  bool isInteger() const { return tag == Number && flag; }
+  int64_t integer() const { return isInteger() ? payload.integer : 0; }
+  /// The number's value (0 unless a number).
+  double number() const;
+  /// The string's UTF-8 bytes (empty unless a string).
+  std::string_view string() const {
+    return tag == String ? std::string_view(payload.chars, count)
+                         : std::string_view();
+  }
+  /// An array's elements (empty unless an array).
+  Span<Value> items() const {
+    return tag == Array ? Span<Value>(payload.items, count) : Span<Value>();
+  }
+  /// An object's members in file order, duplicate keys kept (empty unless
+  /// an object).
+  Span<Member> members() const;
+
+  /// The first member named `key` of an object; nullptr if absent or not an
   /// object.
   const Value *get(std::string_view key) const;
   /// "an object", "string \"abc\"", "number 2.5", ... for error messages.
   std::string describe() const;
+
+private:
+  friend class Document;
+  friend class Parser;
+
+  Kind tag = Null;
+  /// Bool: its value; Number: whether payload holds an int64.
+  bool flag = false;
+  /// Bytes of a string, elements of an array or members of an object.
+  uint32_t count = 0;
+  union {
+    double number;
+    int64_t integer;
+    const char *chars;
+    const Value *items;
+    const Member *members;
+  } payload = {0.0};
 };
+
+struct Member {
+  std::string_view name;
+  Value value;
+};
+
+inline Span<Member> Value::members() const {
+  return tag == Object ? Span<Member>(payload.members, count) : Span<Member>();
+}
 
 /// The deepest nesting of arrays and objects parse() accepts by default.
 constexpr unsigned kDefaultMaxDepth = 64;
 
-/// Parses `text`, which must hold exactly one JSON value. On failure returns
-/// false and sets `error` to "line L, column C: PROBLEM".
-bool parse(std::string_view text, Value &out, std::string &error,
+/// A parsed JSON text: owns the strings and containers its values view, in
+/// a few large blocks. Movable; values stay valid while it lives.
+class Document {
+public:
+  Document() = default;
+  Document(Document &&) = default;
+  Document &operator=(Document &&) = default;
+  Document(const Document &) = delete;
+  Document &operator=(const Document &) = delete;
+
+  const Value &root() const { return top; }
+
+private:
+  friend class Parser;
+  /// `bytes` of storage aligned for a Value, valid while this lives.
+  void *allocate(size_t bytes);
+
+  Value top;
+  std::vector<std::unique_ptr<char[]>> blocks;
+  char *next = nullptr;
+  size_t left = 0;
+};
+
+/// Parses `text`, which must hold exactly one JSON value, into `out`. On
+/// failure returns false and sets `error` to "line L, column C: PROBLEM".
+bool parse(std::string_view text, Document &out, std::string &error,
            unsigned maxDepth = kDefaultMaxDepth);
 
 /// Builds JSON text. Compact writes {"a":1,"b":[1,2]}; Spaced writes

@@ -112,17 +112,17 @@ bool tgc::rt::tok::parseAddedTokens(const json::Value &value,
     error = where + ": expected an array, found " + value.describe();
     return false;
   }
-  for (size_t i = 0; i < value.items.size(); ++i) {
-    const json::Value &item = value.items[i];
+  for (size_t i = 0; i < value.items().size(); ++i) {
+    const json::Value &item = value.items()[i];
     std::string at = where + "[" + std::to_string(i) + "]";
     AddedToken token;
     const json::Value *id = item.isObject() ? member(item, "id") : nullptr;
-    if (!id || !id->isInteger || id->integer < 0 ||
-        id->integer >= (int64_t(1) << 31)) {
+    if (!id || !id->isInteger() || id->integer() < 0 ||
+        id->integer() >= (int64_t(1) << 31)) {
       error = at + ": expected an object with an integer \"id\"";
       return false;
     }
-    token.id = static_cast<uint32_t>(id->integer);
+    token.id = static_cast<uint32_t>(id->integer());
     if (!readString(item, "content", at, token.content, error) ||
         !readBool(item, "single_word", at, token.singleWord, error) ||
         !readBool(item, "lstrip", at, token.lstrip, error) ||

@@ -90,7 +90,7 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
     }
   }
   if (const json::Value *dropout = member(model, "dropout");
-      dropout && !(dropout->isNumber() && dropout->number == 0)) {
+      dropout && !(dropout->isNumber() && dropout->number() == 0)) {
     error = where + ".dropout: BPE dropout (" + dropout->describe() +
             ") is not supported; it changes encodings at random";
     return nullptr;
@@ -107,25 +107,24 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
     return nullptr;
   }
   bpe->charIds.assign(0x110000, -1);
-  for (const auto &[token, id] : vocab->members) {
-    if (!id.isInteger || id.integer < 0) {
-      error = where + ".vocab[" + json::quote(token) + "]: " + id.describe() +
-              " is not a token id";
+  for (const auto &[token, idValue] : vocab->members()) {
+    int64_t id = idValue.integer();
+    if (!idValue.isInteger() || id < 0) {
+      error = where + ".vocab[" + json::quote(token) +
+              "]: " + idValue.describe() + " is not a token id";
       return nullptr;
     }
-    if (id.integer >= int64_t(kIdMask)) {
+    if (id >= int64_t(kIdMask)) {
       error = where + ".vocab[" + json::quote(token) + "]: id " +
-              std::to_string(id.integer) +
-              " is not supported (ids must be below " +
+              std::to_string(id) + " is not supported (ids must be below " +
               std::to_string(kIdMask) + ")";
       return nullptr;
     }
-    bpe->tokenIds.insert(token, static_cast<uint32_t>(id.integer));
+    bpe->tokenIds.insert(token, static_cast<uint32_t>(id));
     if (!token.empty() &&
         utf8Length(static_cast<unsigned char>(token[0])) == token.size()) {
       size_t pos = 0;
-      bpe->charIds[nextCodepoint(token, pos)] =
-          static_cast<int32_t>(id.integer);
+      bpe->charIds[nextCodepoint(token, pos)] = static_cast<int32_t>(id);
     }
   }
 
@@ -159,44 +158,48 @@ std::unique_ptr<BPE> BPE::parse(const json::Value &model,
     error = where + ".merges: expected an array";
     return nullptr;
   }
-  if (merges->items.size() >= kIdMask) {
-    error = where + ".merges: " + std::to_string(merges->items.size()) +
+  json::Span<json::Value> mergeItems = merges->items();
+  if (mergeItems.size() >= kIdMask) {
+    error = where + ".merges: " + std::to_string(mergeItems.size()) +
             " merges are not supported (at most " +
             std::to_string(kIdMask - 1) + ")";
     return nullptr;
   }
   std::vector<uint64_t> pairs;
-  pairs.reserve(merges->items.size());
-  bpe->mergeResults.reserve(merges->items.size());
-  for (size_t rank = 0; rank < merges->items.size(); ++rank) {
-    const json::Value &merge = merges->items[rank];
+  pairs.reserve(mergeItems.size());
+  bpe->mergeResults.reserve(mergeItems.size());
+  std::string joined;
+  for (size_t rank = 0; rank < mergeItems.size(); ++rank) {
+    const json::Value &merge = mergeItems[rank];
     auto at = [&] { return where + ".merges[" + std::to_string(rank) + "]"; };
-    std::string left, right;
+    std::string_view left, right;
     if (merge.isString()) {
-      size_t space = merge.string.find(' ');
+      std::string_view text = merge.string();
+      size_t space = text.find(' ');
       if (space == std::string::npos ||
-          merge.string.find(' ', space + 1) != std::string::npos) {
+          text.find(' ', space + 1) != std::string::npos) {
         error = at() + ": " + merge.describe() +
                 " is not two tokens separated by one space";
         return nullptr;
       }
-      left = merge.string.substr(0, space);
-      right = merge.string.substr(space + 1);
-    } else if (merge.isArray() && merge.items.size() == 2 &&
-               merge.items[0].isString() && merge.items[1].isString()) {
-      left = merge.items[0].string;
-      right = merge.items[1].string;
+      left = text.substr(0, space);
+      right = text.substr(space + 1);
+    } else if (merge.items().size() == 2 && merge.items()[0].isString() &&
+               merge.items()[1].isString()) {
+      left = merge.items()[0].string();
+      right = merge.items()[1].string();
     } else {
       error = at() + ": expected \"left right\" or [\"left\", \"right\"]";
       return nullptr;
     }
+    joined.assign(left).append(right);
     std::optional<uint32_t> l = bpe->find(left), r = bpe->find(right),
-                            result = bpe->find(left + right);
+                            result = bpe->find(joined);
     if (!l || !r || !result) {
       error = at() + ": " +
               json::quote(!l   ? left
                           : !r ? right
-                               : left + right) +
+                               : std::string_view(joined)) +
               " is not in the vocabulary";
       return nullptr;
     }

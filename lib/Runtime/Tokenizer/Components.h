@@ -98,10 +98,10 @@ bool parseSequence(const json::Value &value, const char *key,
     error = where + ": a Sequence needs a \"" + key + "\" array";
     return false;
   }
-  for (size_t i = 0; i < items->items.size(); ++i) {
-    auto stage = parse(items->items[i],
-                       where + "." + key + "[" + std::to_string(i) + "]",
-                       error);
+  for (size_t i = 0; i < items->items().size(); ++i) {
+    auto stage =
+        parse(items->items()[i],
+              where + "." + key + "[" + std::to_string(i) + "]", error);
     if (!stage)
       return false;
     stages.push_back(std::move(stage));

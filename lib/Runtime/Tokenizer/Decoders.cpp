@@ -169,12 +169,12 @@ bool readInt(const json::Value &object, const char *key,
   const json::Value *value = member(object, key);
   if (!value)
     return true;
-  if (!value->isNumber() || !value->isInteger || value->integer < 0) {
+  if (!value->isInteger() || value->integer() < 0) {
     error = where + "." + key + ": expected a count, found " +
             value->describe();
     return false;
   }
-  out = value->integer;
+  out = value->integer();
   return true;
 }
 

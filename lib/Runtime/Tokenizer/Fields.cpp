@@ -27,7 +27,7 @@ bool tgc::rt::tok::readString(const json::Value &object, const char *key,
             value->describe();
     return false;
   }
-  out = value->string;
+  out = value->string();
   return true;
 }
 
@@ -37,12 +37,12 @@ bool tgc::rt::tok::readBool(const json::Value &object, const char *key,
   const json::Value *value = member(object, key);
   if (!value)
     return true; // keeps the default
-  if (value->kind != json::Value::Bool) {
+  if (!value->isBool()) {
     error = where + "." + key + ": expected true or false, found " +
             value->describe();
     return false;
   }
-  out = value->boolean;
+  out = value->boolean();
   return true;
 }
 
@@ -60,19 +60,20 @@ std::unique_ptr<Regex> tgc::rt::tok::parsePattern(const json::Value &object,
                                            const std::string &where,
                                            std::string &error) {
   const json::Value *pattern = member(object, "pattern");
-  if (!pattern || !pattern->isObject() || pattern->members.size() != 1 ||
-      !pattern->members[0].second.isString()) {
+  if (!pattern || pattern->members().size() != 1 ||
+      !pattern->members()[0].value.isString()) {
     error = where + ".pattern: expected {\"String\": ...} or {\"Regex\": ...}";
     return nullptr;
   }
-  const auto &[kind, text] = pattern->members[0];
+  const auto &[kind, text] = pattern->members()[0];
   if (kind != "String" && kind != "Regex") {
-    error = where + ".pattern: unknown pattern kind \"" + kind +
+    error = where + ".pattern: unknown pattern kind \"" + std::string(kind) +
             "\" (expected String or Regex)";
     return nullptr;
   }
   std::string regexError;
-  auto regex = Regex::compile(text.string, kind == "String", regexError);
+  auto regex =
+      Regex::compile(std::string(text.string()), kind == "String", regexError);
   if (!regex)
     error = where + ".pattern: " + regexError;
   return regex;

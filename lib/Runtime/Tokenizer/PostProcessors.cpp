@@ -20,15 +20,14 @@ static bool parseTemplate(const json::Value &value, const std::string &where,
     return false;
   }
   bool afterSequence = false;
-  for (size_t i = 0; i < single->items.size(); ++i) {
-    const json::Value &item = single->items[i];
+  for (size_t i = 0; i < single->items().size(); ++i) {
+    const json::Value &item = single->items()[i];
     std::string at = where + ".single[" + std::to_string(i) + "]";
-    if (!item.isObject() || item.members.size() != 1 ||
-        !item.members[0].second.isObject()) {
+    if (item.members().size() != 1 || !item.members()[0].value.isObject()) {
       error = at + ": expected {\"SpecialToken\": ...} or {\"Sequence\": ...}";
       return false;
     }
-    const auto &[kind, body] = item.members[0];
+    const auto &[kind, body] = item.members()[0];
     if (kind == "Sequence") {
       std::string id;
       if (!readString(body, "id", at + ".Sequence", id, error))
@@ -42,7 +41,7 @@ static bool parseTemplate(const json::Value &value, const std::string &where,
       continue;
     }
     if (kind != "SpecialToken") {
-      error = at + ": unknown template piece \"" + kind + "\"";
+      error = at + ": unknown template piece \"" + std::string(kind) + "\"";
       return false;
     }
     std::string name;
@@ -54,14 +53,14 @@ static bool parseTemplate(const json::Value &value, const std::string &where,
       error = where + ".special_tokens: no ids for \"" + name + "\"";
       return false;
     }
-    for (const json::Value &id : ids->items) {
-      if (!id.isInteger || id.integer < 0 || id.integer > UINT32_MAX) {
+    for (const json::Value &id : ids->items()) {
+      if (!id.isInteger() || id.integer() < 0 || id.integer() > UINT32_MAX) {
         error = where + ".special_tokens[\"" + name + "\"].ids: " +
                 id.describe() + " is not a token id";
         return false;
       }
       (afterSequence ? result.suffix : result.prefix)
-          .push_back(static_cast<uint32_t>(id.integer));
+          .push_back(static_cast<uint32_t>(id.integer()));
     }
   }
   return true;
@@ -72,12 +71,12 @@ static bool readTokenPair(const json::Value &value, const char *key,
                           const std::string &where, uint32_t &id,
                           std::string &error) {
   const json::Value *pair = member(value, key);
-  if (!pair || !pair->isArray() || pair->items.size() != 2 ||
-      !pair->items[1].isInteger || pair->items[1].integer < 0) {
+  if (!pair || pair->items().size() != 2 || !pair->items()[1].isInteger() ||
+      pair->items()[1].integer() < 0) {
     error = where + "." + key + ": expected [\"token\", id]";
     return false;
   }
-  id = static_cast<uint32_t>(pair->items[1].integer);
+  id = static_cast<uint32_t>(pair->items()[1].integer());
   return true;
 }
 
@@ -94,8 +93,8 @@ bool tgc::rt::tok::parsePostProcessor(const json::Value &value,
       error = where + ": a Sequence needs a \"processors\" array";
       return false;
     }
-    for (size_t i = 0; i < stages->items.size(); ++i)
-      if (!parsePostProcessor(stages->items[i],
+    for (size_t i = 0; i < stages->items().size(); ++i)
+      if (!parsePostProcessor(stages->items()[i],
                               where + ".processors[" + std::to_string(i) + "]",
                               result, error))
         return false;

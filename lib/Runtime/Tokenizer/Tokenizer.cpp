@@ -277,7 +277,7 @@ bool configToken(const json::Value &config, const char *key,
     return true;
   std::string content;
   if (value->isString()) {
-    content = value->string;
+    content = value->string();
   } else if (value->isObject()) {
     if (!readString(*value, "content", where + "." + key, content, error))
       return false;
@@ -312,14 +312,15 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   if (!readFileBytes(file, text, error))
     return nullptr;
   uint64_t fingerprint = hashBytes(text);
-  json::Value root;
+  json::Document doc;
   std::string parseError;
-  if (!json::parse(text, root, parseError)) {
+  if (!json::parse(text, doc, parseError)) {
     error = file + ": " + parseError;
     return nullptr;
   }
   text.clear();
   text.shrink_to_fit();
+  const json::Value &root = doc.root();
   if (!root.isObject()) {
     error = file + ": expected a tokenizer object, found " + root.describe();
     return nullptr;
@@ -387,11 +388,12 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path,
   std::string configText;
   if (readFileBytes(configPath, configText, stageError)) {
     p->fingerprint = hashBytes(configText, p->fingerprint);
-    json::Value config;
-    if (!json::parse(configText, config, parseError)) {
+    json::Document configDoc;
+    if (!json::parse(configText, configDoc, parseError)) {
       error = configPath + ": " + parseError;
       return nullptr;
     }
+    const json::Value &config = configDoc.root();
     if (!config.isObject()) {
       error = configPath + ": expected an object, found " + config.describe();
       return nullptr;

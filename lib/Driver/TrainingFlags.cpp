@@ -439,11 +439,6 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
   }
   if (llvm::Error err = checkRematFlags(config.training))
     return err;
-  const TrainingConfig &t = config.training;
-  if (t.zeroStage == 3 && t.frozenDtype != DType::F32)
-    return llvm::createStringError(
-        "--zero=3 shards every parameter in f32: --frozen-dtype is not "
-        "supported with it yet; use --zero=1");
   return validateModelConfig(config);
 }
 

@@ -80,8 +80,7 @@ static uint64_t nameSeed(const std::string &name, uint64_t seed) {
   return mix64(h ^ mix64(seed));
 }
 
-/// The safetensors dtype of a buffer's float element type.
-static DType floatDType(const Buffer &b) {
+DType tgc::rt::dtypeOf(const Buffer &b) {
   switch (b.info->dtype) {
   case TGC_BF16:
     return DType::BF16;
@@ -98,7 +97,7 @@ void tgc::rt::storeFloats(Buffer &b, const float *values) {
       std::memcpy(b.data, values, b.bytes);
     return;
   }
-  TensorData t = narrowFloats(values, b.numel, shapeOf(*b.info), floatDType(b));
+  TensorData t = narrowFloats(values, b.numel, shapeOf(*b.info), dtypeOf(b));
   std::memcpy(b.data, t.bytes.data(), b.bytes);
 }
 
@@ -115,7 +114,7 @@ std::vector<float> tgc::rt::loadFloats(const Buffer &b) {
 
 TensorData tgc::rt::hostTensor(const Buffer &b) {
   TensorData t;
-  t.dtype = floatDType(b);
+  t.dtype = dtypeOf(b);
   t.shape = shapeOf(*b.info);
   t.bytes.assign(static_cast<uint8_t *>(b.data),
                  static_cast<uint8_t *>(b.data) + b.bytes);

@@ -93,6 +93,8 @@ void storeFloats(Buffer &b, const float *values);
 /// `whole(i)`.
 void storeShard(Buffer &b, int64_t wholeCount,
                 const std::function<float(int64_t)> &whole);
+/// The safetensors dtype of b's float element type.
+DType dtypeOf(const Buffer &b);
 /// b's host copy, widened to floats.
 std::vector<float> loadFloats(const Buffer &b);
 /// b's host copy as a tensor of its shape and element type.

@@ -7,6 +7,7 @@
 #include "tgc/Runtime/SafeTensors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
@@ -30,6 +31,19 @@ void tgc::rt::copyFrom(Buffer &b, const TensorData &t,
     p[i] = static_cast<float>(t.get(i));
   storeFloats(b, p);
   t.release();
+}
+
+/// The `numel` values of a whole tensor, gathered on rank 0 (empty on the
+/// others) from every process's shard `b`. A narrow shard (a frozen weight
+/// of tgc --frozen-dtype) travels widened to f32.
+static std::vector<float> gatherFloats(const Buffer &b, int64_t numel) {
+  std::vector<float> widened =
+      b.info->dtype == TGC_F32 ? std::vector<float>() : loadFloats(b);
+  const float *shard =
+      widened.empty() ? static_cast<const float *>(b.data) : widened.data();
+  std::vector<float> whole(tgc_dist_rank() == 0 ? numel : 0);
+  tgc_dist_gather_shards(shard, b.numel, whole.data(), numel);
+  return whole;
 }
 
 /// ZeRO-1 state: this process's shard of the whole state in `t`, which has
@@ -189,27 +203,26 @@ TensorData tgc::rt::wholeTensor(const Buffer &b,
                                 const std::vector<int64_t> &shape) {
   if (b.info->shard_numel == 0 && b.info->shard_of < 0)
     return hostTensor(b);
-  TensorData t;
-  t.dtype = DType::F32;
-  t.shape = shape;
   int64_t numel = 1;
   for (int64_t d : shape)
     numel *= d;
-  if (tgc_dist_rank() == 0)
-    t.bytes.assign(numel * sizeof(float), 0);
-  tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
-                         reinterpret_cast<float *>(t.bytes.data()), numel);
+  std::vector<float> whole = gatherFloats(b, numel);
+  TensorData t;
+  t.dtype = dtypeOf(b);
+  t.shape = shape;
+  if (tgc_dist_rank() != 0)
+    return t;
+  if (t.dtype != DType::F32)
+    return narrowFloats(whole.data(), numel, shape, t.dtype); // exact
+  t.bytes.resize(numel * sizeof(float));
+  std::memcpy(t.bytes.data(), whole.data(), t.bytes.size());
   return t;
 }
 
 std::vector<float> tgc::rt::wholeFloats(const Buffer &b) {
   if (b.info->shard_numel == 0)
     return loadFloats(b);
-  int64_t numel = wholeNumelOf(*b.info);
-  std::vector<float> whole(tgc_dist_rank() == 0 ? numel : 0);
-  tgc_dist_gather_shards(static_cast<const float *>(b.data), b.numel,
-                         whole.data(), numel);
-  return whole;
+  return gatherFloats(b, wholeNumelOf(*b.info));
 }
 
 void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {

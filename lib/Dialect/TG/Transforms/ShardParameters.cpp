@@ -121,11 +121,18 @@ struct TGShardParametersPass
                                                     TGDialect::kParamAttrName);
       if (!name)
         continue;
+      // Frozen parameters may be narrower (tg-narrow-frozen): they are
+      // sharded and gathered in their own type.
       auto type = llvm::cast<RankedTensorType>(arg.getType());
-      if (!type.getElementType().isF32() || !type.hasStaticShape())
+      bool frozen = step.getArgAttr(arg.getArgNumber(),
+                                    TGDialect::kFrozenAttrName) != nullptr;
+      if (!type.hasStaticShape() ||
+          !(type.getElementType().isF32() ||
+            (frozen && llvm::isa<FloatType>(type.getElementType()))))
         return fail(step, "parameter '" + name.getValue() +
-                              "' is not a statically shaped f32 tensor: "
-                              "only those are sharded");
+                              "' is neither a statically shaped f32 tensor "
+                              "nor a frozen float one: only those are "
+                              "sharded");
       params.push_back(arg);
       for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
         Operation *owner = use.getOwner();

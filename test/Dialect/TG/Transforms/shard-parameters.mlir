@@ -49,6 +49,15 @@
 // NOPREFETCH-NEXT: tg.collective_wait
 // NOPREFETCH-NEXT: tg.linear
 
+// A frozen weight held in bf16 (frozen-dtype=bf16) is sharded and gathered
+// in bf16; its frozen bias, which the product casts to bf16, joins it.
+// RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph='fusion=none data-parallel=true zero-processes=3 shard-parameters=true dp-bucket-bytes=0 freeze=layers\.0\..* frozen-dtype=bf16' | FileCheck %s --check-prefix=FROZEN
+// FROZEN-LABEL: func.func @train_step
+// FROZEN-SAME: %arg0: tensor<22xbf16> {tg.frozen, tg.param = "layers.0.w", tg.sharded = tensor<8x8xbf16>}
+// FROZEN-SAME: %arg1: tensor<3xf32> {tg.frozen, tg.param = "layers.0.b", tg.sharded = tensor<8xf32>}
+// FROZEN: %[[B:.*]] = tg.cast %arg1 : tensor<3xf32> -> tensor<3xbf16>
+// FROZEN-NEXT: tg.parameter_gather_start(%[[B]], %arg0) over 3 : tensor<3xbf16>, tensor<22xbf16> into [tensor<8xbf16>, tensor<8x8xbf16>]
+
 // bf16-mixed: a parameter whose readers in a run all cast it to bf16 is
 // gathered in bf16 (its shard cast first), and the casts read the gathered
 // tensor: half the bytes moved and kept.

@@ -440,7 +440,8 @@ def TGShardParametersPass : Pass<"tg-shard-parameters", "::mlir::ModuleOp"> {
   let description = [{
     Runs last on the training graph, on a step tg-shard-optimizer sharded
     (`tg.processes = N`), after remat and tg-schedule-updates, so that it
-    sees the final order of the readers. Each f32 parameter argument
+    sees the final order of the readers. Each f32 parameter argument (and
+    each frozen one of another float type, tg-narrow-frozen's bf16 weights)
     becomes this process's shard, a 1-d tensor of `S = ⌈numel / N⌉`
     elements (`tg.sharded = <whole type>` on the argument and its new
     value): the update writes the shard in place, and ZeRO-1's all-gather

@@ -7,7 +7,6 @@
 #include "tgc/Runtime/SafeTensors.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
@@ -33,17 +32,15 @@ void tgc::rt::copyFrom(Buffer &b, const TensorData &t,
   t.release();
 }
 
-/// The `numel` values of a whole tensor, gathered on rank 0 (empty on the
-/// others) from every process's shard `b`. A narrow shard (a frozen weight
-/// of tgc --frozen-dtype) travels widened to f32.
-static std::vector<float> gatherFloats(const Buffer &b, int64_t numel) {
+/// Gathers the `numel` values of a whole tensor into `whole` on rank 0
+/// (ignored on the others) from every process's shard `b`. A narrow shard
+/// (a frozen weight of tgc --frozen-dtype) travels widened to f32.
+static void gatherFloats(const Buffer &b, float *whole, int64_t numel) {
   std::vector<float> widened =
       b.info->dtype == TGC_F32 ? std::vector<float>() : loadFloats(b);
   const float *shard =
       widened.empty() ? static_cast<const float *>(b.data) : widened.data();
-  std::vector<float> whole(tgc_dist_rank() == 0 ? numel : 0);
-  tgc_dist_gather_shards(shard, b.numel, whole.data(), numel);
-  return whole;
+  tgc_dist_gather_shards(shard, b.numel, whole, numel);
 }
 
 /// ZeRO-1 state: this process's shard of the whole state in `t`, which has
@@ -206,23 +203,28 @@ TensorData tgc::rt::wholeTensor(const Buffer &b,
   int64_t numel = 1;
   for (int64_t d : shape)
     numel *= d;
-  std::vector<float> whole = gatherFloats(b, numel);
+  bool root = tgc_dist_rank() == 0;
   TensorData t;
   t.dtype = dtypeOf(b);
   t.shape = shape;
-  if (tgc_dist_rank() != 0)
+  if (t.dtype == DType::F32) {
+    t.bytes.resize(root ? numel * sizeof(float) : 0);
+    gatherFloats(b, reinterpret_cast<float *>(t.bytes.data()), numel);
     return t;
-  if (t.dtype != DType::F32)
-    return narrowFloats(whole.data(), numel, shape, t.dtype); // exact
-  t.bytes.resize(numel * sizeof(float));
-  std::memcpy(t.bytes.data(), whole.data(), t.bytes.size());
-  return t;
+  }
+  std::vector<float> whole(root ? numel : 0);
+  gatherFloats(b, whole.data(), numel);
+  return root ? narrowFloats(whole.data(), numel, shape, t.dtype) // exact
+              : t;
 }
 
 std::vector<float> tgc::rt::wholeFloats(const Buffer &b) {
   if (b.info->shard_numel == 0)
     return loadFloats(b);
-  return gatherFloats(b, wholeNumelOf(*b.info));
+  int64_t numel = wholeNumelOf(*b.info);
+  std::vector<float> whole(tgc_dist_rank() == 0 ? numel : 0);
+  gatherFloats(b, whole.data(), numel);
+  return whole;
 }
 
 void tgc::rt::addOptimizerState(const StepBuffers &s, SafeTensorsFile &out) {
@@ -243,43 +245,78 @@ void tgc::rt::saveCheckpoint(const tgc_model_info &m, const StepBuffers &s,
                              bool writes) {
   if (hasAdapters(s))
     return saveAdapters(m, s, path, step, dtype, writes);
-  bool sharded = std::any_of(s.params.begin(), s.params.end(), [&](int i) {
-    return s.buffers[i].info->shard_numel > 0;
-  });
-  if (!writes && dtype != DType::F32 && !sharded)
-    return;
+  // Inference weights (a narrower --save-dtype) under their Hugging Face
+  // names: no optimizer state and no f32 masters, nothing to resume from.
+  bool exporting = dtype != DType::F32;
+  auto gathered = [](const Buffer &b) {
+    return b.info->shard_numel > 0 || b.info->shard_of >= 0;
+  };
   download(s, s.params);
-  SafeTensorsFile out;
-  out.metadata["model_type"] = m.model_type;
-  out.metadata["format"] = "pt";
-  // Whole parameters (ZeRO-3's shards gathered on rank 0).
+  if (!exporting)
+    download(s, s.states);
+
+  // The file's tensors in name order, each with its buffer and whole shape.
+  struct Source {
+    const Buffer *buffer;
+    std::vector<int64_t> shape;
+  };
+  std::map<std::string, Source> sources;
   for (int i : s.params)
-    out.tensors[s.buffers[i].info->name] =
-        wholeTensor(s.buffers[i], shapeOf(*s.buffers[i].info));
-  if (dtype != DType::F32) {
-    // Inference weights under their Hugging Face names: no optimizer state
-    // and no f32 masters, so nothing to resume training from.
-    if (!writes)
-      return;
-    for (auto &[name, t] : out.tensors) {
-      std::vector<float> values(t.numElements());
-      for (size_t k = 0; k < values.size(); ++k)
-        values[k] = static_cast<float>(t.get(k));
-      t = narrowFloats(values.data(), values.size(), t.shape, dtype);
+    sources[s.buffers[i].info->name] = {&s.buffers[i],
+                                        shapeOf(*s.buffers[i].info)};
+  if (!exporting)
+    for (int i : s.states) {
+      const Buffer &b = s.buffers[i];
+      // ZeRO's state shards are saved whole, under the names and shape of
+      // the unsharded state.
+      sources[std::string("optimizer.") + b.info->name] = {
+          &b, shapeOf(b.info->shard_of >= 0 ? *s.buffers[b.info->shard_of].info
+                                            : *b.info)};
     }
-    out.metadata[kExportKey] = std::string(dtypeName(dtype)) +
-                               " parameters at step " + std::to_string(step);
-    std::string error;
-    if (!writeSafeTensors(path, out, error))
-      die(error);
+  std::vector<TensorEntry> entries;
+  std::vector<const Source *> order;
+  for (auto &[name, source] : sources) {
+    entries.push_back(
+        {name, exporting ? dtype : dtypeOf(*source.buffer), source.shape});
+    order.push_back(&source);
+  }
+
+  // One tensor at a time: ZeRO's shards are gathered on rank 0 as the file
+  // is written, every process taking part in the same order, so no process
+  // ever holds more than one whole tensor beyond its own buffers.
+  auto produce = [&](size_t i) -> TensorData {
+    const Buffer &b = *order[i]->buffer;
+    if (!exporting && !gathered(b)) {
+      TensorData view; // written from the buffer itself
+      view.dtype = dtypeOf(b);
+      view.shape = order[i]->shape;
+      view.mapped = static_cast<const uint8_t *>(b.data);
+      return view;
+    }
+    TensorData whole = wholeTensor(b, order[i]->shape);
+    if (!writes || !exporting || whole.dtype == dtype)
+      return whole;
+    std::vector<float> values(whole.numElements());
+    for (size_t k = 0; k < values.size(); ++k)
+      values[k] = static_cast<float>(whole.get(k));
+    return narrowFloats(values.data(), values.size(), whole.shape, dtype);
+  };
+  if (!writes) {
+    for (size_t i = 0; i < order.size(); ++i)
+      if (gathered(*order[i]->buffer))
+        produce(i);
     return;
   }
-  addOptimizerState(s, out);
-  if (!writes)
-    return;
-  out.metadata["step"] = std::to_string(step);
-  out.metadata["optimizer_step"] = std::to_string(s.updatesApplied);
+  std::map<std::string, std::string> metadata{{"model_type", m.model_type},
+                                              {"format", "pt"}};
+  if (exporting) {
+    metadata[kExportKey] = std::string(dtypeName(dtype)) +
+                           " parameters at step " + std::to_string(step);
+  } else {
+    metadata["step"] = std::to_string(step);
+    metadata["optimizer_step"] = std::to_string(s.updatesApplied);
+  }
   std::string error;
-  if (!writeSafeTensors(path, out, error))
+  if (!writeSafeTensors(path, metadata, entries, produce, error))
     die(error);
 }

@@ -125,9 +125,15 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   }
   if (scheduleUpdates)
     pm.addPass(mlir::tg::createTGScheduleUpdatesPass());
-  // Last: the gathers go right before the final order of their readers.
+  // Last: the collectives go where the final order of their readers puts
+  // them.
   if (options.withOptimizer && options.dataParallel &&
       options.zeroProcesses > 0 && options.shardParameters) {
+    if (options.microBatches != 1) {
+      mlir::tg::TGShardAccumulatedGradientsPassOptions accumulated;
+      accumulated.microBatches = options.microBatches;
+      pm.addPass(mlir::tg::createTGShardAccumulatedGradientsPass(accumulated));
+    }
     mlir::tg::TGShardParametersPassOptions zero3;
     zero3.prefetch = options.gatherPrefetch;
     pm.addPass(mlir::tg::createTGShardParametersPass(zero3));

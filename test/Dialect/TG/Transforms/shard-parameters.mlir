@@ -91,6 +91,14 @@
 // SEVENB: gathered parameters {{ *}}886.03 MiB
 // SEVENB: optimizer state {{ *}}6.28 GiB
 // SEVENB: total {{ *}}11.49 GiB
+// With 2 micro-batches each one's gradients are reduce-scattered (twice the
+// traffic) and only the shards are added up (tg-shard-accumulated-gradients):
+// 3.14 GiB of accumulated shards, not 25.10 GiB of whole gradients.
+// RUN: tgc stats %examples/llama-2-7b.json --zero=3 --processes=8 --precision=bf16-mixed --remat=layers --batch-size=1 --seq-len=2048 --grad-accum=2 | FileCheck %s --check-prefix=SEVENB-ACCUM
+// SEVENB-ACCUM: gradients {{ *}}25.10 GiB   (in the planned peak: at most 3.14 GiB alive at once)
+// SEVENB-ACCUM: communication {{ *}}100.41 GiB   (whole tensors per step: 516 reduce-scatters of gradients, 264 gathers of parameters)
+// SEVENB-ACCUM: planned peak {{ *}}5.73 GiB
+// SEVENB-ACCUM: total {{ *}}15.15 GiB
 // RUN: tgc stats %examples/llama-d512-l8.json --zero=1 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO1
 // RUN: tgc stats %examples/llama-d512-l8.json --zero=3 --processes=4 --batch-size=1 --seq-len=64 | FileCheck %s --check-prefix=D512-ZERO3
 // D512-ZERO1: total {{ *}}244.80 MiB

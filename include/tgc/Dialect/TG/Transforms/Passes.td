@@ -472,6 +472,42 @@ def TGShardParametersPass : Pass<"tg-shard-parameters", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGShardAccumulatedGradientsPass
+    : Pass<"tg-shard-accumulated-gradients", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-3 with micro-batches: each micro-batch's gradients "
+                "reduce-scattered, their shards accumulated";
+  let description = [{
+    Runs on a step tg-accumulate-gradients unrolled and tg-shard-optimizer
+    sharded, after tg-schedule-updates placed its collectives (tgc runs it
+    for `--zero=3 --grad-accum=K`). There, each bucket's reduce-scatter
+    sums the mean of the micro-batches' gradients: the whole gradients of
+    micro-batch k are kept, and added up, until the last micro-batch ends.
+    This pass scatters each micro-batch's gradients instead, as soon as the
+    bucket is complete in that micro-batch, and adds up the shards:
+
+    ```mlir
+    %sum = tg.add %g0, %g1 ...   %mean = tg.mul %sum, %inv_k ...
+    %s, %shard, %r = tg.reduce_scatter_start(%mean) ...
+    ```
+
+    becomes one `tg.reduce_scatter_start(%gk)` per micro-batch, each waited
+    for right after the next collective starts (as tg-schedule-updates
+    places waits), and `tg.mul (%shard0 + %shard1 ...), %inv_k` read where
+    the old shard was. A process then holds a bucket or two of whole
+    gradients at a time, and the accumulated ones in shards (1/N of them),
+    for K times the reduce-scatter traffic, as FSDP's accumulation without
+    `no_sync` does. Buckets of another form are left as they are.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per step, as tg-accumulate-gradients had (1: no "
+           "change)">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: matrix products on bf16/f16 operands, "
                 "accumulated in f32";

@@ -7,6 +7,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Dialect/TG/Transforms/Placement.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -102,19 +103,11 @@ struct TGDataParallelPass
     SmallVector<Value> grads;
     for (SmallVector<unsigned> &bucket : buckets) {
       grads.clear();
-      Operation *last = nullptr;
-      for (unsigned r : bucket) {
+      for (unsigned r : bucket)
         grads.push_back(ret.getOperand(r));
-        if (Operation *def = position(r))
-          if (!last || last->isBeforeInBlock(def))
-            last = def;
-      }
       // Started where its last gradient is complete; waited for at the end
       // (tg-schedule-updates moves the wait earlier).
-      if (last)
-        b.setInsertionPointAfter(last);
-      else
-        b.setInsertionPointToStart(&body);
+      setInsertionPointAfterLastDef(b, body, grads);
       auto start = AllReduceStartOp::create(b, step.getLoc(), grads, weight);
       b.setInsertionPoint(ret);
       auto wait = CollectiveWaitOp::create(b, step.getLoc(), start.getRequest(),

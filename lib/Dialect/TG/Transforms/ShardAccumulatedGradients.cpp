@@ -8,6 +8,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Dialect/TG/Transforms/Placement.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -130,26 +131,14 @@ struct TGShardAccumulatedGradientsPass
     OpBuilder b(bucket.start.getContext());
     Location loc = bucket.start.getLoc();
     size_t n = bucket.leaves.size();
-    auto ancestor = [&](Value v) -> Operation * {
-      Operation *def = v.getDefiningOp();
-      return def ? body.findAncestorOpInBlock(*def) : nullptr;
-    };
 
     // One scatter per micro-batch, started once that micro-batch's
     // gradients of the bucket are complete.
     for (int64_t k = 0; k < microBatches; ++k) {
       SmallVector<Value> inputs;
-      Operation *last = nullptr;
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < n; ++i)
         inputs.push_back(bucket.leaves[i][k]);
-        if (Operation *def = ancestor(bucket.leaves[i][k]))
-          if (!last || last->isBeforeInBlock(def))
-            last = def;
-      }
-      if (last)
-        b.setInsertionPointAfter(last);
-      else
-        b.setInsertionPointToStart(&body);
+      setInsertionPointAfterLastDef(b, body, inputs);
       bucket.starts.push_back(
           ReduceScatterStartOp::create(b, loc, inputs, bucket.start.getWeight(),
                                        bucket.start.getProcessesAttr()));

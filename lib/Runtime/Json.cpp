@@ -45,7 +45,7 @@ std::string Value::describe() const {
   case String: {
     std::string_view text = string();
     return "string " + (text.size() > 40
-                            ? quote(text.substr(0, 40)).insert(41, "...")
+                            ? quote(std::string(text.substr(0, 40)) + "...")
                             : quote(text));
   }
   case Array:

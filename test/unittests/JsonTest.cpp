@@ -101,6 +101,15 @@ TEST(Json, CompactValues) {
   EXPECT_EQ(root.get("long")->string().size(), size_t(3) << 20);
 }
 
+TEST(Json, Describe) {
+  // Long strings are cut to 40 bytes inside the quotes, escapes after.
+  std::string text = "\"\\\"" + std::string(50, 'a') + "\"";
+  EXPECT_EQ(parseOk(text).describe(),
+            "string \"\\\"" + std::string(39, 'a') + "...\"");
+  EXPECT_EQ(parseOk("-7").describe(), "number -7");
+  EXPECT_EQ(parseOk("[1]").describe(), "an array");
+}
+
 TEST(Json, Strings) {
   EXPECT_EQ(parseOk(R"("a\"b\\c\/d\b\f\n\r\t")").string(),
             "a\"b\\c/d\b\f\n\r\t");

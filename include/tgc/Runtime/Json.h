@@ -114,8 +114,15 @@ constexpr unsigned kDefaultMaxDepth = 64;
 class Document {
 public:
   Document() = default;
-  Document(Document &&) = default;
-  Document &operator=(Document &&) = default;
+  Document(Document &&other) noexcept { *this = std::move(other); }
+  Document &operator=(Document &&other) noexcept {
+    top = other.top;
+    blocks = std::move(other.blocks);
+    next = std::exchange(other.next, nullptr);
+    left = std::exchange(other.left, 0);
+    other.top = Value();
+    return *this;
+  }
   Document(const Document &) = delete;
   Document &operator=(const Document &) = delete;
 

@@ -152,15 +152,22 @@ struct TGShardAccumulatedGradientsPass
 
     // Each wait right after the next new start (so that the next bucket's
     // backward ops overlap the communication, and at most two buckets of
-    // whole gradients are in flight), the shards added up behind it.
+    // whole gradients are in flight), and after the previous micro-batch's
+    // shards were added up; its shards added up behind it.
     SmallVector<Value> accumulated(n);
     for (int64_t k = 0; k < microBatches; ++k) {
       ReduceScatterStartOp start = bucket.starts[k];
-      Operation *next = start->getNextNode();
-      while (next && !(llvm::isa<ReduceScatterStartOp>(next) &&
-                       newStarts.contains(next)))
-        next = next->getNextNode();
-      b.setInsertionPointAfter(next ? next : start.getOperation());
+      Operation *after = start->getNextNode();
+      while (after && !(llvm::isa<ReduceScatterStartOp>(after) &&
+                        newStarts.contains(after)))
+        after = after->getNextNode();
+      if (!after)
+        after = start;
+      if (k > 0)
+        if (Operation *previous = accumulated.back().getDefiningOp();
+            after->isBeforeInBlock(previous))
+          after = previous;
+      b.setInsertionPointAfter(after);
       SmallVector<Value> inFlight(start.getResults());
       llvm::append_range(inFlight, start.getShards());
       auto wait = CollectiveWaitOp::create(b, bucket.wait.getLoc(),

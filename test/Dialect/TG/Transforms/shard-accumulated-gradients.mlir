@@ -6,6 +6,16 @@
 // RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph="fusion=none data-parallel=true zero-processes=3 shard-parameters=true dp-bucket-bytes=0 micro-batches=2" | FileCheck %s
 // RUN: not tgc-opt %S/Inputs/two-layers.mlir --tg-shard-accumulated-gradients=micro-batches=2 2>&1 | FileCheck %s --check-prefix=UNSHARDED
 
+// One bucket for all gradients: the first micro-batch's scatter is waited
+// for after the second's starts, the second's right after it starts.
+// RUN: tgc-opt %S/Inputs/two-layers.mlir --tgc-training-graph="fusion=none data-parallel=true zero-processes=3 shard-parameters=true dp-bucket-bytes=100000 micro-batches=2" | FileCheck %s --check-prefix=ONE
+// ONE: %{{.*}}:4, %[[SA:.*]]:4, %[[RA:.*]] = tg.reduce_scatter_start
+// ONE: %{{.*}}:4, %[[SB:.*]]:4, %[[RB:.*]] = tg.reduce_scatter_start
+// ONE-NEXT: %[[WA:.*]]:8 = tg.collective_wait %[[RA]]
+// ONE-NEXT: %[[WB:.*]]:8 = tg.collective_wait %[[RB]]
+// ONE-NEXT: tg.add %[[WA]]#4, %[[WB]]#4
+// ONE-NOT: tg.reduce_scatter_start
+
 // CHECK-LABEL: func.func @train_step
 // CHECK: tg.slice %{{.*}} axis 0 start 0 size 2
 // CHECK: %{{.*}}, %[[S0:.*]], %[[R0:.*]] = tg.reduce_scatter_start(%{{.*}}) weight %{{.*}} over 3 : tensor<5x8xf32>

@@ -255,6 +255,14 @@ std::string runtimeLibraryPath(const char *argv0) {
   return path.str().str();
 }
 
+/// What to produce: --emit, else an executable when writing to a file (the
+/// option's documented default).
+EmitLevel requestedLevel() {
+  return !emitLevel.getNumOccurrences() && outputFile != "-"
+             ? EmitLevel::Exe
+             : emitLevel.getValue();
+}
+
 /// Prints `err` as tgc's error; the exit code.
 int report(llvm::Error err) {
   if (!err)
@@ -376,9 +384,7 @@ int main(int argc, char **argv) {
     GenerationRequest request;
     request.input = inputFile;
     request.output = outputFile;
-    request.level = emitLevel;
-    if (!emitLevel.getNumOccurrences() && outputFile != "-")
-      request.level = EmitLevel::Exe;
+    request.level = requestedLevel();
     request.prefillTokens = prefillTokens;
     return report(compileGeneration(context, *model, request, **backend));
   }
@@ -403,10 +409,8 @@ int main(int argc, char **argv) {
   CompileRequest request;
   request.input = inputFile;
   request.output = outputFile;
-  request.level = emitLevel;
+  request.level = requestedLevel();
   request.returnGradients = returnGradients;
-  if (!emitLevel.getNumOccurrences() && outputFile != "-")
-    request.level = EmitLevel::Exe;
   return report(compile(*module, request, training, model ? &*model : nullptr,
                         **backend));
 }

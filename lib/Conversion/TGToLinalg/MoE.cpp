@@ -313,17 +313,36 @@ struct ExpertCountsLowering : OpConversionPattern<ExpertCountsOp> {
 
 /// The rows `[lo, hi)` of group `e`, clamped into `[0, rows]`.
 std::pair<Value, Value> segment(OpBuilder &b, Location l, Value offsets,
-                                int64_t e, int64_t rows) {
+                                Value e, int64_t rows) {
   auto clamp = [&](Value v, Value lo) {
     return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, v, lo),
                                   index(b, l, rows));
   };
   Value zero = index(b, l, 0);
-  Value lo = clamp(toIndex(b, l, extractAt(b, l, offsets, {index(b, l, e)})),
-                   zero);
-  Value hi = clamp(
-      toIndex(b, l, extractAt(b, l, offsets, {index(b, l, e + 1)})), lo);
+  Value next = arith::AddIOp::create(b, l, e, index(b, l, 1));
+  Value lo = clamp(toIndex(b, l, extractAt(b, l, offsets, {e})), zero);
+  Value hi = clamp(toIndex(b, l, extractAt(b, l, offsets, {next})), lo);
   return {lo, hi};
+}
+
+/// `weights[e]` for a run-time `e`: a switch that yields one of the
+/// experts' matrices, so one loop body serves every expert (a product per
+/// expert would multiply the compiler's work by the number of experts).
+Value selectExpert(OpBuilder &b, Location l, ValueRange weights, Value e) {
+  if (weights.size() == 1)
+    return weights.front();
+  SmallVector<int64_t> cases =
+      llvm::to_vector(llvm::seq<int64_t>(0, weights.size() - 1));
+  auto select = scf::IndexSwitchOp::create(
+      b, l, TypeRange{weights.front().getType()}, e, cases, cases.size());
+  OpBuilder::InsertionGuard guard(b);
+  for (auto [i, region] : llvm::enumerate(select.getCaseRegions())) {
+    b.setInsertionPointToStart(&region.emplaceBlock());
+    scf::YieldOp::create(b, l, weights[i]);
+  }
+  b.setInsertionPointToStart(&select.getDefaultRegion().emplaceBlock());
+  scf::YieldOp::create(b, l, weights.back());
+  return select.getResult(0);
 }
 
 /// Rows per chunk of an expert's segment, then per padded chunk of its
@@ -434,21 +453,24 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     RankedTensorType out = op.getType();
     int64_t rows = out.getDimSize(0), m = out.getDimSize(1);
     Type acc = accumulationType(op.getInput().getType().getElementType());
-    Value result = filled(rewriter, l, out.clone(acc), 0.0);
     ChunkSizes sizes = chunkSizesOf(op, rows);
-    for (auto [e, w] : llvm::enumerate(adaptor.getWeights())) {
-      auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
-      Value rhs = op.getTransposeWeights() ? transpose2D(rewriter, l, w) : w;
-      result = forEachRowChunk(
-          rewriter, l, sizes, lo, hi, result,
-          [&](OpBuilder &b, Location l, const Chunk &c, Value dest) {
-            Value x = chunkRows(b, l, adaptor.getInput(), c);
-            Value product = matmul2D(
-                b, l, x, rhs,
-                filled(b, l, RankedTensorType::get({c.size, m}, acc), 0.0));
-            return storeChunk(b, l, product, dest, c);
-          });
-    }
+    ValueRange weights = adaptor.getWeights();
+    Value result = loop(
+        rewriter, l, weights.size(), {filled(rewriter, l, out.clone(acc), 0.0)},
+        [&](OpBuilder &b, Location l, Value e, ValueRange s) {
+          auto [lo, hi] = segment(b, l, adaptor.getOffsets(), e, rows);
+          Value w = selectExpert(b, l, weights, e);
+          Value rhs = op.getTransposeWeights() ? transpose2D(b, l, w) : w;
+          return SmallVector<Value>{forEachRowChunk(
+              b, l, sizes, lo, hi, s[0],
+              [&](OpBuilder &b, Location l, const Chunk &c, Value dest) {
+                Value x = chunkRows(b, l, adaptor.getInput(), c);
+                Value product = matmul2D(
+                    b, l, x, rhs,
+                    filled(b, l, RankedTensorType::get({c.size, m}, acc), 0.0));
+                return storeChunk(b, l, product, dest, c);
+              })};
+        })[0];
     rewriter.replaceOp(op, castElements(rewriter, l, result, out.getElementType()));
     return success();
   }
@@ -459,23 +481,49 @@ struct GroupedWeightGradLowering : OpConversionPattern<GroupedWeightGradOp> {
   LogicalResult
   matchAndRewrite(GroupedWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // Each expert's lhsᵀ·rhs summed over its chunks of rows.
+    // Each expert's lhsᵀ·rhs summed over its chunks of rows, into its slice
+    // of one `[E, K, M]` tensor the results are views of.
     Location l = op.getLoc();
     int64_t rows = op.getLhs().getType().getDimSize(0);
     Type acc = accumulationType(op.getLhs().getType().getElementType());
-    SmallVector<Value> results;
+    auto type = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+    int64_t E = op.getNumResults(), K = type.getDimSize(0),
+            M = type.getDimSize(1);
+    auto stackType = RankedTensorType::get({E, K, M}, acc);
+    auto sliceType = RankedTensorType::get({K, M}, acc);
+    auto expertSlice = [&](OpBuilder &b, OpFoldResult e) {
+      return SmallVector<OpFoldResult>{e, b.getIndexAttr(0), b.getIndexAttr(0)};
+    };
+    SmallVector<OpFoldResult> sliceSizes{rewriter.getIndexAttr(1),
+                                         rewriter.getIndexAttr(K),
+                                         rewriter.getIndexAttr(M)};
+    SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
     ChunkSizes sizes = chunkSizesOf(op, rows);
-    for (auto [e, r] : llvm::enumerate(op.getResults())) {
-      auto type = llvm::cast<RankedTensorType>(r.getType());
-      auto [lo, hi] = segment(rewriter, l, adaptor.getOffsets(), e, rows);
-      Value g = forEachRowChunk(
-          rewriter, l, sizes, lo, hi, filled(rewriter, l, type.clone(acc), 0.0),
-          [&](OpBuilder &b, Location l, const Chunk &c, Value sum) {
-            return matmulTransposedLhs(b, l, chunkRows(b, l, adaptor.getLhs(), c),
-                                       chunkRows(b, l, adaptor.getRhs(), c),
-                                       sum);
-          });
-      results.push_back(castElements(rewriter, l, g, type.getElementType()));
+    Value stack =
+        loop(rewriter, l, E, {filled(rewriter, l, stackType, 0.0)},
+             [&](OpBuilder &b, Location l, Value e, ValueRange s) {
+               auto [lo, hi] = segment(b, l, adaptor.getOffsets(), e, rows);
+               Value g = tensor::ExtractSliceOp::create(b, l, sliceType, s[0],
+                                                        expertSlice(b, e),
+                                                        sliceSizes, strides);
+               g = forEachRowChunk(
+                   b, l, sizes, lo, hi, g,
+                   [&](OpBuilder &b, Location l, const Chunk &c, Value sum) {
+                     return matmulTransposedLhs(
+                         b, l, chunkRows(b, l, adaptor.getLhs(), c),
+                         chunkRows(b, l, adaptor.getRhs(), c), sum);
+                   });
+               return SmallVector<Value>{tensor::InsertSliceOp::create(
+                   b, l, g, s[0], expertSlice(b, e), sliceSizes, strides)};
+             })[0];
+    SmallVector<Value> results;
+    for (int64_t e = 0; e < E; ++e) {
+      Value g = tensor::ExtractSliceOp::create(
+          rewriter, l, sliceType, stack,
+          expertSlice(rewriter, rewriter.getIndexAttr(e)), sliceSizes, strides);
+      auto resultType = llvm::cast<RankedTensorType>(op.getResult(e).getType());
+      results.push_back(
+          castElements(rewriter, l, g, resultType.getElementType()));
     }
     rewriter.replaceOp(op, results);
     return success();

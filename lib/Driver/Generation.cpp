@@ -110,8 +110,7 @@ tgc::buildGenerationProgram(MLIRContext &context, const ModelConfig &model,
   if (model.training.precision != tg::Precision::FP32 &&
       failed(runPassPipeline(*program.module, [&](OpPassManager &pm) {
         tg::TGNarrowFrozenPassOptions narrow;
-        narrow.elementType =
-            tg::lowPrecisionElementType(model.training.precision).str();
+        narrow.elementType = tg::lowPrecisionType(model.training.precision);
         narrow.functions = {kPrefill.str(), kDecode.str()};
         pm.addPass(tg::createTGNarrowFrozenPass(narrow));
       })))

@@ -127,8 +127,9 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
     // that is what was asked for.
     OwningOpRef<ModuleOp> plainModule;
     func::FuncOp base = step;
-    StringRef low = tg::lowPrecisionElementType(training.precision);
-    if (training.remat != tg::RematPolicy::None || !low.empty()) {
+    tg::LowPrecisionType low = tg::lowPrecisionType(training.precision);
+    if (training.remat != tg::RematPolicy::None ||
+        low != tg::LowPrecisionType::None) {
       plainModule = forwardModule->clone();
       TrainingConfig plain = training;
       plain.remat = tg::RematPolicy::None;
@@ -140,7 +141,7 @@ llvm::Error tgc::runStats(ModuleOp module, const TrainingConfig &training,
       base = plainModule->lookupSymbol<func::FuncOp>("train_step");
     }
     report.sweep =
-        sweepRemat(base, tg::parseLowPrecisionType(base.getContext(), low));
+        sweepRemat(base, tg::getLowPrecisionType(base.getContext(), low));
   }
   if (!request.memoryTimeline.empty())
     if (llvm::Error err =

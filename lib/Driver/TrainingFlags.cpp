@@ -467,9 +467,10 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.guardUpdates = t.guardsUpdates();
   options.microBatches = t.gradAccum;
   options.freeze = t.freeze;
-  options.frozenDtype = t.frozenDtype == DType::F32
-                            ? std::string()
-                            : stringifyDType(t.frozenDtype).str();
+  options.frozenDtype =
+      t.frozenDtype == DType::BF16  ? mlir::tg::LowPrecisionType::BF16
+      : t.frozenDtype == DType::F16 ? mlir::tg::LowPrecisionType::F16
+                                    : mlir::tg::LowPrecisionType::None;
   options.loraRank = t.lora.rank;
   options.loraAlpha = t.lora.alpha;
   options.loraRslora = t.lora.rslora;

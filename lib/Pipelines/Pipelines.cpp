@@ -40,7 +40,7 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     freeze.pattern = options.freeze;
     pm.addPass(mlir::tg::createTGFreezePass(freeze));
   }
-  if (!options.frozenDtype.empty()) {
+  if (options.frozenDtype != mlir::tg::LowPrecisionType::None) {
     mlir::tg::TGNarrowFrozenPassOptions narrow;
     narrow.elementType = options.frozenDtype;
     pm.addPass(mlir::tg::createTGNarrowFrozenPass(narrow));
@@ -49,8 +49,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
   if (options.fusion != mlir::tg::FusionMode::None)
     pm.addPass(mlir::tg::createTGFusePass());
   // On the forward graph, so the products' gradient rules see the casts.
-  std::string lowElementType =
-      mlir::tg::lowPrecisionElementType(options.precision).str();
+  mlir::tg::LowPrecisionType lowElementType =
+      mlir::tg::lowPrecisionType(options.precision);
   if (options.precision != mlir::tg::Precision::FP32) {
     mlir::tg::TGMixedPrecisionPassOptions mixed;
     mixed.elementType = lowElementType;

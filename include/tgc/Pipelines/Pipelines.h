@@ -85,11 +85,12 @@ struct TrainingGraphOptions
       llvm::cl::desc("Freeze the parameters whose whole name matches this "
                      "regular expression (tg-freeze)"),
       llvm::cl::init("")};
-  Option<std::string> frozenDtype{
+  Option<mlir::tg::LowPrecisionType> frozenDtype{
       *this, "frozen-dtype",
-      llvm::cl::desc("Keep frozen weight matrices in bf16 or f16 "
-                     "(tg-narrow-frozen; empty: f32)"),
-      llvm::cl::init("")};
+      llvm::cl::desc("Keep frozen weight matrices in this type "
+                     "(tg-narrow-frozen; none: f32)"),
+      llvm::cl::init(mlir::tg::LowPrecisionType::None),
+      TG_LOW_PRECISION_TYPE_CL_VALUES};
   Option<bool> returnGradients{
       *this, "return-gradients",
       llvm::cl::desc("Also return the gradients from the train step"),

@@ -22,12 +22,17 @@ namespace mlir::tg {
 using namespace mlir;
 using namespace mlir::tg;
 
-Type mlir::tg::parseLowPrecisionType(MLIRContext *context, StringRef name) {
-  if (name == "bf16")
+Type mlir::tg::getLowPrecisionType(MLIRContext *context,
+                                   LowPrecisionType type) {
+  switch (type) {
+  case LowPrecisionType::None:
+    return {};
+  case LowPrecisionType::BF16:
     return BFloat16Type::get(context);
-  if (name == "f16")
+  case LowPrecisionType::F16:
     return Float16Type::get(context);
-  return {};
+  }
+  llvm_unreachable("unknown low-precision type");
 }
 
 bool mlir::tg::isStorableInLowPrecision(OpResult result) {
@@ -78,12 +83,9 @@ struct TGLowPrecisionSavesPass
   using Base::Base;
 
   void runOnOperation() override {
-    Type low = parseLowPrecisionType(&getContext(), elementType);
-    if (!low) {
-      getOperation().emitError("tg-low-precision-saves: element-type='")
-          << elementType << "' is not bf16 or f16";
-      return signalPassFailure();
-    }
+    Type low = getLowPrecisionType(&getContext(), elementType);
+    if (!low)
+      return;
     getOperation().walk([&](func::FuncOp func) {
       if (!func.isExternal())
         keepSavedActivationsIn(func, low);

@@ -28,12 +28,9 @@ struct TGMixedPrecisionPass
   using Base::Base;
 
   void runOnOperation() override {
-    Type low = parseLowPrecisionType(&getContext(), elementType);
-    if (!low) {
-      getOperation().emitError("tg-mixed-precision: element-type='")
-          << elementType << "' is not bf16 or f16";
-      return signalPassFailure();
-    }
+    Type low = getLowPrecisionType(&getContext(), elementType);
+    if (!low)
+      return;
     getOperation().walk([&](func::FuncOp func) { convert(func, low); });
   }
 

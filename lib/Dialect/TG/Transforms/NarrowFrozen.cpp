@@ -66,15 +66,10 @@ struct TGNarrowFrozenPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (elementType.empty())
-      return;
     ModuleOp module = getOperation();
-    Type low = parseLowPrecisionType(&getContext(), elementType);
-    if (!low) {
-      module.emitError("tg-narrow-frozen: element-type='")
-          << elementType << "' is not bf16 or f16";
-      return signalPassFailure();
-    }
+    Type low = getLowPrecisionType(&getContext(), elementType);
+    if (!low)
+      return;
     SmallVector<std::string> names(functions.begin(), functions.end());
     if (names.empty())
       names.push_back("forward");

@@ -679,12 +679,7 @@ struct TGRematPass : tg::impl::TGRematPassBase<TGRematPass> {
           << trainStepName;
       return signalPassFailure();
     }
-    Type saved = parseLowPrecisionType(&getContext(), savedElementType);
-    if (!saved && !savedElementType.empty()) {
-      mlir::emitError(getOperation().getLoc(), "tg-remat: saved-element-type='")
-          << savedElementType << "' is not bf16 or f16";
-      return signalPassFailure();
-    }
+    Type saved = getLowPrecisionType(&getContext(), savedElementType);
     FailureOr<RematResult> result =
         rematerialize(step, policy, budget, fusedRecompute, saved,
                       gatheredParameters);

@@ -5,7 +5,7 @@
 // RUN: tgc-opt %s --split-input-file --tg-mixed-precision --tg-autodiff --tg-remat --tg-low-precision-saves | FileCheck %s
 // RUN: tgc-opt %s --split-input-file --tg-mixed-precision=element-type=f16 --tg-autodiff --tg-remat --tg-low-precision-saves=element-type=f16 | FileCheck %s --check-prefix=F16
 // RUN: not tgc-opt %s --split-input-file --tg-low-precision-saves=element-type=f8 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: tg-low-precision-saves: element-type='f8' is not bf16 or f16
+// BAD: for the --element-type option: Cannot find option named 'f8'!
 
 // SiLU's gradient reads its input, the cross-entropy's its logits: both are
 // kept as bf16 copies. The product operand silu(h) already has one, which

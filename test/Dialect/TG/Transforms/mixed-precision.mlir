@@ -7,7 +7,9 @@
 // RUN: tgc-opt %s --tg-mixed-precision --tg-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: tgc-opt %s --tg-mixed-precision=element-type=f16 --split-input-file | FileCheck %s --check-prefix=F16
 // RUN: not tgc-opt %s --tg-mixed-precision=element-type=f8 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: tg-mixed-precision: element-type='f8' is not bf16 or f16
+// BAD: for the --element-type option: Cannot find option named 'f8'!
+// RUN: tgc-opt %s --tg-mixed-precision=element-type=none --split-input-file | FileCheck %s --check-prefix=NONE
+// NONE-NOT: tg.cast
 
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W:.*]]: tensor<16x8xf32> {tg.param = "w"}, %[[V:.*]]: tensor<4x16xf32> {tg.param = "v"}, %[[B:.*]]: tensor<4xf32> {tg.param = "b"}, %[[X:.*]]: tensor<2x8xf32> {tg.input = "x"}, %[[Y:.*]]: tensor<2xi32> {tg.input = "y"})

@@ -24,7 +24,7 @@
 // CHECK: tg.linear %{{.*}}, %{{.*}} : tensor<3x8xf32>, tensor<16x8xf32> -> tensor<3x16xf32>
 
 // OFF-NOT: bf16
-// BAD: error: tg-narrow-frozen: element-type='f8' is not bf16 or f16
+// BAD: for the --element-type option: Cannot find option named 'f8'!
 
 // The step reads the narrow weights as they are: no cast of them, no
 // gradient or state for them.

@@ -2,20 +2,21 @@
 //
 // The C++ side of `tg-low-precision-saves`, shared with `tg-remat` (whose
 // plans count the bytes the saved activations will have), `tgc stats` and
-// `tg-mixed-precision` (the low-precision type names).
+// `tg-mixed-precision` (the low-precision types).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_DIALECT_TG_TRANSFORMS_LOWPRECISIONSAVES_H
 #define TGC_DIALECT_TG_TRANSFORMS_LOWPRECISIONSAVES_H
 
+#include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::tg {
 
-/// The low-precision element type that mixed precision's pass options name
-/// ("bf16", "f16"); null for any other name.
-Type parseLowPrecisionType(MLIRContext *context, StringRef name);
+/// The element type of `type`; null for LowPrecisionType::None.
+Type getLowPrecisionType(MLIRContext *context, LowPrecisionType type);
 
 /// Whether `result`, of a forward op, may be kept in low precision when the
 /// reverse graph reads it: a ranked f32 tensor of rank >= 1 that its op does

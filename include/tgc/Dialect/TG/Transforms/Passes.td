@@ -115,8 +115,10 @@ def TGNarrowFrozenPass : Pass<"tg-narrow-frozen", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"elementType", "element-type", "std::string", "\"\"",
-           "The frozen weights' type: bf16 or f16 (empty: f32, no change)">,
+    Option<"elementType", "element-type", "::mlir::tg::LowPrecisionType",
+           "::mlir::tg::LowPrecisionType::None",
+           "The frozen weights' type (none: f32, no change)",
+           "TG_LOW_PRECISION_TYPE_CL_VALUES">,
     ListOption<"functions", "functions", "std::string",
                "The functions to narrow, parameters matched by their "
                "`tg.param` names (default: forward)">,
@@ -544,8 +546,10 @@ def TGMixedPrecisionPass : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"elementType", "element-type", "std::string", "\"bf16\"",
-           "Operand type of the products: bf16 or f16">,
+    Option<"elementType", "element-type", "::mlir::tg::LowPrecisionType",
+           "::mlir::tg::LowPrecisionType::BF16",
+           "Operand type of the products (none: no change)",
+           "TG_LOW_PRECISION_TYPE_CL_VALUES">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
@@ -589,8 +593,10 @@ def TGLowPrecisionSavesPass : Pass<"tg-low-precision-saves", "::mlir::ModuleOp">
     ```
   }];
   let options = [
-    Option<"elementType", "element-type", "std::string", "\"bf16\"",
-           "Type the saved activations are kept in: bf16 or f16">,
+    Option<"elementType", "element-type", "::mlir::tg::LowPrecisionType",
+           "::mlir::tg::LowPrecisionType::BF16",
+           "Type the saved activations are kept in (none: as they are)",
+           "TG_LOW_PRECISION_TYPE_CL_VALUES">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
@@ -694,9 +700,12 @@ def TGRematPass : Pass<"tg-remat", "::mlir::ModuleOp"> {
     Option<"fusedRecompute", "fused-recompute", "bool", "false",
            "Under policy none, recompute cheap values from values kept "
            "anyway (fused backward kernels)">,
-    Option<"savedElementType", "saved-element-type", "std::string", "\"\"",
-           "Plan for saved activations kept in bf16 or f16 "
-           "(tg-low-precision-saves, which runs next); empty: as they are">,
+    Option<"savedElementType", "saved-element-type",
+           "::mlir::tg::LowPrecisionType",
+           "::mlir::tg::LowPrecisionType::None",
+           "Plan for saved activations kept in this type "
+           "(tg-low-precision-saves, which runs next); none: as they are",
+           "TG_LOW_PRECISION_TYPE_CL_VALUES">,
     Option<"gatheredParameters", "gathered-parameters", "bool", "false",
            "ZeRO-3 (tg-shard-parameters runs later): recompute no cheap "
            "value from a parameter the reverse graph does not read">,

@@ -139,18 +139,34 @@ inline llvm::StringRef stringifyPrecision(Precision precision) {
   return "fp32";
 }
 
-/// The element type of a mixed precision's low-precision values, as pass
-/// options spell it ("bf16", "f16"); empty for fp32.
-inline llvm::StringRef lowPrecisionElementType(Precision precision) {
+/// A low-precision float type the passes keep values in: mixed precision's
+/// product operands and saved activations, frozen weights. None: f32, no
+/// change.
+enum class LowPrecisionType { None, BF16, F16 };
+
+/// The low-precision type of a mixed precision's values; None for fp32.
+inline LowPrecisionType lowPrecisionType(Precision precision) {
   switch (precision) {
   case Precision::FP32:
-    return "";
+    return LowPrecisionType::None;
   case Precision::BF16Mixed:
-    return "bf16";
+    return LowPrecisionType::BF16;
   case Precision::FP16Mixed:
+    return LowPrecisionType::F16;
+  }
+  llvm_unreachable("unknown precision");
+}
+
+inline llvm::StringRef stringifyLowPrecisionType(LowPrecisionType type) {
+  switch (type) {
+  case LowPrecisionType::None:
+    return "none";
+  case LowPrecisionType::BF16:
+    return "bf16";
+  case LowPrecisionType::F16:
     return "f16";
   }
-  return "";
+  llvm_unreachable("unknown low-precision type");
 }
 
 inline std::optional<FusionMode> parseFusionMode(llvm::StringRef text) {
@@ -247,5 +263,12 @@ inline llvm::StringRef stringifyRematPolicy(RematPolicy policy) {
                  "one scale, the loss_scale state's"),                         \
       clEnumValN(::mlir::tg::LossScaling::Dynamic, "dynamic",                  \
                  "halved on an overflow, doubled after clean steps"))
+
+#define TG_LOW_PRECISION_TYPE_CL_VALUES                                        \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::mlir::tg::LowPrecisionType::None, "none",                   \
+                 "f32: no change"),                                            \
+      clEnumValN(::mlir::tg::LowPrecisionType::BF16, "bf16", "bfloat16"),      \
+      clEnumValN(::mlir::tg::LowPrecisionType::F16, "f16", "IEEE half"))
 
 #endif // TGC_DIALECT_TG_TRANSFORMS_TRAININGOPTIONS_H

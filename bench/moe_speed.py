@@ -45,7 +45,7 @@ tgc MoE / PyTorch MoE <= 0.6.
 temporary directory, removed). With --reuse an executable already in the
 workdir that is newer than both tgc and its model file is not compiled again.
 Expect minutes: at 1 thread on a 2-core EPYC a tgc step of these models
-takes ~14 s and the MoE compile ~2 min.
+takes 5-15 s, PyTorch's 15-25 s, and the MoE compile about 20 s.
 """
 import argparse
 import json

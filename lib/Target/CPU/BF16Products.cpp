@@ -240,7 +240,7 @@ Value packPairsAlongK(OpBuilder &b, Location loc, Value bm, bool transposed,
       Value words = memref::CollapseShapeOp::create(
           b, loc, bp3, SmallVector<ReassociationIndices>{{0}, {1, 2}});
       tgc::cpu::transposeWholeBlocks(b, loc, bm, words, wholeN, wholePairs,
-                                     /*pairs=*/true);
+                                     tgc::cpu::BlockElements::Pairs);
     } else {
       wholeN = wholePairs = 0;
     }

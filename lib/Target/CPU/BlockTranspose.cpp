@@ -13,11 +13,12 @@ using namespace mlir;
 
 void tgc::cpu::transposeWholeBlocks(OpBuilder &b, Location loc, Value src,
                                     Value dst, int64_t rows, int64_t cols,
-                                    bool pairs) {
+                                    BlockElements elements) {
   constexpr int64_t n = kTransposeBlock;
   if (rows < n || cols < n)
     return;
   OpBuilder::InsertionGuard guard(b);
+  bool pairs = elements == BlockElements::Pairs;
   Type element = llvm::cast<MemRefType>(src.getType()).getElementType();
   int64_t perWord = pairs ? 2 : 1;
   auto blockType = VectorType::get({n, n * perWord}, element);
@@ -47,6 +48,8 @@ void tgc::cpu::transposeWholeBlocks(OpBuilder &b, Location loc, Value src,
       b, loc, blockType, src, ValueRange{row, srcCol}, pad, inBounds);
   if (pairs)
     block = vector::BitCastOp::create(b, loc, wordsType, block);
+  if (elements == BlockElements::Widened)
+    block = arith::ExtFOp::create(b, loc, wordsType, block);
   auto transposed =
       vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
   Value result = transposed;

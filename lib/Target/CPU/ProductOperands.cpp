@@ -30,6 +30,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
@@ -457,6 +458,65 @@ void castInProducers(ModuleOp module,
   }
 }
 
+/// The transpose that writes `narrow`, a buffer of its own that only
+/// `readers` read besides: a static narrow matrix transposed for them.
+static linalg::TransposeOp
+transposeForReaders(Value narrow, const llvm::DenseSet<Operation *> &readers) {
+  auto alloc = narrow.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return {};
+  linalg::TransposeOp writer;
+  for (Operation *user : narrow.getUsers()) {
+    auto transpose = llvm::dyn_cast<linalg::TransposeOp>(user);
+    if (transpose && transpose.getInit() == narrow && !writer) {
+      writer = transpose;
+      continue;
+    }
+    if (!readers.contains(user))
+      return {};
+  }
+  if (!writer || !writer.hasPureBufferSemantics() ||
+      writer.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      writer->getBlock() != alloc->getBlock())
+    return {};
+  auto source = llvm::dyn_cast<MemRefType>(writer.getInput().getType());
+  if (!source || !source.hasStaticShape())
+    return {};
+  return writer;
+}
+
+/// Replaces `transpose` (narrow, into `narrow`) by a transposing widening
+/// into a new f32 buffer, which replaces `narrow` everywhere: one pass over
+/// the matrix instead of a scalar narrow transpose and a widening copy, in
+/// the form tgc-vectorize-transposes reads in register blocks.
+static Value widenWhileTransposing(IRRewriter &rewriter,
+                                   linalg::TransposeOp transpose,
+                                   Value narrow) {
+  auto type = llvm::cast<MemRefType>(narrow.getType());
+  Type f32 = rewriter.getF32Type();
+  Location loc = transpose.getLoc();
+  rewriter.setInsertionPoint(narrow.getDefiningOp());
+  Value wide = memref::AllocOp::create(rewriter, loc,
+                                       MemRefType::get(type.getShape(), f32));
+  rewriter.setInsertionPoint(transpose);
+  MLIRContext *ctx = rewriter.getContext();
+  AffineMap swapped =
+      AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
+  linalg::GenericOp::create(
+      rewriter, loc, ValueRange{transpose.getInput()}, ValueRange{wide},
+      ArrayRef<AffineMap>{swapped, rewriter.getMultiDimIdentityMap(2)},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            b, l, Value(arith::ExtFOp::create(b, l, f32, args[0])));
+      });
+  Operation *alloc = narrow.getDefiningOp();
+  rewriter.eraseOp(transpose);
+  rewriter.replaceAllUsesWith(narrow, wide);
+  rewriter.eraseOp(alloc);
+  return wide;
+}
+
 void widenNarrowOperands(ModuleOp module,
                          llvm::function_ref<bool(Operation *)> keepsNarrow) {
   SmallVector<linalg::LinalgOp> products;
@@ -491,8 +551,10 @@ void widenNarrowOperands(ModuleOp module,
         return {};
     return it->second.wide;
   };
+  llvm::DenseSet<Operation *> readers;
+  for (linalg::LinalgOp op : products)
+    readers.insert(op);
   for (linalg::LinalgOp op : products) {
-    rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
     Type f32 = rewriter.getF32Type();
     for (OpOperand *operand : op.getDpsInputOperands()) {
@@ -503,6 +565,12 @@ void widenNarrowOperands(ModuleOp module,
         operand->set(wide);
         continue;
       }
+      if (linalg::TransposeOp transpose =
+              transposeForReaders(operand->get(), readers)) {
+        widenWhileTransposing(rewriter, transpose, operand->get());
+        continue;
+      }
+      rewriter.setInsertionPoint(op);
       auto wide = memref::AllocOp::create(
           rewriter, loc, MemRefType::get(type.getShape(), f32));
       int64_t rank = type.getRank();

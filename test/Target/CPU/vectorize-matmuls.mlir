@@ -181,6 +181,41 @@ func.func @after_bf16() {
   return
 }
 
+// A bf16 weight transposed into a buffer of its own that only widened
+// products read: widened while it is transposed (one f32 buffer, no bf16
+// copy, a generic tgc-vectorize-transposes takes in register blocks). A
+// transposed buffer something else reads too stays, widened after.
+// CHECK-LABEL: func.func @bf16_transposed_weight
+// CHECK-SAME: (%{{.*}}: memref<64x256xbf16>, %[[W:.*]]: memref<128x256xbf16>,
+// CHECK-NOT: memref<256x128xbf16>
+// CHECK: %[[T:.*]] = memref.alloc() : memref<256x128xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[SWAP:.*]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[W]] : memref<128x256xbf16>) outs(%[[T]] : memref<256x128xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-NOT: memref<256x128xbf16>
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @bf16_transpose_read_elsewhere
+// CHECK: %[[T:.*]] = memref.alloc() : memref<256x128xbf16>
+// CHECK: linalg.transpose ins(%{{.*}} : memref<128x256xbf16>) outs(%[[T]] : memref<256x128xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : memref<256x128xbf16>) outs(%{{.*}} : memref<256x128xf32>)
+// CHECK: memref.copy %[[T]]
+// CHECK-LABEL: func.func @after_transposed_weights
+func.func @bf16_transposed_weight(%x: memref<64x256xbf16>, %w: memref<128x256xbf16>, %y: memref<64x128xf32>) {
+  %t = memref.alloc() : memref<256x128xbf16>
+  linalg.transpose ins(%w : memref<128x256xbf16>) outs(%t : memref<256x128xbf16>) permutation = [1, 0]
+  linalg.matmul ins(%x, %t : memref<64x256xbf16>, memref<256x128xbf16>) outs(%y : memref<64x128xf32>)
+  return
+}
+func.func @bf16_transpose_read_elsewhere(%x: memref<64x256xbf16>, %w: memref<128x256xbf16>, %y: memref<64x128xf32>, %keep: memref<256x128xbf16>) {
+  %t = memref.alloc() : memref<256x128xbf16>
+  linalg.transpose ins(%w : memref<128x256xbf16>) outs(%t : memref<256x128xbf16>) permutation = [1, 0]
+  linalg.matmul ins(%x, %t : memref<64x256xbf16>, memref<256x128xbf16>) outs(%y : memref<64x128xf32>)
+  memref.copy %t, %keep : memref<256x128xbf16> to memref<256x128xbf16>
+  return
+}
+func.func @after_transposed_weights() {
+  return
+}
+
 // A bf16 buffer that one loop writes whole by rounding f32 values, and
 // that only products read (also through a reshape): the loop stores the
 // rounded values widened back to f32 (extf(truncf(x))) into an f32 buffer

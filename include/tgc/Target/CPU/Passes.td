@@ -246,7 +246,7 @@ def TGCParallelizeLoopsPass : Pass<"tgc-parallelize-loops", "::mlir::ModuleOp"> 
 }
 
 def TGCVectorizeTransposesPass : Pass<"tgc-vectorize-transposes", "::mlir::ModuleOp"> {
-  let summary = "Transposes f32 matrices in 16 x 16 register blocks";
+  let summary = "Transposes f32 matrices (or widens narrow ones to f32 while transposing) in 16 x 16 register blocks";
   let description = [{
     A `linalg.transpose` of a static f32 matrix (a weight transposed for a
     product whose operand layout the schedule does not read in place)
@@ -257,9 +257,12 @@ def TGCVectorizeTransposesPass : Pass<"tgc-vectorize-transposes", "::mlir::Modul
     (`vector.transpose`, lowered by unpacks and shuffles) and written a row
     at a time, in an `scf.forall` over strips of sixteen source rows (the
     step's threads share them). The rows and columns past the last whole
-    block stay `linalg.transpose`s of subviews. Runs after
-    `tgc-vectorize-matmuls`, which reads some transposed operands in place
-    instead.
+    block stay `linalg.transpose`s of subviews. The same for the
+    `linalg.generic` that widens a bf16/f16 matrix into an f32 one while
+    transposing it (`tgc-vectorize-matmuls` makes it of a transposed
+    narrow weight that products read widened): each block is widened as
+    it is read. Runs after `tgc-vectorize-matmuls`, which reads some
+    transposed operands in place instead.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];

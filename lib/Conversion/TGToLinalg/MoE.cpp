@@ -1,10 +1,10 @@
 //===- MoE.cpp - the mixture-of-experts ops → linalg and scf --------------===//
 //
 // Routing and dispatch are short sequential loops per token (k · E
-// comparisons). A grouped product visits each expert's row segment, whose
-// extent is read from the offsets at run time, in chunks of static size:
-// every linalg.matmul has a static shape, and goes through the same
-// schedule as a dense product's.
+// comparisons). A grouped product is one loop over the experts; each visits
+// its row segment, whose extent is read from the offsets at run time, in
+// chunks of static size: every linalg.matmul has a static shape, and goes
+// through the same schedule as a dense product's.
 //
 //===----------------------------------------------------------------------===//
 

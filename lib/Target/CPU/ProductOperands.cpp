@@ -485,36 +485,40 @@ transposeForReaders(Value narrow, const llvm::DenseSet<Operation *> &readers) {
   return writer;
 }
 
+/// `wide[i] = extf(narrow[source(i)])` over `wide`'s (f32) indices: a
+/// widening copy, or with a permuted `source` map a widening transpose.
+static linalg::GenericOp widen(OpBuilder &b, Location loc, Value narrow,
+                               Value wide, AffineMap source) {
+  int64_t rank = llvm::cast<MemRefType>(wide.getType()).getRank();
+  return linalg::GenericOp::create(
+      b, loc, ValueRange{narrow}, ValueRange{wide},
+      ArrayRef<AffineMap>{source, b.getMultiDimIdentityMap(rank)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, l, nb.getF32Type(), args[0]);
+        linalg::YieldOp::create(nb, l, x);
+      });
+}
+
 /// Replaces `transpose` (narrow, into `narrow`) by a transposing widening
 /// into a new f32 buffer, which replaces `narrow` everywhere: one pass over
 /// the matrix instead of a scalar narrow transpose and a widening copy, in
 /// the form tgc-vectorize-transposes reads in register blocks.
-static Value widenWhileTransposing(IRRewriter &rewriter,
-                                   linalg::TransposeOp transpose,
-                                   Value narrow) {
+static void widenWhileTransposing(IRRewriter &rewriter,
+                                  linalg::TransposeOp transpose, Value narrow) {
   auto type = llvm::cast<MemRefType>(narrow.getType());
-  Type f32 = rewriter.getF32Type();
-  Location loc = transpose.getLoc();
-  rewriter.setInsertionPoint(narrow.getDefiningOp());
-  Value wide = memref::AllocOp::create(rewriter, loc,
-                                       MemRefType::get(type.getShape(), f32));
-  rewriter.setInsertionPoint(transpose);
-  MLIRContext *ctx = rewriter.getContext();
-  AffineMap swapped =
-      AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
-  linalg::GenericOp::create(
-      rewriter, loc, ValueRange{transpose.getInput()}, ValueRange{wide},
-      ArrayRef<AffineMap>{swapped, rewriter.getMultiDimIdentityMap(2)},
-      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        linalg::YieldOp::create(
-            b, l, Value(arith::ExtFOp::create(b, l, f32, args[0])));
-      });
   Operation *alloc = narrow.getDefiningOp();
+  Location loc = transpose.getLoc();
+  rewriter.setInsertionPoint(alloc);
+  Value wide = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), rewriter.getF32Type()));
+  rewriter.setInsertionPoint(transpose);
+  widen(rewriter, loc, transpose.getInput(), wide,
+        AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0},
+                                     rewriter.getContext()));
   rewriter.eraseOp(transpose);
   rewriter.replaceAllUsesWith(narrow, wide);
   rewriter.eraseOp(alloc);
-  return wide;
 }
 
 void widenNarrowOperands(ModuleOp module,
@@ -573,16 +577,8 @@ void widenNarrowOperands(ModuleOp module,
       rewriter.setInsertionPoint(op);
       auto wide = memref::AllocOp::create(
           rewriter, loc, MemRefType::get(type.getShape(), f32));
-      int64_t rank = type.getRank();
-      AffineMap id = rewriter.getMultiDimIdentityMap(rank);
-      auto copy = linalg::GenericOp::create(
-          rewriter, loc, ValueRange{operand->get()}, ValueRange{wide},
-          ArrayRef<AffineMap>{id, id},
-          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-          [&](OpBuilder &b, Location l, ValueRange args) {
-            Value x = arith::ExtFOp::create(b, l, f32, args[0]);
-            linalg::YieldOp::create(b, l, x);
-          });
+      auto copy = widen(rewriter, loc, operand->get(), wide,
+                        rewriter.getMultiDimIdentityMap(type.getRank()));
       widened[operand->get()] = {wide, copy};
       operand->set(wide);
     }

@@ -147,8 +147,7 @@ llvm::Error tgc::compileGeneration(MLIRContext &context,
   // The buffers, as @prefill takes them: its arguments (the caches updated
   // in place), then the logits, its one out-parameter.
   auto prefill = module->lookupSymbol<func::FuncOp>(kPrefill);
-  // What the target cannot compile yet (the CUDA target: experts' products
-  // of run-time row counts), as for a train step.
+  // What the target cannot compile, as for a train step.
   if (llvm::Error err = target.checkTrainStep(prefill))
     return fail(llvm::toString(std::move(err)));
   llvm::Expected<std::vector<BufferDesc>> described =

@@ -58,6 +58,7 @@ void tgc::cuda::buildCUDASchedulePipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   TGCGPUMapKernelsPassOptions map;
   map.threadsPerBlock = options.threadsPerBlock;
+  map.deviceMemory = launches;
   pm.addNestedPass<func::FuncOp>(createTGCGPUMapKernelsPass(map));
   // Straight to gpu.launch: a canonicalisation of the mapped loops would
   // merge the block and thread loops into one.
@@ -117,8 +118,12 @@ void tgc::cuda::buildCUDACodegenPipeline(OpPassManager &pm,
 
 void tgc::cuda::buildCUDATilingPipeline(OpPassManager &pm,
                                         tg::FusionMode fusion) {
-  if (fusion != tg::FusionMode::None)
-    pm.addPass(createTGCGPUChooseTilesPass());
+  // Without fusion attention is untiled; expert products still need
+  // static chunks.
+  TGCGPUChooseTilesPassOptions tiles;
+  if (fusion == tg::FusionMode::None)
+    tiles.scoreTileBytes = 0;
+  pm.addPass(createTGCGPUChooseTilesPass(tiles));
 }
 
 void tgc::cuda::registerCUDABackendPasses() {
@@ -164,14 +169,6 @@ public:
       return llvm::createStringError(
           "--data-parallel: the CUDA target has no collectives yet (NCCL is "
           "the next step, docs/distributed.md); use the CPU target");
-    // Its kernels are loop nests of constant bounds; an expert's rows are
-    // known at run time only.
-    bool experts = false;
-    step.walk([&](tg::GroupedMatmulOp) { experts = true; });
-    if (experts)
-      return llvm::createStringError(
-          "mixture-of-experts layers do not compile for the CUDA target yet "
-          "(docs/moe.md); use the CPU target");
     return checkF32Parameters(step, "CUDA");
   }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostReads.h"
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
@@ -95,9 +96,9 @@ bool containsParallelLoop(Operation *op) {
 }
 
 /// A loop of the host program: it holds kernels, and its own body (outside
-/// them) reads no buffer contents. A loop whose views depend on loaded
-/// values (the embedding gradient's scatter, row by token id) is not one:
-/// it runs whole as one kernel.
+/// them) reads no buffer contents but host copies. A loop whose views
+/// depend on loaded values (the embedding gradient's scatter, row by token
+/// id) is not one until those reads are of host copies.
 bool isHostLoop(Operation *op) {
   auto loop = dyn_cast<scf::ForOp>(op);
   if (!loop || !containsParallelLoop(loop))
@@ -106,7 +107,8 @@ bool isHostLoop(Operation *op) {
       loop.getBody()->walk<WalkOrder::PreOrder>([](Operation *nested) {
         if (isa<scf::ParallelOp>(nested))
           return WalkResult::skip();
-        if (isa<memref::LoadOp, memref::StoreOp>(nested))
+        if (isa<memref::LoadOp, memref::StoreOp>(nested) &&
+            !tgc::cuda::isHostCopyAccess(nested))
           return WalkResult::interrupt();
         return WalkResult::advance();
       });
@@ -127,7 +129,8 @@ bool touchesBufferContents(Operation *op) {
   return op
       ->walk([](Operation *nested) {
         if (isa<memref::LoadOp, memref::StoreOp, memref::CopyOp,
-                linalg::LinalgOp>(nested))
+                linalg::LinalgOp>(nested) &&
+            !tgc::cuda::isHostCopyAccess(nested))
           return WalkResult::interrupt();
         return WalkResult::advance();
       })
@@ -148,7 +151,34 @@ struct TGCGPUMapKernelsPass
     constants.clear();
     if (failed(mapHostBlock(getOperation().getBody().front())) ||
         failed(sinkConstantBuffers()))
-      signalPassFailure();
+      return signalPassFailure();
+    if (!deviceMemory)
+      hoistOneBlockBuffers();
+  }
+
+  /// Run on the host, a block program of one block is canonicalised into
+  /// its body, and its shared and per-thread buffers (memref.alloca) then
+  /// sit in whatever host loop holds it: scf-to-cf ignores scf.for's
+  /// allocation scope, so each iteration would grow the stack. Their
+  /// contents never outlive the block (its phases write before they
+  /// read): they move to the function's entry.
+  void hoistOneBlockBuffers() {
+    Block &entry = getOperation().getBody().front();
+    getOperation().walk([&](scf::ParallelOp grid) {
+      if (!grid->hasAttr(tgc::cuda::kBlockProgramAttrName))
+        return;
+      for (auto [lb, ub, step] : llvm::zip(
+               grid.getLowerBound(), grid.getUpperBound(), grid.getStep())) {
+        std::optional<int64_t> l = getConstantIntValue(lb),
+                               u = getConstantIntValue(ub),
+                               s = getConstantIntValue(step);
+        if (!l || !u || !s || *u - *l > *s)
+          return;
+      }
+      for (Operation &op : llvm::make_early_inc_range(*grid.getBody()))
+        if (isa<memref::AllocaOp>(op) && op.getNumOperands() == 0)
+          op.moveBefore(&entry, entry.begin());
+    });
   }
 
   /// An index constant at the top of the function (one per value).
@@ -193,17 +223,22 @@ struct TGCGPUMapKernelsPass
 
   /// Maps the kernels of one block of the host program.
   LogicalResult mapHostBlock(Block &block) {
+    // Loops holding kernels whose own body reads buffers: a scatter whose
+    // columns become the threads, or else, when what it reads is small and
+    // unchanged by it (an expert's row offsets), a host loop over host
+    // copies; otherwise the loop runs whole in one thread.
+    SmallVector<scf::ForOp> readingLoops;
+    for (Operation &op : block)
+      if (auto loop = dyn_cast<scf::ForOp>(&op))
+        if (!isHostLoop(loop) && containsParallelLoop(loop))
+          readingLoops.push_back(loop);
+    for (scf::ForOp loop : readingLoops)
+      if (!interchangeColumnLoop(loop))
+        tgc::cuda::copyHostReads(loop, deviceMemory, kMaxHostCopyBytes);
     for (Operation &op : block)
       if (isHostLoop(&op) &&
           failed(mapHostBlock(*cast<scf::ForOp>(op).getBody())))
         return failure();
-    SmallVector<scf::ForOp> scatters;
-    for (Operation &op : block)
-      if (auto loop = dyn_cast<scf::ForOp>(&op))
-        if (!isHostLoop(loop) && containsParallelLoop(loop))
-          scatters.push_back(loop);
-    for (scf::ForOp loop : scatters)
-      interchangeColumnLoop(loop);
     sinkLoadedViews(block);
     if (failed(wrapHostWork(block)))
       return failure();
@@ -217,6 +252,10 @@ struct TGCGPUMapKernelsPass
         return failure();
     return success();
   }
+
+  /// The largest buffer a host loop reads through a host copy: copies are
+  /// of control values (offsets), not of data.
+  static constexpr int64_t kMaxHostCopyBytes = 64 * 1024;
 
   /// Whether every element of `buffer` that thread `ivs` touches through
   /// an access with trailing indices `ivs` has those trailing coordinates
@@ -267,9 +306,9 @@ struct TGCGPUMapKernelsPass
   /// the sums are deterministic and in the CPU's order, without atomics.
   /// Legal when every access inside the column loops is indexed by the
   /// column indices in its trailing dimensions of buffers whose trailing
-  /// dimensions the loop does not move (columns never meet); otherwise
-  /// the loop stays whole in one thread.
-  void interchangeColumnLoop(scf::ForOp loop) {
+  /// dimensions the loop does not move (columns never meet). Returns
+  /// whether it interchanged.
+  bool interchangeColumnLoop(scf::ForOp loop) {
     SmallVector<scf::ParallelOp> columns;
     for (Operation &op : loop.getBody()->without_terminator()) {
       if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
@@ -280,25 +319,25 @@ struct TGCGPUMapKernelsPass
                      isHostBufferOp(&op) ||
                      (op.getNumRegions() == 0 && isMemoryEffectFree(&op));
       if (!allowed)
-        return;
+        return false;
     }
     if (columns.empty())
-      return;
+      return false;
     scf::ParallelOp first = columns.front();
     unsigned numLoops = first.getNumLoops();
     for (scf::ParallelOp column : columns) {
       if (column.getNumResults() || column.getNumLoops() != numLoops ||
           containsNestedParallel(column))
-        return;
+        return false;
       for (auto [a, b] : llvm::zip(column.getOperands(), first.getOperands()))
         if (getConstantIntValue(a) != getConstantIntValue(b) ||
             !getConstantIntValue(a))
-          return;
+          return false;
       if (llvm::any_of(column.getLowerBound(),
                        [](Value v) { return !isConstantIntValue(v, 0); }) ||
           llvm::any_of(column.getStep(),
                        [](Value v) { return !isConstantIntValue(v, 1); }))
-        return;
+        return false;
       // The column indices: dimensions of one iteration are always 0.
       SmallVector<Value> ivs, unitIvs;
       for (auto [iv, ub] :
@@ -306,7 +345,7 @@ struct TGCGPUMapKernelsPass
         (isConstantIntValue(ub, 1) ? unitIvs : ivs).push_back(iv);
       unsigned trailing = ivs.size();
       if (trailing == 0)
-        return;
+        return false;
       WalkResult illegal = column.getBody()->walk([&](Operation *op) {
         Value buffer;
         ValueRange indices;
@@ -336,7 +375,7 @@ struct TGCGPUMapKernelsPass
         return WalkResult::advance();
       });
       if (illegal.wasInterrupted())
-        return;
+        return false;
     }
 
     // Scratch buffers: allocated once, before the columns' loop.
@@ -355,6 +394,7 @@ struct TGCGPUMapKernelsPass
       rewriter.inlineBlockBefore(body, column, parallel.getInductionVars());
       rewriter.eraseOp(column);
     }
+    return true;
   }
 
   /// Whether `memref` is an argument of the function that nothing in it
@@ -529,25 +569,47 @@ struct TGCGPUMapKernelsPass
     return success();
   }
 
-  /// Linearises `loop`'s iteration space onto blocks × threads.
+  /// A constant that `bound` never exceeds: itself, or the least of the
+  /// bounded operands of a minimum (a padded chunk's rows, `min(size,
+  /// rows left)`).
+  static std::optional<int64_t> constantUpperBound(Value bound) {
+    if (std::optional<int64_t> c = getConstantIntValue(bound))
+      return c;
+    Operation *def = bound.getDefiningOp();
+    if (!isa_and_nonnull<arith::MinUIOp, arith::MinSIOp>(def))
+      return std::nullopt;
+    std::optional<int64_t> least;
+    for (Value operand : def->getOperands())
+      if (std::optional<int64_t> c = constantUpperBound(operand))
+        if (*c >= 0 && (!least || *c < *least))
+          least = c;
+    return least;
+  }
+
+  /// Linearises `loop`'s iteration space onto blocks × threads. A bound
+  /// known at run time only is mapped at its constant maximum, with a
+  /// guard.
   LogicalResult mapToBlocksAndThreads(scf::ParallelOp loop) {
     if (loop.getNumResults())
       return loop.emitError(
           "tgc-gpu-map-kernels: parallel loops with reductions are not "
           "supported");
     SmallVector<int64_t> lower, upper, steps, trips;
+    SmallVector<Value> runTimeUpper;
     int64_t total = 1;
     for (auto [lb, ub, step] : llvm::zip(
              loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
       std::optional<int64_t> l = getConstantIntValue(lb),
-                             u = getConstantIntValue(ub),
+                             u = constantUpperBound(ub),
                              s = getConstantIntValue(step);
       if (!l || !u || !s || *s <= 0)
-        return loop.emitError("tgc-gpu-map-kernels: the loop's bounds must "
-                              "be constants");
+        return loop.emitError("tgc-gpu-map-kernels: the loop's lower bounds "
+                              "and steps must be constants, its upper bounds "
+                              "constants or bounded by one");
       lower.push_back(*l);
       upper.push_back(*u);
       steps.push_back(*s);
+      runTimeUpper.push_back(getConstantIntValue(ub) ? Value() : ub);
       trips.push_back(std::max<int64_t>(0, (*u - *l + *s - 1) / *s));
       total *= trips.back();
     }
@@ -577,14 +639,15 @@ struct TGCGPUMapKernelsPass
                               constant(threads)),
         block.getInductionVars()[0]);
     Operation *insertBefore = block.getBody()->getTerminator();
-    if (blocks * threads != total) {
-      Value inBounds = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, linear, constant(total));
-      auto guard = scf::IfOp::create(rewriter, loc, inBounds,
-                                     /*withElseRegion=*/false);
-      insertBefore = guard.thenBlock()->getTerminator();
+    auto guard = [&](Value inBounds) {
+      auto ifOp = scf::IfOp::create(rewriter, loc, inBounds,
+                                    /*withElseRegion=*/false);
+      insertBefore = ifOp.thenBlock()->getTerminator();
       rewriter.setInsertionPoint(insertBefore);
-    }
+    };
+    if (blocks * threads != total)
+      guard(arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                  linear, constant(total)));
     // The innermost dimension varies fastest across neighbouring threads.
     SmallVector<Value> ivs(trips.size());
     Value rest = linear;
@@ -600,6 +663,20 @@ struct TGCGPUMapKernelsPass
         index = arith::AddIOp::create(rewriter, loc, index, constant(lower[d]));
       ivs[d] = index;
     }
+    // Threads past a run-time bound.
+    Value withinRunTime;
+    for (auto [iv, ub] : llvm::zip(ivs, runTimeUpper)) {
+      if (!ub)
+        continue;
+      Value within = arith::CmpIOp::create(rewriter, loc,
+                                           arith::CmpIPredicate::slt, iv, ub);
+      withinRunTime =
+          withinRunTime
+              ? arith::AndIOp::create(rewriter, loc, withinRunTime, within)
+              : within;
+    }
+    if (withinRunTime)
+      guard(withinRunTime);
     Block *body = loop.getBody();
     rewriter.eraseOp(body->getTerminator());
     rewriter.inlineBlockBefore(body, insertBefore, ivs);

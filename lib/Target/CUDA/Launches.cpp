@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostReads.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Target/CUDA/Passes.h"
 
@@ -41,7 +42,8 @@ struct TGCGPUHoistArenaAllocsPass
       if (isa<gpu::LaunchOp>(op))
         return WalkResult::skip();
       if (isa<scf::ParallelOp, memref::LoadOp, memref::StoreOp,
-              linalg::LinalgOp, memref::CopyOp>(op)) {
+              linalg::LinalgOp, memref::CopyOp>(op) &&
+          !tgc::cuda::isHostCopyAccess(op)) {
         op->emitError("tgc-gpu-hoist-arena-allocs: '")
             << op->getName()
             << "' outside a kernel would touch device memory on the host";

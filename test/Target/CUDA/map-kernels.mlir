@@ -1,5 +1,6 @@
 // RUN: tgc-opt %s --pass-pipeline='builtin.module(func.func(tgc-gpu-map-kernels{threads-per-block=64}))' --split-input-file | FileCheck %s
 // RUN: not tgc-opt %s --pass-pipeline='builtin.module(func.func(tgc-gpu-map-kernels{threads-per-block=2048}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tgc-opt %s --pass-pipeline='builtin.module(func.func(tgc-gpu-map-kernels{threads-per-block=64 device-memory=false}))' --split-input-file | FileCheck %s --check-prefix=EMU
 
 // BAD: threads-per-block must be in 1..1024, got 2048
 
@@ -239,6 +240,132 @@ func.func @cache_row(%cache: memref<16x64xf32>, %new: memref<1x64xf32>, %positio
     %x = memref.load %new[%i, %j] : memref<1x64xf32>
     memref.store %x, %row[%i, %j] : memref<1x64xf32, strided<[64, 1], offset: ?>>
     scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A loop over experts: the offsets it loads count each expert's chunks, so
+// it stays a host loop over a host copy of them, copied before it (from
+// device memory, or within host memory with device-memory=false); the
+// kernel over a padded chunk's rows (at most 64, known at run time) is
+// mapped at 64 x 4 and guarded by the run-time count.
+// CHECK-LABEL: func.func @experts
+// CHECK: %[[HOST:.+]] = memref.alloca() {tgc.gpu.host_copy} : memref<3xi32>
+// CHECK: gpu.memcpy %[[HOST]], %arg0 : memref<3xi32>, memref<3xi32>
+// CHECK-NEXT: scf.for %[[E:.+]] =
+// CHECK: memref.load %[[HOST]][%[[E]]]
+// CHECK: scf.for
+// CHECK: %[[ROWS:.+]] = arith.minui
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c4{{.*}})
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c64{{.*}})
+// CHECK-NOT: arith.cmpi ult
+// CHECK: %[[COL:.+]] = arith.remui %{{.+}}, %c4
+// CHECK: %[[ROW:.+]] = arith.divui %{{.+}}, %c4
+// CHECK: %[[WITHIN:.+]] = arith.cmpi slt, %[[ROW]], %[[ROWS]]
+// CHECK: scf.if %[[WITHIN]]
+// CHECK: memref.load %{{.+}}[%[[ROW]], %[[COL]]]
+// EMU-LABEL: func.func @experts
+// EMU: %[[HOST:.+]] = memref.alloca() {tgc.gpu.host_copy} : memref<3xi32>
+// EMU-NOT: gpu.memcpy
+// EMU: memref.copy %arg0, %[[HOST]] : memref<3xi32> to memref<3xi32>
+// EMU-NEXT: scf.for
+func.func @experts(%offsets: memref<3xi32>, %x: memref<600x4xf32>, %y: memref<600x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.for %e = %c0 to %c2 step %c1 {
+    %next = arith.addi %e, %c1 : index
+    %lo32 = memref.load %offsets[%e] : memref<3xi32>
+    %hi32 = memref.load %offsets[%next] : memref<3xi32>
+    %lo = arith.index_cast %lo32 : i32 to index
+    %hi = arith.index_cast %hi32 : i32 to index
+    %n = arith.subi %hi, %lo : index
+    %chunks = arith.ceildivui %n, %c64 : index
+    scf.for %c = %c0 to %chunks step %c1 {
+      %off = arith.muli %c, %c64 : index
+      %first = arith.addi %lo, %off : index
+      %left = arith.subi %hi, %first : index
+      %rows = arith.minui %left, %c64 : index
+      %src = memref.subview %x[%first, 0] [%rows, 4] [1, 1] : memref<600x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
+      %dst = memref.subview %y[%first, 0] [%rows, 4] [1, 1] : memref<600x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
+      scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %c4) step (%c1, %c1) {
+        %v = memref.load %src[%i, %j] : memref<?x4xf32, strided<[4, 1], offset: ?>>
+        memref.store %v, %dst[%i, %j] : memref<?x4xf32, strided<[4, 1], offset: ?>>
+        scf.reduce
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// The same loop when a kernel in it also writes the offsets: no copy made
+// before the loop would hold, so the loop runs whole in one thread.
+// CHECK-LABEL: func.func @offsets_written
+// CHECK-NOT: tgc.gpu.host_copy
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c1{{.*}})
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%c1{{.*}})
+// CHECK: scf.for
+func.func @offsets_written(%offsets: memref<3xi32>, %x: memref<600x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0 : i32
+  scf.for %e = %c0 to %c2 step %c1 {
+    %n32 = memref.load %offsets[%e] : memref<3xi32>
+    %n = arith.index_cast %n32 : i32 to index
+    scf.for %c = %c0 to %n step %c1 {
+      scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+        memref.store %zero, %offsets[%e] : memref<3xi32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Run on the host, a block program of one block in a loop keeps its shared
+// and per-thread buffers at the function's entry: canonicalised into the
+// loop's body, they would grow the stack each iteration. On the device
+// they stay (the launch's shared and private memory).
+// CHECK-LABEL: func.func @one_block_in_loop
+// CHECK: scf.for
+// CHECK: scf.parallel
+// CHECK-NEXT: memref.alloca() {tgc.gpu.shared}
+// EMU-LABEL: func.func @one_block_in_loop
+// EMU-NEXT: memref.alloca() {tgc.gpu.per_thread} : memref<2x4xf32>
+// EMU-NEXT: memref.alloca() {tgc.gpu.shared} : memref<8xf32>
+// EMU: scf.for
+func.func @one_block_in_loop(%out: memref<3x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %r = %c0 to %c3 step %c1 {
+    scf.parallel (%bx, %by, %bz) = (%c0, %c0, %c0) to (%c1, %c1, %c1) step (%c1, %c1, %c1) {
+      %tile = memref.alloca() {tgc.gpu.shared} : memref<8xf32>
+      %acc = memref.alloca() {tgc.gpu.per_thread} : memref<2x4xf32>
+      scf.parallel (%t) = (%c0) to (%c2) step (%c1) {
+        memref.store %zero, %acc[%t, %c0] : memref<2x4xf32>
+        memref.store %zero, %tile[%t] : memref<8xf32>
+        scf.reduce
+      } {tgc.gpu.phase}
+      scf.parallel (%t) = (%c0) to (%c2) step (%c1) {
+        %v = memref.load %tile[%t] : memref<8xf32>
+        memref.store %v, %out[%r, %t] : memref<3x8xf32>
+        scf.reduce
+      } {tgc.gpu.phase}
+      scf.reduce
+    } {tgc.gpu.block_program}
   }
   return
 }

@@ -13,20 +13,28 @@
 include "mlir/Pass/PassBase.td"
 
 def TGCGPUChooseTilesPass : Pass<"tgc-gpu-choose-tiles", "::mlir::ModuleOp"> {
-  let summary = "Chooses how the GPU tiles attention";
+  let summary = "Chooses how the GPU tiles attention and expert products";
   let description = [{
-    Sets `tg.tiling` on each tg.attention and tg.attention_grad for
-    convert-tg-to-linalg: batched FlashAttention tiles over all sequences
+    Sets `tg.tiling` for convert-tg-to-linalg. On each tg.attention and
+    tg.attention_grad: batched FlashAttention tiles over all sequences
     and heads, whose `[B·Hkv, T·G, T]` scores take at most
     `score-tile-bytes`; each tile's products and softmax then become
     kernels over every head at once (no per-head tasks, which would be
     small kernels). The gradient's products read score tiles through
     transposed maps. Norms stay one kernel per statistic over all rows.
-    Attention over a key/value cache (`positions`) is left untiled.
+    Attention over a key/value cache (`positions`) is left untiled. On
+    each tg.grouped_matmul and tg.grouped_weight_grad: `#tg.row_chunks`,
+    an expert's rows in chunks of `expert-chunk-rows`, its remainder in
+    padded chunks of `expert-tail-rows` (each chunk's product is one
+    launch, so chunks are a few of the matmul kernel's 64-row tiles).
   }];
   let options = [
     Option<"scoreTileBytes", "score-tile-bytes", "int64_t", "4194304",
            "Most bytes of one batched tile of attention scores (0: untiled)">,
+    Option<"expertChunkRows", "expert-chunk-rows", "int64_t", "256",
+           "Rows of an expert's full chunks">,
+    Option<"expertTailRows", "expert-tail-rows", "int64_t", "64",
+           "Rows of the padded chunks of an expert's remainder">,
   ];
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
@@ -157,15 +165,23 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     parallel loops over columns inside it when every access there is
     indexed by the column in its trailing dimensions, of buffers whose
     trailing dimensions the loop leaves in place: one thread per column
-    walks the tokens in order (deterministic, no atomics); otherwise the
-    loop runs whole in one thread. A view at an offset loaded from a
+    walks the tokens in order (deterministic, no atomics). A loop whose
+    loaded values set the trip counts of loops of kernels inside it, read
+    from small buffers it leaves unchanged (a mixture-of-experts loop over
+    experts reads their row offsets, which count each expert's chunks of
+    rows), stays a host loop reading host copies of them, each copied
+    before it (`gpu.memcpy` from device memory; `memref.copy` with
+    `device-memory=false`). Any other such loop runs whole in one thread.
+    A view at an offset loaded from a
     read-only argument outside any loop (a decode step's KV-cache row at
     its position), read only by kernels, is computed again inside each of
     them, from the load on. Every host-level
     `scf.parallel` then has its
     iteration space linearised and split into blocks of
     `threads-per-block` threads (`#gpu.loop_dim_map` to `block_x` and
-    `thread_x`, a bounds guard for the last block); the innermost
+    `thread_x`, a bounds guard for the last block; an upper bound known
+    only at run time, such as an expert chunk's rows, is mapped at the
+    constant it cannot exceed and guarded); the innermost
     dimension is the fastest-varying, so neighbouring threads touch
     neighbouring elements (coalesced accesses). Parallel loops nested
     inside a kernel become sequential loops of their thread. The result is still
@@ -175,6 +191,10 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "int64_t", /*default=*/"256",
            "Threads per block (fewer when the loop has fewer iterations)">,
+    Option<"deviceMemory", "device-memory", "bool", /*default=*/"true",
+           "Buffers live in device memory (false: --gpu-emulate runs the "
+           "kernels on the host, in host memory, and a block program of one "
+           "block keeps its buffers at the function's entry)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];

@@ -2,12 +2,15 @@
 # The GPU check of docs/gpu.md, in two halves, for a GPU machine that is bare,
 # offline and only sometimes available:
 #
-#   bash bench/gpu_check.sh prepare [DIR] [PRECISION]
+#   bash bench/gpu_check.sh prepare [DIR] [PRECISION] [MODEL]
 #                    # here: build the bundle (default build/gpu-bundle;
-#                    # PRECISION fp32 (default), bf16-mixed or fp16-mixed)
+#                    # PRECISION fp32 (default), bf16-mixed or fp16-mixed;
+#                    # MODEL examples/tiny-llama.json (default), or another
+#                    # model file of a vocabulary of at least 256, such as
+#                    # examples/mixtral-d512-l8.json for the experts' loops)
 #   bash DIR/run.sh  # on the GPU machine
 #
-# prepare compiles the tiny llama (batch 8, seq 128, AdamW) for --target=cuda
+# prepare compiles MODEL (the tiny llama: batch 8, seq 128, AdamW) for --target=cuda
 # and for the CPU, in PRECISION, writes the initial weights, runs the CPU executable for 50
 # steps from them (losses in cpu.jsonl, first-step gradients in
 # cpu-grads.safetensors), and copies what the GPU executable needs (libomp)
@@ -28,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
 if [ "$mode" != prepare ]; then
-  echo "usage: bash bench/gpu_check.sh prepare [DIR]" >&2
+  echo "usage: bash bench/gpu_check.sh prepare [DIR] [PRECISION] [MODEL]" >&2
   exit 2
 fi
 dir=${2:-build/gpu-bundle}
@@ -42,7 +45,7 @@ bf16-mixed | fp16-mixed) tolerance="2e-2 1e-2" ;;
   ;;
 esac
 tgc=build/bin/tgc
-model=examples/tiny-llama.json
+model=${4:-examples/tiny-llama.json}
 steps=50
 rm -rf "$dir" && mkdir -p "$dir"
 "$tgc" "$model" --precision="$precision" --return-gradients --target=cuda -o "$dir/train-gpu"

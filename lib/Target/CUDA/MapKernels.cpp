@@ -1,9 +1,9 @@
-//===- FormKernels.cpp - bufferized linalg → mapped parallel loops --------===//
+//===- MapKernels.cpp - parallel loops → GPU blocks and threads -----------===//
 //
-// tgc-gpu-prepare-kernels and tgc-gpu-map-kernels (see their descriptions
-// in Passes.td): every operation on a buffer becomes a parallel loop mapped
-// to GPU blocks and threads, so that nothing but launches, views and the
-// arena's allocations stays on the host.
+// tgc-gpu-map-kernels (see its description in Passes.td): every operation
+// on a buffer becomes a parallel loop mapped to GPU blocks and threads, so
+// that nothing but launches, views, the arena's allocations and host
+// copies of control values stays on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,6 @@
 #include "tgc/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -20,7 +19,6 @@
 #include "llvm/ADT/SetVector.h"
 
 namespace tgc::cuda {
-#define GEN_PASS_DEF_TGCGPUPREPAREKERNELSPASS
 #define GEN_PASS_DEF_TGCGPUMAPKERNELSPASS
 #include "tgc/Target/CUDA/Passes.h.inc"
 } // namespace tgc::cuda
@@ -28,67 +26,6 @@ namespace tgc::cuda {
 using namespace mlir;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// tgc-gpu-prepare-kernels
-//===----------------------------------------------------------------------===//
-
-struct TGCGPUPrepareKernelsPass
-    : tgc::cuda::impl::TGCGPUPrepareKernelsPassBase<TGCGPUPrepareKernelsPass> {
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    IRRewriter rewriter(&getContext());
-
-    SmallVector<memref::CopyOp> copies;
-    func.walk([&](memref::CopyOp op) { copies.push_back(op); });
-    for (memref::CopyOp copy : copies) {
-      rewriter.setInsertionPoint(copy);
-      linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(),
-                             copy.getTarget());
-      rewriter.eraseOp(copy);
-    }
-
-    SmallVector<linalg::LinalgOp> ops;
-    func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
-    for (linalg::LinalgOp op : ops) {
-      // The new loop order: parallel dimensions first, each group in order.
-      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-      SmallVector<unsigned> order;
-      for (unsigned i = 0; i < iterators.size(); ++i)
-        if (iterators[i] == utils::IteratorType::parallel)
-          order.push_back(i);
-      for (unsigned i = 0; i < iterators.size(); ++i)
-        if (iterators[i] != utils::IteratorType::parallel)
-          order.push_back(i);
-      bool identity = llvm::all_of(llvm::enumerate(order), [](auto e) {
-        return e.index() == e.value();
-      });
-      if (identity)
-        continue;
-      rewriter.setInsertionPoint(op);
-      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (!generic) {
-        FailureOr<linalg::GenericOp> generalized =
-            linalg::generalizeNamedOp(rewriter, op);
-        if (failed(generalized)) {
-          op.emitError("tgc-gpu-prepare-kernels: cannot generalise this op "
-                       "to put its parallel dimensions first");
-          return signalPassFailure();
-        }
-        generic = *generalized;
-      }
-      if (failed(linalg::interchangeGenericOp(rewriter, generic, order))) {
-        generic.emitError("tgc-gpu-prepare-kernels: cannot interchange the "
-                          "loops of this op");
-        return signalPassFailure();
-      }
-    }
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// tgc-gpu-map-kernels
-//===----------------------------------------------------------------------===//
 
 bool containsParallelLoop(Operation *op) {
   return op->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })

@@ -38,7 +38,7 @@ with the CPU model. Goals (issue 43): tgc MoE / tgc dense <= 1.3,
 tgc MoE / PyTorch MoE <= 0.6.
 
   /usr/bin/python3 bench/moe_speed.py [--rounds 3] [--steps 3] [--warmup 1]
-      [--threads 1] [--workdir DIR [--reuse]] [--torch-dense]
+      [--threads 1] [--mcpu CPU] [--workdir DIR [--reuse]] [--torch-dense]
       [--tgc build/bin/tgc] [--moe MODEL] [--dense MODEL]
 
 --workdir keeps the executables, logs and compile times there (default: a
@@ -168,6 +168,8 @@ def compile_or_reuse(args, model, exe):
             os.path.getmtime(exe) > max(os.path.getmtime(args.tgc), os.path.getmtime(model)):
         return "reused"
     cmd = [args.tgc, model, "--optimizer=sgd", "-o", exe]
+    if args.mcpu:
+        cmd.append(f"--mcpu={args.mcpu}")
     out = subprocess.run(["/usr/bin/time", "-f", "wall_s=%e maxrss_kb=%M"] + cmd,
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -235,6 +237,8 @@ def main():
     ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first, per run")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mcpu", help="compile tgc's executables for this CPU (x86-64-v3: as "
+                    "for a CPU without AVX-512; PyTorch keeps the host's kernels)")
     ap.add_argument("--workdir", help="keep executables and logs here (default: a temporary "
                     "directory)")
     ap.add_argument("--reuse", action="store_true", help="reuse executables in --workdir "
@@ -261,7 +265,8 @@ def main():
     moe_exe, dense_exe = (os.path.join(args.workdir, n) for n in ("moe", "dense"))
     for label, model, exe in (("tgc MoE", args.moe, moe_exe), ("tgc dense", args.dense, dense_exe)):
         note = compile_or_reuse(args, model, exe)
-        print(f"{label}: {os.path.relpath(model)} --optimizer=sgd: {note}", flush=True)
+        mcpu = f" --mcpu={args.mcpu}" if args.mcpu else ""
+        print(f"{label}: {os.path.relpath(model)} --optimizer=sgd{mcpu}: {note}", flush=True)
     runs = {
         "tgc MoE": lambda r: run_tgc(args, moe_exe, "moe", r),
         "tgc dense": lambda r: run_tgc(args, dense_exe, "dense", r),

@@ -1,7 +1,8 @@
 //===- Tiling.h - tile sizes of the neutral ops from budgets ----*- C++ -*-===//
 //
 // The arithmetic a target's tile-choosing pass shares with other targets:
-// how many attention positions or norm rows fit a budget of bytes. Which
+// how many attention positions or norm rows fit a budget of bytes, and the
+// chunks of an expert's rows. Which
 // budget, and whether to tile at all, is each target's own choice
 // (tgc-cpu-choose-tiles, tgc-gpu-choose-tiles); the result is a
 // `tg.tiling` attribute that convert-tg-to-linalg follows.
@@ -11,6 +12,7 @@
 #define TGC_TARGET_TILING_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 
 #include <cstdint>
 
@@ -50,6 +52,14 @@ int64_t taskTilePositions(const AttentionShape &shape, int64_t taskBytes);
 /// operand take at most `taskBytes` (at least one row); 0 when the norm
 /// has no rows to split (rank below 2, or empty).
 int64_t normRowsPerTask(mlir::Operation *norm, int64_t taskBytes);
+
+/// Sets `#tg.row_chunks<rows = chunkRows, tail_rows = tailRows>` on every
+/// tg.grouped_matmul and tg.grouped_weight_grad under `root`: an expert's
+/// rows in static chunks. Unless 1 <= tailRows <= chunkRows, sets nothing
+/// and reports an error on `root` naming `pass`.
+mlir::LogicalResult setExpertRowChunks(mlir::Operation *root,
+                                       llvm::StringRef pass, int64_t chunkRows,
+                                       int64_t tailRows);
 
 } // namespace tgc
 

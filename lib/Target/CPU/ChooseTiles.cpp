@@ -25,24 +25,15 @@ struct TGCCPUChooseTilesPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    int64_t chunkRows = expertChunkRows, tailRows = expertTailRows;
-    if (chunkRows < 1 || tailRows < 1 || tailRows > chunkRows) {
-      getOperation().emitError()
-          << "tgc-cpu-choose-tiles: expert chunks need 1 <= expert-tail-rows "
-             "<= expert-chunk-rows, got "
-          << tailRows << " and " << chunkRows;
+    if (failed(tgc::setExpertRowChunks(getOperation(), getArgument(),
+                                       expertChunkRows, expertTailRows)))
       return signalPassFailure();
-    }
     StringRef name = tg::TGDialect::kTilingAttrName;
     getOperation().walk([&](Operation *op) {
       if (isa<tg::AttentionOp, tg::AttentionGradOp>(op)) {
         if (Attribute tiling =
                 tgc::attentionTiling(op, scoreTileBytes, taskBytes))
           op->setAttr(name, tiling);
-        return;
-      }
-      if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op)) {
-        op->setAttr(name, tg::RowChunksAttr::get(ctx, chunkRows, tailRows));
         return;
       }
       if (isa<tg::RMSNormOp, tg::RMSNormGradOp, tg::LayerNormOp,

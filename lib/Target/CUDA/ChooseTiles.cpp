@@ -24,25 +24,14 @@ struct TGCGPUChooseTilesPass
   using Base::Base;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    int64_t chunkRows = expertChunkRows, tailRows = expertTailRows;
-    if (chunkRows < 1 || tailRows < 1 || tailRows > chunkRows) {
-      getOperation().emitError()
-          << "tgc-gpu-choose-tiles: expert chunks need 1 <= expert-tail-rows "
-             "<= expert-chunk-rows, got "
-          << tailRows << " and " << chunkRows;
+    if (failed(tgc::setExpertRowChunks(getOperation(), getArgument(),
+                                       expertChunkRows, expertTailRows)))
       return signalPassFailure();
-    }
-    StringRef name = tg::TGDialect::kTilingAttrName;
+    // No per-head tasks: they would be small kernels.
     getOperation().walk([&](Operation *op) {
-      if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op)) {
-        op->setAttr(name, tg::RowChunksAttr::get(ctx, chunkRows, tailRows));
-        return;
-      }
-      // No per-head tasks: they would be small kernels.
       if (Attribute tiling =
               tgc::attentionTiling(op, scoreTileBytes, /*taskBytes=*/0))
-        op->setAttr(name, tiling);
+        op->setAttr(tg::TGDialect::kTilingAttrName, tiling);
     });
   }
 };

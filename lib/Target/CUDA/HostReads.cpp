@@ -2,11 +2,10 @@
 
 #include "HostReads.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-
-#include "mlir/Analysis/SliceAnalysis.h"
 
 #include "llvm/ADT/MapVector.h"
 
@@ -39,7 +38,7 @@ static bool copyable(Value buffer, scf::ForOp loop, int64_t maxBytes) {
     return false;
   auto type = dyn_cast<MemRefType>(buffer.getType());
   if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
-      !type.getElementType().isIntOrIndexOrFloat() ||
+      !type.getElementType().isIntOrFloat() ||
       type.getNumElements() * type.getElementTypeBitWidth() > 8 * maxBytes)
     return false;
   // A view could alias a buffer the loop writes: only whole buffers.

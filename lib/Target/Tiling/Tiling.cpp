@@ -77,3 +77,18 @@ int64_t tgc::normRowsPerTask(Operation *norm, int64_t taskBytes) {
   int64_t rowBytes = type.getShape().back() * bytesPerElement(type);
   return std::max<int64_t>(taskBytes / std::max<int64_t>(rowBytes, 1), 1);
 }
+
+LogicalResult tgc::setExpertRowChunks(Operation *root, StringRef pass,
+                                      int64_t chunkRows, int64_t tailRows) {
+  if (chunkRows < 1 || tailRows < 1 || tailRows > chunkRows)
+    return root->emitError() << pass
+                             << ": expert chunks need 1 <= expert-tail-rows <= "
+                                "expert-chunk-rows, got "
+                             << tailRows << " and " << chunkRows;
+  auto chunks = tg::RowChunksAttr::get(root->getContext(), chunkRows, tailRows);
+  root->walk([&](Operation *op) {
+    if (isa<tg::GroupedMatmulOp, tg::GroupedWeightGradOp>(op))
+      op->setAttr(tg::TGDialect::kTilingAttrName, chunks);
+  });
+  return success();
+}

@@ -33,6 +33,8 @@ import sys
 import time
 
 LIMIT_S = 120
+# How long a rank may outlive the job that lost another rank.
+GONE_S = 10
 
 
 running = []  # the run, killed (with its process group) on a failure
@@ -145,13 +147,22 @@ def kill_rank(cmd, out, log, ckpt, err):
     if status == 0:
         fail("the job exited 0 after one of its ranks was killed")
     print("job stopped, exit status non-zero")
+    # mpirun may return while the surviving rank is still being torn down
+    # (on a loaded machine, for a moment): each rank must be gone, or a
+    # zombie, within GONE_S of the job's end.
     for pid in ranks:
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-            if stat[stat.rindex(")") + 2] != "Z":
-                fail(f"rank process {pid} still runs after the job ended")
-        except OSError:
-            pass
+        deadline = time.monotonic() + GONE_S
+        while True:
+            try:
+                stat = open(f"/proc/{pid}/stat").read()
+            except OSError:
+                break
+            if stat[stat.rindex(")") + 2] == "Z":
+                break
+            if time.monotonic() > deadline:
+                fail(f"rank process {pid} still runs {GONE_S} s after the "
+                     "job ended")
+            time.sleep(0.01)
     print("no rank left")
     rows = records(log)
     steps = [r["step"] for r in rows]

@@ -24,9 +24,43 @@ bool tgc::cuda::isHostCopyAccess(Operation *op) {
   return false;
 }
 
-static bool containsKernel(scf::ForOp loop) {
-  return loop->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
+bool tgc::cuda::containsParallelLoop(Operation *op) {
+  return op->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
+}
+
+/// The host copy that `op` fills from `buffer`, if it is such a copy.
+static Value hostCopyFilledFrom(Operation *op, Value buffer) {
+  if (auto memcpy = dyn_cast<gpu::MemcpyOp>(op))
+    if (memcpy.getSrc() == buffer && tgc::cuda::isHostCopy(memcpy.getDst()))
+      return memcpy.getDst();
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    if (copy.getSource() == buffer && tgc::cuda::isHostCopy(copy.getTarget()))
+      return copy.getTarget();
+  return {};
+}
+
+/// A host copy of `buffer` made earlier in `loop`'s block, with nothing
+/// between it and `loop` that could change `buffer`: every use of it there
+/// a load or another copy to the host. The layers' several grouped
+/// products read the same offsets.
+static Value earlierHostCopy(Value buffer, scf::ForOp loop) {
+  Block *block = loop->getBlock();
+  for (Operation *filler : buffer.getUsers()) {
+    Value copy = hostCopyFilledFrom(filler, buffer);
+    if (!copy || filler->getBlock() != block || !filler->isBeforeInBlock(loop))
+      continue;
+    bool unchanged = llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+      Operation *top = block->findAncestorOpInBlock(*user);
+      bool between =
+          top && filler->isBeforeInBlock(top) && top->isBeforeInBlock(loop);
+      return !between || isa<memref::LoadOp>(user) ||
+             hostCopyFilledFrom(user, buffer);
+    });
+    if (unchanged)
+      return copy;
+  }
+  return {};
 }
 
 /// Whether `buffer` can be copied to the host before `loop` for its
@@ -80,7 +114,7 @@ bool tgc::cuda::copyHostReads(scf::ForOp loop, bool deviceMemory,
   bool setsTripCounts = false;
   loop.getBody()->walk([&](scf::ForOp inner) {
     Operation *bound = inner.getUpperBound().getDefiningOp();
-    if (bound && derived.contains(bound) && containsKernel(inner))
+    if (bound && derived.contains(bound) && containsParallelLoop(inner))
       setsTripCounts = true;
   });
   if (!setsTripCounts)
@@ -90,15 +124,18 @@ bool tgc::cuda::copyHostReads(scf::ForOp loop, bool deviceMemory,
   OpBuilder before(loop);
   Location loc = loop.getLoc();
   for (auto &[buffer, loads] : reads) {
-    auto type = cast<MemRefType>(buffer.getType());
-    auto copy = memref::AllocaOp::create(entry, loc, type);
-    copy->setAttr(kHostCopyAttrName, entry.getUnitAttr());
-    Type noToken;
-    if (deviceMemory)
-      gpu::MemcpyOp::create(before, loc, noToken,
-                            /*asyncDependencies=*/ValueRange(), copy, buffer);
-    else
-      memref::CopyOp::create(before, loc, buffer, copy);
+    Value copy = earlierHostCopy(buffer, loop);
+    if (!copy) {
+      auto type = cast<MemRefType>(buffer.getType());
+      copy = memref::AllocaOp::create(entry, loc, type);
+      copy.getDefiningOp()->setAttr(kHostCopyAttrName, entry.getUnitAttr());
+      Type noToken;
+      if (deviceMemory)
+        gpu::MemcpyOp::create(before, loc, noToken,
+                              /*asyncDependencies=*/ValueRange(), copy, buffer);
+      else
+        memref::CopyOp::create(before, loc, buffer, copy);
+    }
     for (memref::LoadOp load : loads)
       load->setOperand(0, copy);
   }

@@ -17,6 +17,9 @@ namespace tgc::cuda {
 /// buffers.
 constexpr llvm::StringLiteral kHostCopyAttrName = "tgc.gpu.host_copy";
 
+/// Whether `op` holds a parallel loop (a kernel, before mapping).
+bool containsParallelLoop(mlir::Operation *op);
+
 /// Whether `memref` is a host copy: the host may read it.
 bool isHostCopy(mlir::Value memref);
 
@@ -26,12 +29,13 @@ bool isHostCopyAccess(mlir::Operation *op);
 
 /// Makes every load that `loop`'s host program (its body outside parallel
 /// loops) does read a host copy of its buffer, copied before the loop, and
-/// returns true; or changes nothing and returns false when the loads are
-/// not control values (none sets the trip count of a loop of kernels
-/// inside) or a buffer cannot be copied: defined in the loop, of dynamic
-/// shape or a non-identity layout, larger than `maxBytes`, or used in the
-/// loop other than by loads. The copy is a `gpu.memcpy` when buffers live in
-/// device memory, a `memref.copy` otherwise (--gpu-emulate).
+/// returns true (a copy made before an earlier loop serves again when
+/// nothing between could have changed the buffer); or changes nothing and
+/// returns false when the loads are not control values (none sets the trip
+/// count of a loop of kernels inside) or a buffer cannot be copied: defined in
+/// the loop, of dynamic shape or a non-identity layout, larger than `maxBytes`,
+/// or used in the loop other than by loads. The copy is a `gpu.memcpy` when
+/// buffers live in device memory, a `memref.copy` otherwise (--gpu-emulate).
 bool copyHostReads(mlir::scf::ForOp loop, bool deviceMemory, int64_t maxBytes);
 
 } // namespace tgc::cuda

@@ -27,10 +27,7 @@ using namespace mlir;
 
 namespace {
 
-bool containsParallelLoop(Operation *op) {
-  return op->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
-      .wasInterrupted();
-}
+using tgc::cuda::containsParallelLoop;
 
 /// A loop of the host program: it holds kernels, and its own body (outside
 /// them) reads no buffer contents but host copies. A loop whose views

@@ -369,3 +369,65 @@ func.func @one_block_in_loop(%out: memref<3x8xf32>) {
   }
   return
 }
+
+// -----
+
+// Two loops over experts reading the same offsets share one host copy;
+// after a kernel that writes the offsets, the next loop copies them again.
+// CHECK-LABEL: func.func @shared_offsets
+// CHECK: %[[SECOND:.+]] = memref.alloca() {tgc.gpu.host_copy} : memref<3xi32>
+// CHECK: %[[FIRST:.+]] = memref.alloca() {tgc.gpu.host_copy} : memref<3xi32>
+// CHECK-NOT: memref.alloca
+// CHECK: gpu.memcpy %[[FIRST]], %arg0
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[FIRST]]
+// CHECK-NOT: gpu.memcpy
+// CHECK: scf.for
+// CHECK: memref.load %[[FIRST]]
+// CHECK: memref.store
+// CHECK: gpu.memcpy %[[SECOND]], %arg0
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[SECOND]]
+func.func @shared_offsets(%offsets: memref<3xi32>, %x: memref<600x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1.0 : f32
+  scf.for %e = %c0 to %c2 step %c1 {
+    %n32 = memref.load %offsets[%e] : memref<3xi32>
+    %n = arith.index_cast %n32 : i32 to index
+    scf.for %r = %c0 to %n step %c1 {
+      scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+        memref.store %one, %x[%r, %j] : memref<600x4xf32>
+        scf.reduce
+      }
+    }
+  }
+  scf.for %e = %c0 to %c2 step %c1 {
+    %n32 = memref.load %offsets[%e] : memref<3xi32>
+    %n = arith.index_cast %n32 : i32 to index
+    scf.for %r = %c0 to %n step %c1 {
+      scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+        memref.store %one, %x[%r, %j] : memref<600x4xf32>
+        scf.reduce
+      }
+    }
+  }
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    memref.store %zero, %offsets[%i] : memref<3xi32>
+    scf.reduce
+  }
+  scf.for %e = %c0 to %c2 step %c1 {
+    %n32 = memref.load %offsets[%e] : memref<3xi32>
+    %n = arith.index_cast %n32 : i32 to index
+    scf.for %r = %c0 to %n step %c1 {
+      scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+        memref.store %one, %x[%r, %j] : memref<600x4xf32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}

@@ -169,9 +169,10 @@ def TGCGPUMapKernelsPass : Pass<"tgc-gpu-map-kernels", "::mlir::func::FuncOp"> {
     loaded values set the trip counts of loops of kernels inside it, read
     from small buffers it leaves unchanged (a mixture-of-experts loop over
     experts reads their row offsets, which count each expert's chunks of
-    rows), stays a host loop reading host copies of them, each copied
-    before it (`gpu.memcpy` from device memory; `memref.copy` with
-    `device-memory=false`). Any other such loop runs whole in one thread.
+    rows), stays a host loop reading host copies of them, copied before it
+    (`gpu.memcpy` from device memory; `memref.copy` with
+    `device-memory=false`) unless an earlier loop's copy still holds.
+    Any other such loop runs whole in one thread.
     A view at an offset loaded from a
     read-only argument outside any loop (a decode step's KV-cache row at
     its position), read only by kernels, is computed again inside each of

@@ -11,9 +11,11 @@ median ms/step, tokens/s, peak RSS (of the largest process), the ratio,
 and, for two processes, the collectives' time in flight and the part of it
 hidden behind the backward pass (1 - time waited / time in flight), medians
 per step; then the planned optimizer state and peak per process
-(`tgc stats`).
+(`tgc stats`). With --prefetch-depths 0,1,2 it also runs ZeRO-3 with each
+fixed `--gather-prefetch` beside the planned one (the default).
 
   /usr/bin/python3 bench/data_parallel.py [--model M] [--batch G] [--seq S]
+      [--prefetch-depths D,...] [--compute-rate GFLOPS]
 
 Quote `lscpu`'s model name with the figures; not a test (times vary).
 """
@@ -47,7 +49,13 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--prefetch-depths", default="",
+                    help="fixed --gather-prefetch depths to run beside the planned ZeRO-3")
+    ap.add_argument("--compute-rate", type=float, default=0,
+                    help="ZeRO-3's --compute-rate (GFLOP/s a process; 0: the target's)")
     args = ap.parse_args()
+    depths = [int(d) for d in args.prefetch_depths.split(",") if d]
+    rate = [f"--compute-rate={args.compute_rate}"] if args.compute_rate else []
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     name = next((l.split(":", 1)[1].strip() for l in cpu.splitlines()
                  if l.startswith("Model name")), "?")
@@ -63,8 +71,14 @@ def main():
         subprocess.run([args.tgc] + half + ["--data-parallel", "-o", two], check=True)
         subprocess.run([args.tgc] + half + ["--zero=1", "--processes=2", "-o", zero],
                        check=True)
-        subprocess.run([args.tgc] + half + ["--zero=3", "--processes=2", "-o", zero3],
-                       check=True)
+        subprocess.run([args.tgc] + half + ["--zero=3", "--processes=2", "-o", zero3]
+                       + rate, check=True)
+        fixed = {}
+        for depth in depths:
+            fixed[depth] = os.path.join(tmp, f"zero3-{depth}")
+            subprocess.run([args.tgc] + half + ["--zero=3", "--processes=2",
+                                                f"--gather-prefetch={depth}",
+                                                "-o", fixed[depth]], check=True)
         env = dict(os.environ)
         steps = ["--steps", str(args.steps)]
         mpirun = ["mpirun", "--allow-run-as-root", "-np", "2", "--bind-to", "core",
@@ -75,6 +89,9 @@ def main():
             "2 x 1, ZeRO-1": mpirun + [zero] + steps + ["--threads", "1"],
             "2 x 1, ZeRO-3": mpirun + [zero3] + steps + ["--threads", "1"],
         }
+        for depth, exe in fixed.items():
+            configs[f"2 x 1, ZeRO-3 prefetch {depth}"] = (
+                mpirun + [exe] + steps + ["--threads", "1"])
         samples = {label: {"ms": [], "tok": [], "flight": [], "waited": [], "peak": []}
                    for label in configs}
         for _ in range(args.runs):  # interleaved: each run of every config in turn
@@ -101,20 +118,29 @@ def main():
                 line += (f"   collectives {f:.2f} ms/step in flight, {w:.2f} waited"
                          f" ({100 * (1 - w / f) if f else 0:.0f}% hidden)")
             print(line)
-        a, b, z, z3 = results.values()
+        a, b, z, z3 = list(results.values())[:4]
         print(f"ratio (2 processes / 1 process, ms/step): {b / a:.2f}; "
               f"ZeRO-1 / plain 2 processes: {z / b:.2f}; ZeRO-3 / ZeRO-1: {z3 / z:.2f}")
         for label, flags in [("plain", ["--data-parallel"]),
                              ("ZeRO-1", ["--zero=1", "--processes=2"]),
-                             ("ZeRO-3", ["--zero=3", "--processes=2"])]:
+                             ("ZeRO-3", ["--zero=3", "--processes=2"] + rate)] + [
+                                 (f"ZeRO-3 prefetch {d}",
+                                  ["--zero=3", "--processes=2", f"--gather-prefetch={d}"]
+                                  + rate) for d in depths]:
             out = subprocess.run([args.tgc, "stats", "--json"] + half + flags,
                                  capture_output=True, text=True, check=True).stdout
-            memory = json.loads(out)["memory"]
-            print(f"planned per process ({label}): parameters held "
-                  f"{memory['parameters_held'] / 2**20:.2f} MiB, optimizer state "
-                  f"{memory['optimizer_state'] / 2**20:.2f} MiB, peak of intermediates "
-                  f"{memory['peak'] / 2**20:.2f} MiB, total "
-                  f"{memory['total'] / 2**20:.2f} MiB")
+            report = json.loads(out)
+            memory, comm = report["memory"], report["communication"]
+            line = (f"planned per process ({label}): parameters held "
+                    f"{memory['parameters_held'] / 2**20:.2f} MiB, optimizer state "
+                    f"{memory['optimizer_state'] / 2**20:.2f} MiB, peak of intermediates "
+                    f"{memory['peak'] / 2**20:.2f} MiB, total "
+                    f"{memory['total'] / 2**20:.2f} MiB")
+            if comm.get("prefetch_planned") is not None and label.startswith("ZeRO-3"):
+                line += (f"; prefetch depth {comm['prefetch_depth']}, model: "
+                         f"{1e3 * comm['gather_exposed_seconds']:.1f} of "
+                         f"{1e3 * comm['gather_transfer_seconds']:.1f} ms exposed")
+            print(line)
 
 
 if __name__ == "__main__":

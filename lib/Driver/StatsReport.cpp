@@ -167,6 +167,14 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
                         "computes)\n",
                         "gathered parameters", formatBytes(s.gatheredPeakBytes),
                         s.parameterGathers, s.gathersInFlight);
+  if (s.shardedParameters && s.computeRate > 0)
+    os << llvm::formatv(
+        "  {0,-28}{1,16}   ({2} at {3:F1} GB/s and {4:F1} GFLOP/s a process: "
+        "{5:F1} of {6:F1} ms of transfer not hidden)\n",
+        "gather prefetch", s.prefetchDepth,
+        s.prefetchPlanned ? "planned" : "--gather-prefetch", s.gatherBandwidth,
+        s.computeRate, 1e3 * s.gatherExposedSeconds,
+        1e3 * s.gatherTransferSeconds);
   os << llvm::formatv("  {0,-28}{1,16}{2}\n", "optimizer state",
                       formatBytes(s.optimizerStateBytes),
                       s.processes ? "   (this process's shards)" : "");
@@ -221,20 +229,19 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                                    {"optimizer", s.optimizer.flops},
                                    {"recompute", s.recompute.flops}}},
       {"memory",
-       llvm::json::Object{{"parameters", s.parameterBytes},
-                          {"frozen_parameters", s.frozenParameterBytes},
-                          {"gradients", s.gradientBytes()},
-                          {"gradients_alive_at_once", s.gradientPeakBytes},
-                          {"optimizer_state", s.optimizerStateBytes},
-                          {"saved_activations", s.savedActivationBytes},
-                          {"peak", s.plannedPeakBytes},
-                          {"max_live", s.maxLiveBytes},
-                          {"parameters_held", s.heldParameterBytes},
-                          {"gathered_parameters_alive_at_once",
-                           s.gatheredPeakBytes},
-                          {"total", s.heldParameterBytes +
-                                        s.optimizerStateBytes +
-                                        s.plannedPeakBytes}}},
+       llvm::json::Object{
+           {"parameters", s.parameterBytes},
+           {"frozen_parameters", s.frozenParameterBytes},
+           {"gradients", s.gradientBytes()},
+           {"gradients_alive_at_once", s.gradientPeakBytes},
+           {"optimizer_state", s.optimizerStateBytes},
+           {"saved_activations", s.savedActivationBytes},
+           {"peak", s.plannedPeakBytes},
+           {"max_live", s.maxLiveBytes},
+           {"parameters_held", s.heldParameterBytes},
+           {"gathered_parameters_alive_at_once", s.gatheredPeakBytes},
+           {"total", s.heldParameterBytes + s.optimizerStateBytes +
+                         s.plannedPeakBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
       {"communication",
        llvm::json::Object{{"collectives", s.collectives},
@@ -242,6 +249,12 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                           {"all_gathers", s.allGathers},
                           {"parameter_gathers", s.parameterGathers},
                           {"gathers_in_flight", s.gathersInFlight},
+                          {"prefetch_depth", s.prefetchDepth},
+                          {"prefetch_planned", s.prefetchPlanned},
+                          {"gather_bandwidth_gbps", s.gatherBandwidth},
+                          {"compute_rate_gflops", s.computeRate},
+                          {"gather_transfer_seconds", s.gatherTransferSeconds},
+                          {"gather_exposed_seconds", s.gatherExposedSeconds},
                           {"processes", s.processes},
                           {"bytes", s.collectiveBytes}}},
       {"remat", c.remat},

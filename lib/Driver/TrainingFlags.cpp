@@ -143,10 +143,21 @@ cl::opt<bool> dataParallel(
     cl::cat(trainingCategory), cl::sub(cl::SubCommand::getAll()));
 Flag<int64_t> gatherPrefetch(
     "gather-prefetch",
-    "With --zero=3: how many layers ahead each gather of parameters starts "
-    "(default 1: the next layer's weights arrive while this layer computes; "
-    "each more keeps one more layer's weights in memory)",
+    "With --zero=3: how many layers ahead every gather of parameters starts "
+    "(each more keeps one more layer's weights in memory; default: planned, "
+    "1 or 2 per gather, from --gather-bandwidth and --compute-rate)",
     "n");
+Flag<double> gatherBandwidth(
+    "gather-bandwidth",
+    "With --zero=3: GB/s a process receives parameter gathers at, for the "
+    "prefetch plan and its estimate in tgc stats (default 10)",
+    "x");
+Flag<double> computeRate(
+    "compute-rate",
+    "With --zero=3: GFLOP/s a process computes the step at, for the "
+    "prefetch plan and its estimate in tgc stats (default: the target's "
+    "estimate)",
+    "x");
 Flag<int64_t> zeroStage(
     "zero",
     "ZeRO stage: 1 shards the optimizer state over the processes of a "
@@ -316,6 +327,10 @@ llvm::Error tgc::applyTrainingFlags(TrainingConfig &t) {
     t.processes = processes;
   if (gatherPrefetch.given())
     t.gatherPrefetch = gatherPrefetch;
+  if (gatherBandwidth.given())
+    t.gatherBandwidth = gatherBandwidth;
+  if (computeRate.given())
+    t.computeRate = computeRate;
   if (lossScale.given()) {
     t.lossScale = mlir::tg::parseLossScaleSetting(lossScale);
     if (!t.lossScale)
@@ -381,6 +396,19 @@ llvm::Error tgc::applyTrainingFlags(ModelConfig &config) {
                   std::to_string(int64_t(gatherPrefetch))
             : std::string("--gather-prefetch is the prefetch depth of "
                           "--zero=3's parameter gathers"));
+  for (Flag<double> *flag : {&gatherBandwidth, &computeRate}) {
+    if (!flag->given())
+      continue;
+    std::string name = "--" + flag->ArgStr.str();
+    double value = flag->getValue();
+    if (!(value > 0) || !std::isfinite(value))
+      return llvm::createStringError(name + " must be a positive number, got " +
+                                     llvm::formatv("{0}", value).str());
+    if (zeroStage != 3)
+      return llvm::createStringError(
+          name + " informs the prefetch plan of --zero=3's parameter "
+                 "gathers");
+  }
   if (processes.given() && processes < 1)
     return llvm::createStringError("--processes must be positive, got " +
                                    std::to_string(int64_t(processes)));
@@ -462,6 +490,9 @@ void tgc::setTrainingGraphOptions(TrainingGraphOptions &options,
   options.zeroProcesses = t.zeroStage > 0 ? t.processes : 0;
   options.shardParameters = t.zeroStage == 3;
   options.gatherPrefetch = t.gatherPrefetch;
+  options.gatherBandwidth = t.gatherBandwidth;
+  if (t.computeRate > 0)
+    options.computeRate = t.computeRate;
   options.lossScaling = t.lossScaling();
   options.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
   options.guardUpdates = t.guardsUpdates();

@@ -136,6 +136,8 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     }
     mlir::tg::TGShardParametersPassOptions zero3;
     zero3.prefetch = options.gatherPrefetch;
+    zero3.gatherBandwidth = options.gatherBandwidth;
+    zero3.computeRate = options.computeRate;
     pm.addPass(mlir::tg::createTGShardParametersPass(zero3));
   }
 }

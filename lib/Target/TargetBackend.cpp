@@ -17,6 +17,8 @@ void TargetBackend::countKernels(mlir::ModuleOp module,
   tgc::countKernels(module, fusion, KernelCountModel(), counts);
 }
 
+double TargetBackend::estimatedComputeRate() const { return 0; }
+
 void TargetBackend::buildTilingPipeline(mlir::OpPassManager &,
                                         mlir::tg::FusionMode) const {}
 

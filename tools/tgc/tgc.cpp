@@ -337,6 +337,10 @@ int main(int argc, char **argv) {
       loadInput(context, training, model, statsContext, error);
   if (!module)
     return reportError(error);
+  // ZeRO-3's prefetch planner times the step at the target's rate unless
+  // --compute-rate says otherwise.
+  if (training.zeroStage == 3 && training.computeRate <= 0)
+    training.computeRate = (*backend)->estimatedComputeRate();
   // A freeze pattern that selects no parameter or all of them, reported
   // with its flag before the step is built (tg-freeze then marks the same
   // parameters again).

@@ -94,8 +94,12 @@ struct TrainingConfig {
   /// `processes` processes, a number fixed at compile time).
   int64_t zeroStage = 0;
   int64_t processes = 0;
-  /// --zero=3: runs of parameter readers each gather starts ahead.
-  int64_t gatherPrefetch = 1;
+  /// --zero=3: runs of parameter readers each gather starts ahead; -1:
+  /// planned from the gather bandwidth (GB/s) and the compute rate
+  /// (GFLOP/s a process; 0: the target's estimate).
+  int64_t gatherPrefetch = -1;
+  double gatherBandwidth = 10.0;
+  double computeRate = 0.0;
   /// tg-accumulate-gradients: micro-batches of batchSize rows per step.
   int64_t gradAccum = 1;
   /// tg-freeze: parameters whose whole Hugging Face name matches this

@@ -147,8 +147,19 @@ struct TrainingGraphOptions
       llvm::cl::init(false)};
   Option<int64_t> gatherPrefetch{
       *this, "gather-prefetch",
-      llvm::cl::desc("ZeRO-3: parameter gathers started this many runs ahead"),
-      llvm::cl::init(1)};
+      llvm::cl::desc("ZeRO-3: parameter gathers started this many runs "
+                     "ahead; -1: planned (tg-shard-parameters)"),
+      llvm::cl::init(-1)};
+  Option<double> gatherBandwidth{
+      *this, "gather-bandwidth",
+      llvm::cl::desc("ZeRO-3's planned prefetch: GB/s a process receives "
+                     "gathers at"),
+      llvm::cl::init(10.0)};
+  Option<double> computeRate{
+      *this, "compute-rate",
+      llvm::cl::desc("ZeRO-3's planned prefetch: GFLOP/s a process "
+                     "computes the step at"),
+      llvm::cl::init(50.0)};
   Option<mlir::tg::LossScaling> lossScaling{
       *this, "loss-scaling",
       llvm::cl::desc("none, static or dynamic loss scaling (tg-autodiff's "

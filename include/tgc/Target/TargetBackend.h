@@ -80,6 +80,11 @@ public:
   virtual void countKernels(mlir::ModuleOp module, mlir::tg::FusionMode fusion,
                             KernelCounts &counts) const;
 
+  /// GFLOP/s one process of this target sustains on a training step: the
+  /// time model of planners such as ZeRO-3's prefetch
+  /// (tgc/Dialect/TG/Analysis/GatherPrefetch.h). 0: no estimate.
+  virtual double estimatedComputeRate() const;
+
   /// On tg, right before convert-tg-to-linalg: the target's tiles of the
   /// neutral ops (attention, norms, expert products), as `tg.tiling`
   /// attributes (TGAttrs.td). `fusion` none: attention and the norms

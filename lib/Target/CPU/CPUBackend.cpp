@@ -188,6 +188,10 @@ public:
     tgc::countKernels(*copy, fusion, model, counts);
   }
 
+  double estimatedComputeRate() const override {
+    return cpu::estimateStepGflops(cpu);
+  }
+
   void buildTilingPipeline(OpPassManager &pm,
                            tg::FusionMode fusion) const override {
     buildCPUTilingPipeline(pm, fusion);

@@ -78,3 +78,9 @@ std::optional<CPUDescription> tgc::cpu::describeCPU(const std::string &cpu,
   }
   return d;
 }
+
+double tgc::cpu::estimateStepGflops(const CPUDescription &cpu) {
+  double lanes = cpu.vectorBits / 32.0;
+  double perCore = lanes * 2 /*pipes*/ * 2 /*flops an FMA*/ * 3.0 * 0.4;
+  return perCore * static_cast<double>(std::max<int64_t>(cpu.threads, 1));
+}

@@ -50,6 +50,11 @@ constexpr int64_t kTaskCacheBytes = 256 << 10;
 constexpr int64_t kExpertChunkRows = 256;
 constexpr int64_t kExpertTailRows = 32;
 
+/// GFLOP/s a training step sustains on `cpu`'s threads (one if unknown):
+/// two f32 FMA pipes of its vector width at 3 GHz, of which a step keeps
+/// about 40% busy (docs/distributed.md).
+double estimateStepGflops(const CPUDescription &cpu);
+
 /// Describes `cpu`: "native" reads this machine's features (cpuid) and
 /// cache sizes (sysfs); an LLVM CPU name reads its features from LLVM's
 /// description of that CPU, with typical cache sizes. Unknown names are an

@@ -307,5 +307,24 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a positive integer, got " << value;
     return success();
   }
+  if (name == kGatherPrefetchAttrName) {
+    // tg-shard-parameters' record: {planned, depth, transfer_seconds,
+    // exposed_seconds[, gather_bandwidth, compute_rate]}.
+    auto record = llvm::dyn_cast<DictionaryAttr>(value);
+    bool valid = record &&
+                 llvm::isa_and_nonnull<BoolAttr>(record.get("planned")) &&
+                 llvm::isa_and_nonnull<IntegerAttr>(record.get("depth"));
+    for (StringRef key : {"transfer_seconds", "exposed_seconds",
+                          "gather_bandwidth", "compute_rate"})
+      if (valid && record.get(key))
+        valid = llvm::isa<FloatAttr>(record.get(key));
+    if (!valid)
+      return op->emitError()
+             << "'" << name
+             << "' must be a dictionary with a bool 'planned', an integer "
+                "'depth' and float seconds and rates, got "
+             << value;
+    return success();
+  }
   return op->emitError() << "unknown tg op attribute '" << name << "'";
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Dialect/TG/Analysis/GatherPrefetch.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
@@ -14,6 +15,8 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGSHARDPARAMETERSPASS
@@ -69,10 +72,23 @@ struct TGShardParametersPass
                      "state is sharded (tg-shard-optimizer before it)");
       return signalPassFailure();
     }
-    if (prefetch < 0) {
-      step.emitError("tg-shard-parameters: prefetch must be non-negative, "
-                     "got ")
+    if (prefetch < -1) {
+      step.emitError("tg-shard-parameters: prefetch must be -1 (planned) or "
+                     "non-negative, got ")
           << static_cast<int64_t>(prefetch);
+      return signalPassFailure();
+    }
+    if (prefetch == -1 && maxPrefetch < 1) {
+      step.emitError("tg-shard-parameters: max-prefetch must be positive, "
+                     "got ")
+          << static_cast<int64_t>(maxPrefetch);
+      return signalPassFailure();
+    }
+    if (!(gatherBandwidth > 0) || !(computeRate > 0) ||
+        !std::isfinite(gatherBandwidth) || !std::isfinite(computeRate)) {
+      step.emitError("tg-shard-parameters: gather-bandwidth and "
+                     "compute-rate must be positive, got ")
+          << gatherBandwidth << " and " << computeRate;
       return signalPassFailure();
     }
     wholeOf.clear();
@@ -160,6 +176,17 @@ struct TGShardParametersPass
       runs.back().reads[read.param].push_back(read.operand);
     }
 
+    // Each run's gathers, one per element type, and how far ahead each
+    // starts (timed on the whole parameters' costs: before they change
+    // type).
+    SmallVector<llvm::MapVector<Type, SmallVector<BlockArgument>>> byTypes;
+    for (Run &run : runs) {
+      auto &byType = byTypes.emplace_back();
+      for (auto &[param, operands] : run.reads)
+        byType[gatheredElementType(operands)].push_back(param);
+    }
+    GatherPrefetchPlan plan = planLeads(body, runs, byTypes, processes);
+
     // Shards: the arguments change type; tg.shard of them is them.
     for (BlockArgument arg : params) {
       auto whole = llvm::cast<RankedTensorType>(arg.getType());
@@ -176,25 +203,29 @@ struct TGShardParametersPass
     }
 
     // One gather per run and element type, waited for right before the
-    // run, started `prefetch` runs ahead. A parameter the run reads only
+    // run, started `leads[k]` runs ahead. A parameter the run reads only
     // through casts to one 16-bit type (mixed precision) is gathered in it:
     // its shard is cast, and the casts read the gathered tensor instead.
     IntegerAttr over = b.getI64IntegerAttr(processes);
     SmallVector<Operation *> runWaits; // each run's first wait
-    Operation *lastEarlyStart = nullptr; // the first runs' starts, in order
+    // The last start placed after each wait (null: the step's start), so
+    // that starts sharing a place keep the runs' order.
+    llvm::DenseMap<Operation *, Operation *> lastStartAfter;
     for (auto [k, run] : llvm::enumerate(runs)) {
-      llvm::MapVector<Type, SmallVector<BlockArgument>> byType;
-      for (auto &[param, operands] : run.reads)
-        byType[gatheredElementType(operands)].push_back(param);
+      auto &byType = byTypes[k];
+      int64_t lead = plan.leads[k];
+      Operation *anchor = lead > 0 && static_cast<int64_t>(k) >= lead
+                              ? runWaits[k - lead]
+                              : nullptr;
       Operation *firstWait = nullptr;
       SmallVector<std::pair<CastOp, Value>> castsRead;
       for (auto &[element, group] : byType) {
-        if (prefetch == 0)
+        if (lead == 0)
           b.setInsertionPoint(run.first);
-        else if (k >= static_cast<size_t>(prefetch))
-          b.setInsertionPointAfter(runWaits[k - prefetch]);
-        else if (lastEarlyStart)
-          b.setInsertionPointAfter(lastEarlyStart);
+        else if (Operation *last = lastStartAfter.lookup(anchor))
+          b.setInsertionPointAfter(last);
+        else if (anchor)
+          b.setInsertionPointAfter(anchor);
         else
           b.setInsertionPointToStart(&body);
         SmallVector<Value> shards;
@@ -210,8 +241,8 @@ struct TGShardParametersPass
         }
         auto start = ParameterGatherStartOp::create(
             b, run.first->getLoc(), shards, b.getArrayAttr(wholeTypes), over);
-        if (prefetch > 0 && k < static_cast<size_t>(prefetch))
-          lastEarlyStart = start;
+        if (lead > 0)
+          lastStartAfter[anchor] = start;
         b.setInsertionPoint(run.first);
         auto wait = CollectiveWaitOp::create(b, run.first->getLoc(),
                                              start.getRequest(),
@@ -282,7 +313,56 @@ struct TGShardParametersPass
     }
     step.setFunctionType(FunctionType::get(
         step.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
+    SmallVector<NamedAttribute> record{
+        b.getNamedAttr("planned", b.getBoolAttr(prefetch == -1)),
+        b.getNamedAttr("depth", b.getI64IntegerAttr(plan.depth())),
+        b.getNamedAttr("exposed_seconds",
+                       b.getF64FloatAttr(plan.exposedSeconds)),
+        b.getNamedAttr("transfer_seconds",
+                       b.getF64FloatAttr(plan.transferSeconds))};
+    record.push_back(
+        b.getNamedAttr("gather_bandwidth", b.getF64FloatAttr(gatherBandwidth)));
+    record.push_back(
+        b.getNamedAttr("compute_rate", b.getF64FloatAttr(computeRate)));
+    step->setAttr(TGDialect::kGatherPrefetchAttrName,
+                  b.getDictionaryAttr(record));
     return success();
+  }
+
+  /// Each run's lead: `prefetch` for all, or planned on the time model
+  /// (each op's FLOPs at compute-rate; the bytes a process receives of a
+  /// gather at gather-bandwidth). Reads the parameters' whole types.
+  GatherPrefetchPlan
+  planLeads(Block &body, ArrayRef<Run> runs,
+            ArrayRef<llvm::MapVector<Type, SmallVector<BlockArgument>>> byTypes,
+            int64_t processes) {
+    double flopsPerSecond = computeRate * 1e9;
+    double bytesPerSecond = gatherBandwidth * 1e9;
+    double computeBefore = 0;
+    SmallVector<GatherRun> timed(runs.size());
+    size_t next = 0; // the first run not yet reached
+    for (Operation &op : body.without_terminator()) {
+      while (next < runs.size() && runs[next].first == &op)
+        ++next;
+      double seconds = 0;
+      op.walk([&](CostOpInterface costed) {
+        seconds += static_cast<double>(costed.getCost().flops) / flopsPerSecond;
+      });
+      (next == 0 ? computeBefore : timed[next - 1].computeSeconds) += seconds;
+    }
+    for (auto [run, byType] : llvm::zip(timed, byTypes))
+      for (auto &[element, group] : byType)
+        for (BlockArgument param : group) {
+          auto whole = llvm::cast<RankedTensorType>(param.getType());
+          double bytes = static_cast<double>(whole.getNumElements()) *
+                         element.getIntOrFloatBitWidth() / 8;
+          run.transferSeconds += bytes * static_cast<double>(processes - 1) /
+                                 processes / bytesPerSecond;
+        }
+    if (prefetch == -1)
+      return planGatherPrefetch(computeBefore, timed, maxPrefetch);
+    SmallVector<int64_t> fixed(runs.size(), prefetch);
+    return simulateGatherPrefetch(computeBefore, timed, fixed);
   }
 
   /// The element type a run's readers of one parameter (`operands`) take it

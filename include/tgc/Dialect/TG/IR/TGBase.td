@@ -72,6 +72,10 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardedAttrName = "tg.sharded";
     /// Attribute of a ZeRO-1 @train_step: the processes it runs as.
     static constexpr ::llvm::StringLiteral kProcessesAttrName = "tg.processes";
+    /// Attribute of a ZeRO-3 @train_step (tg-shard-parameters): how far
+    /// ahead its gathers start, and the time model's estimate for it.
+    static constexpr ::llvm::StringLiteral kGatherPrefetchAttrName =
+        "tg.gather_prefetch";
     /// Op attribute set by users: "save" or "recompute"; wins over every
     /// rematerialisation policy.
     static constexpr ::llvm::StringLiteral kRematAttrName = "tg.remat";

@@ -457,17 +457,35 @@ def TGShardParametersPass : Pass<"tg-shard-parameters", "::mlir::ModuleOp"> {
     in program order, gathers that unit's parameters it reads once (one
     bucket): the forward pass of a layer, its backward pass (with the ops
     remat recomputes there), each micro-batch's. The wait comes right
-    before the run; the start `prefetch` runs earlier (right after the wait
-    of the run `prefetch` before it), so the next layers' gathers overlap
-    the current layer's compute. The gathered tensors are intermediates of
-    the arena: at most `prefetch + 1` runs' whole weights are alive.
+    before the run; the start comes `prefetch` runs earlier (right after
+    the wait of the run `prefetch` before it), so the next layers' gathers
+    overlap the current layer's compute. The gathered tensors are
+    intermediates of the arena: each run ahead keeps one more run's whole
+    weights alive.
+
+    With `prefetch=-1` (the default) a planner chooses each run's lead, 1
+    to `max-prefetch` (tgc/Dialect/TG/Analysis/GatherPrefetch.h). It
+    replays the step on a time model: each op's FLOPs (CostOpInterface) at
+    `compute-rate`, and a gather's bytes received, `(N-1)/N` of the whole,
+    at `gather-bandwidth` on one link that carries the gathers in order.
+    A gather starts further ahead only where that hides more of its
+    transfer, e.g. the vocabulary projection's behind the layer before the
+    final norm. The choice and the estimate go on the step as
+    `tg.gather_prefetch` (read by `tgc stats`).
 
     An update is moved past the last gather that reads its shard (the
     readers of a parameter run before its in-place update).
   }];
   let options = [
-    Option<"prefetch", "prefetch", "int64_t", "1",
-           "Gathers started ahead of the run that reads them (>= 0)">,
+    Option<"prefetch", "prefetch", "int64_t", "-1",
+           "Runs ahead of its readers each gather starts (>= 0); -1: "
+           "planned">,
+    Option<"maxPrefetch", "max-prefetch", "int64_t", "2",
+           "With prefetch=-1: the most runs ahead a gather starts (>= 1)">,
+    Option<"gatherBandwidth", "gather-bandwidth", "double", "10.0",
+           "With prefetch=-1: GB/s a process receives gathers at">,
+    Option<"computeRate", "compute-rate", "double", "50.0",
+           "With prefetch=-1: GFLOP/s a process computes the step at">,
     Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
            "Name of the function to rewrite">,
   ];

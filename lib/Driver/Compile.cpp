@@ -30,23 +30,17 @@ namespace {
 
 constexpr llvm::StringLiteral kStepName = "train_step";
 
-/// Counts the kernels and bytes of the bufferized step as the target will
-/// schedule it (TargetBackend::countKernels).
+/// Counts the kernels and bytes of the step the target's schedule made
+/// (tgc/Target/KernelCount.h).
 struct CountKernelsPass
     : public PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
-  CountKernelsPass(KernelCounts *counts, const TargetBackend &target,
-                   tg::FusionMode fusion)
-      : counts(counts), target(target), fusion(fusion) {}
+  explicit CountKernelsPass(KernelCounts *counts) : counts(counts) {}
   StringRef getArgument() const final { return "tgc-count-kernels"; }
 
-  void runOnOperation() override {
-    target.countKernels(getOperation(), fusion, *counts);
-  }
+  void runOnOperation() override { countKernels(getOperation(), *counts); }
 
   KernelCounts *counts;
-  const TargetBackend &target;
-  tg::FusionMode fusion;
 };
 
 } // namespace
@@ -112,10 +106,9 @@ FailureOr<int64_t> tgc::planTrainStep(ModuleOp module,
   }
   if (failed(runPassPipeline(module, [&](OpPassManager &pm) {
         buildBufferizePipeline(pm, [&](OpPassManager &nested) {
-          if (counts)
-            nested.addPass(
-                std::make_unique<CountKernelsPass>(counts, target, fusion));
           target.buildSchedulePipeline(nested, fusion);
+          if (counts)
+            nested.addPass(std::make_unique<CountKernelsPass>(counts));
         });
       })))
     return failure();

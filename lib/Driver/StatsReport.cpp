@@ -69,8 +69,9 @@ void printMemoryTable(llvm::raw_ostream &os, const StatsReport &r) {
         formatBytes(*r.compiledArenaBytes));
   if (r.kernels && r.bytesMoved)
     os << llvm::formatv(
-        "  kernels {0}, bytes moved {1} (every loop nest of the "
-        "bufferized step and the buffers it reads and writes)\n",
+        "  kernels {0}, bytes moved {1} (the loop nests the target's "
+        "schedule made of the step, and the buffers each reads and "
+        "writes)\n",
         withCommas(*r.kernels), formatBytes(*r.bytesMoved));
   if (!r.kernelSources.empty()) {
     constexpr size_t kShown = 12;

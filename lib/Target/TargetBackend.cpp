@@ -11,12 +11,6 @@ using namespace tgc;
 
 TargetBackend::~TargetBackend() = default;
 
-void TargetBackend::countKernels(mlir::ModuleOp module,
-                                 mlir::tg::FusionMode fusion,
-                                 KernelCounts &counts) const {
-  tgc::countKernels(module, fusion, KernelCountModel(), counts);
-}
-
 double TargetBackend::estimatedComputeRate() const { return 0; }
 
 void TargetBackend::buildTilingPipeline(mlir::OpPassManager &,

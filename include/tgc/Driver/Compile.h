@@ -10,6 +10,7 @@
 #define TGC_DRIVER_COMPILE_H
 
 #include "tgc/Frontend/ModelConfig.h"
+#include "tgc/Target/KernelCount.h"
 #include "tgc/Target/TargetBackend.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -48,7 +49,7 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
 /// Lowers tg @train_step to a bufferized step whose intermediates are planned
 /// into one arena (the module attribute tgc.arena_bytes), running the
 /// target's schedule before the planner. Returns the arena's size; fills
-/// `counts` if given (the target's count, TargetBackend::countKernels).
+/// `counts` if given (read off the scheduled step, tgc/Target/KernelCount.h).
 mlir::FailureOr<int64_t> planTrainStep(mlir::ModuleOp module,
                                        const TargetBackend &target,
                                        mlir::tg::FusionMode fusion,

@@ -12,7 +12,6 @@
 #define TGC_TARGET_TARGETBACKEND_H
 
 #include "tgc/Dialect/TG/Transforms/TrainingOptions.h"
-#include "tgc/Target/KernelCount.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -72,13 +71,6 @@ public:
   /// schedule either (e.g. of a product's output zeroing into its tiles).
   virtual void buildSchedulePipeline(mlir::OpPassManager &pm,
                                      mlir::tg::FusionMode fusion) const = 0;
-
-  /// `tgc stats --memory`: the kernels and bytes moved of the bufferized
-  /// step `module` (before the schedule, left unchanged) as this target's
-  /// schedule runs it (tgc/Target/KernelCount.h). By default every linalg
-  /// op and copy is a kernel over all its buffers.
-  virtual void countKernels(mlir::ModuleOp module, mlir::tg::FusionMode fusion,
-                            KernelCounts &counts) const;
 
   /// GFLOP/s one process of this target sustains on a training step: the
   /// time model of planners such as ZeRO-3's prefetch

@@ -642,15 +642,6 @@ bool tgc::cpu::isEmittedProduct(Operation *op, bool amx, bool bf16Dot) {
   return amx ? isAMXProduct(op) : bf16Dot && isDotBF16Product(op);
 }
 
-Operation *tgc::cpu::roundingPackedBy(Operation *op, bool amx, bool bf16Dot) {
-  if (!isEmittedProduct(op, amx, bf16Dot))
-    return nullptr;
-  auto product = llvm::cast<linalg::MatmulOp>(op);
-  std::optional<RoundedOperand> rounded =
-      roundedOnlyFor(product, product.getDpsInputs()[1]);
-  return rounded ? rounded->loop.getOperation() : nullptr;
-}
-
 void tgc::cpu::emitAMXProducts(ModuleOp module) {
   SmallVector<std::pair<linalg::MatmulOp, Layout>> products;
   module.walk([&](linalg::MatmulOp op) {

@@ -22,10 +22,6 @@ bool isDotBF16Product(mlir::Operation *op);
 /// with `bf16Dot` (emitDotBF16Products); such products read their bf16
 /// operands as they are.
 bool isEmittedProduct(mlir::Operation *op, bool amx, bool bf16Dot);
-/// For a product that the emitter replaces (isEmittedProduct): the loop
-/// rounding f32 values into its B that only it reads, which its packing
-/// replaces (it packs from the f32 values); null if there is none.
-mlir::Operation *roundingPackedBy(mlir::Operation *op, bool amx, bool bf16Dot);
 
 /// The index (an i64 attribute) of a product's epilogue among those
 /// tgc-vectorize-matmuls took (tgc::findEpilogue): on a product, and on the

@@ -169,25 +169,6 @@ public:
     buildCPUSchedulePipeline(pm, options, fusion);
   }
 
-  void countKernels(ModuleOp module, tg::FusionMode fusion,
-                    KernelCounts &counts) const override {
-    // What tgc-vectorize-matmuls will read and write: a copy with the casts
-    // around its products as it makes them.
-    OwningOpRef<ModuleOp> copy(module.clone());
-    bool amx = options.amx, bf16Dot = options.bf16Dot;
-    cpu::prepareProductOperandsForCount(*copy, amx, bf16Dot);
-    KernelCountModel model;
-    model.fusesIntoProductTiles = [amx](Operation *product) {
-      return cpu::fusesIntoProductTiles(product, amx);
-    };
-    // AMX and vdpbf16ps products pack B from a weight's f32 values.
-    model.roundingPackedBy = [amx, bf16Dot](Operation *product) {
-      return cpu::roundingPackedBy(product, amx, bf16Dot);
-    };
-    model.taskCacheBytes = cpu::kTaskCacheBytes;
-    tgc::countKernels(*copy, fusion, model, counts);
-  }
-
   double estimatedComputeRate() const override {
     return cpu::estimateStepGflops(cpu);
   }

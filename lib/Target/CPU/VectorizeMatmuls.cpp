@@ -203,18 +203,6 @@ struct TGCVectorizeMatmulsPass
 
 } // namespace
 
-void tgc::cpu::prepareProductOperandsForCount(ModuleOp module, bool amx,
-                                              bool bf16Dot) {
-  // The bf16 products' transposed weight copies are packed from W itself.
-  if (amx || bf16Dot)
-    readNarrowTransposedOperands(module);
-  prepareProductOperands(module, {}, [&](Operation *product) {
-    return isEmittedProduct(product, amx, bf16Dot);
-  });
-  // The schedule's padded right-hand copies are kernels of the step too.
-  padRhsRowStrides(module);
-}
-
 bool tgc::cpu::readsHeadsInPlace(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);
   return product && isScheduledProduct(product) && isF32Product(product);

@@ -40,10 +40,6 @@ constexpr int64_t kTaskBytes = 64 << 10;
 /// that causal attention skips most tiles above the diagonal).
 constexpr int64_t kAttentionTileBytes = 4 << 20;
 
-/// For `tgc stats`: a task's own buffers and its slices of the step's
-/// buffers of at most this many bytes stay in its core's cache.
-constexpr int64_t kTaskCacheBytes = 256 << 10;
-
 /// An expert's rows (a run-time count) reach the matmul schedule in chunks
 /// of this many rows, then zero-padded chunks of the tail size: static
 /// shapes the schedule tiles well, fewer than 32 rows of padding each.

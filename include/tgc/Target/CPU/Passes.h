@@ -34,15 +34,6 @@ namespace tgc::cpu {
 /// output tile.
 bool fusesIntoProductTiles(mlir::Operation *op, bool amx);
 
-/// On a copy of the bufferized step that `tgc stats` counts: the casts
-/// that tgc-vectorize-matmuls makes around the products that read narrow
-/// operands as f32 (those neither on AMX tiles, with `amx`, nor on
-/// AVX512-BF16 dot products, with `bf16Dot`): the rounded copies stored
-/// as f32, the casts folded into the loops that write their inputs and the
-/// f32 copies of narrow operands.
-void prepareProductOperandsForCount(mlir::ModuleOp module, bool amx,
-                                    bool bf16Dot);
-
 /// Whether, with fill-tiles, `op`'s tiles read an operand in the heads'
 /// layout in place (tgc::findHeadsOperand) and write its output into a new
 /// layout (tgc::findOutputTranspose): f32 products only (a widened

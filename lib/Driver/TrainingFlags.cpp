@@ -195,7 +195,8 @@ Flag<std::string> memoryBudget(
     "memory-budget",
     "Budget for the planned peak of activations and temporaries: bytes "
     "(1.5GiB, 800MB) or a fraction of the planned peak of --remat=none "
-    "(0.4, 40%); implies --remat=budget",
+    "(0.4, 40%); implies --remat=budget. With --zero=3, room left under a "
+    "budget in bytes keeps gathered weights for the backward pass",
     "size");
 cl::opt<bool> rematReport("remat-report",
                           cl::desc("Print every rematerialisation decision "

@@ -3,6 +3,7 @@
 #include "tgc/Pipelines/Pipelines.h"
 #include "tgc/Conversion/Passes.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Dialect/TG/Transforms/Remat.h"
 #include "tgc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -139,6 +140,20 @@ void tgc::buildTrainingGraphPipeline(mlir::OpPassManager &pm,
     zero3.gatherBandwidth = options.gatherBandwidth;
     zero3.computeRate = options.computeRate;
     pm.addPass(mlir::tg::createTGShardParametersPass(zero3));
+    // A budget in bytes for the planned peak: later runs read the weights
+    // an earlier gather brought while the plan fits it (a fraction is of
+    // remat's own plan and leaves the gathers as they are).
+    if (!options.memoryBudget.empty()) {
+      llvm::Expected<mlir::tg::MemoryBudget> budget =
+          mlir::tg::parseMemoryBudget(options.memoryBudget);
+      if (!budget) {
+        llvm::consumeError(budget.takeError()); // tg-remat reports it
+      } else if (budget->bytes >= 0) {
+        mlir::tg::TGKeepGatheredParametersPassOptions keep;
+        keep.budget = budget->bytes;
+        pm.addPass(mlir::tg::createTGKeepGatheredParametersPass(keep));
+      }
+    }
   }
 }
 

@@ -492,6 +492,30 @@ def TGShardParametersPass : Pass<"tg-shard-parameters", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TGDialect"];
 }
 
+def TGKeepGatheredParametersPass
+    : Pass<"tg-keep-gathered-parameters", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-3 under a memory budget: later readers reuse weights "
+                "an earlier gather brought instead of gathering them again";
+  let description = [{
+    Runs after tg-shard-parameters. A gather whose every parameter an
+    earlier gather of the same element type brought (a layer's backward
+    pass after its forward pass) can read those tensors instead: one
+    collective less, and the earlier tensors live until the later readers.
+    The pass takes such gathers nearest to their earlier one first (the
+    last layers' backward passes, whose forward weights are alive the
+    shortest), each only while the step's planned peak (the arena plan of
+    tgc/Dialect/TG/Analysis/MemoryPlan.h) stays within `budget` bytes.
+    Without a budget (`-1`) it changes nothing.
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", "-1",
+           "Bytes the planned peak may reach (-1: none)">,
+    Option<"trainStepName", "train-step", "std::string", "\"train_step\"",
+           "Name of the function to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::tg::TGDialect"];
+}
+
 def TGShardAccumulatedGradientsPass
     : Pass<"tg-shard-accumulated-gradients", "::mlir::ModuleOp"> {
   let summary = "ZeRO-3 with micro-batches: each micro-batch's gradients "

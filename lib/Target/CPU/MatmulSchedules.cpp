@@ -2,7 +2,8 @@
 //
 // Phases 1-5 of tgc-vectorize-matmuls: parallel output tiles, K and
 // register tiles, vectorisation, cleanup with accumulator hoisting, and the
-// lowering to FMAs, as transform-dialect scripts run on the module.
+// lowering to FMAs, as transform-dialect scripts built with the transform
+// ops' builders and run on the module by the interpreter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,23 +18,27 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/TransformOps/LinalgTransformOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/TransformOps/MemRefTransformOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/IR/TransformTypes.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/Vector/TransformOps/VectorTransformOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Parser/Parser.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <map>
@@ -47,11 +52,6 @@ namespace tgc::cpu::matmuls {
 /// vector even where the bound is too indirect for the peeling's own
 /// simplification to make it static.
 constexpr llvm::StringLiteral kFullVectorAttr = "tgc.full_vector_columns";
-
-const char *kHeader = "module attributes {transform.with_named_sequence} {\n"
-                      "transform.named_sequence @__transform_main(%root: "
-                      "!transform.any_op {transform.readonly}) {\n";
-const char *kFooter = "  transform.yield\n}\n}\n";
 
 tg::MatmulTilingAttr tilingAttr(MLIRContext *ctx, const MatmulTiles &t) {
   return tg::MatmulTilingAttr::get(ctx, t.mt, t.nt, t.kt, t.mr, t.nr,
@@ -69,166 +69,217 @@ MatmulTiles tilesOf(tg::MatmulTilingAttr attr) {
   return t;
 }
 
-/// `attributes{tg.tiling = #tg.matmul_tiling<...>}` of a transform match.
-static std::string matchAttr(MLIRContext *ctx, const MatmulTiles &t) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "attributes{" << kScheduleAttr << " = " << tilingAttr(ctx, t) << "}";
-  return text;
+namespace {
+
+using BodyFn = llvm::function_ref<void(OpBuilder &, Value)>;
+
+/// A transform script: @__transform_main(%root) of a module with named
+/// sequences, its body made by `body`.
+OwningOpRef<ModuleOp> buildScript(MLIRContext *ctx, BodyFn body) {
+  Location loc = UnknownLoc::get(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(transform::TransformDialect::kWithNamedSequenceAttrName,
+                     UnitAttr::get(ctx));
+  OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
+  NamedAttribute readonly(
+      StringAttr::get(ctx, transform::TransformDialect::kArgReadOnlyAttrName),
+      UnitAttr::get(ctx));
+  transform::NamedSequenceOp::create(
+      b, loc, "__transform_main", transform::AnyOpType::get(ctx), TypeRange{},
+      [&](OpBuilder &nb, Location, BlockArgument root) {
+        body(nb, root);
+        transform::YieldOp::create(nb, loc);
+      },
+      /*attrs=*/{}, {DictionaryAttr::get(ctx, {readonly})});
+  return module;
 }
 
-std::string forallSchedule(MLIRContext *ctx,
-                           const std::map<std::string, MatmulTiles> &configs) {
-  std::string s = kHeader;
-  llvm::raw_string_ostream os(s);
-  for (auto &[key, t] : configs)
-    os << llvm::formatv(
-        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\", "
-        "\"linalg.batch_matmul\"]} "
-        "{1} in %root : (!transform.any_op) -> "
-        "!transform.any_op\n"
-        "  %p_{0}, %pl_{0} = transform.structured.tile_using_forall %mm_{0} "
-        "tile_sizes "
-        "[{2}{3}, {4}] : (!transform.any_op) -> (!transform.any_op, "
-        "!transform.any_op)\n",
-        key, matchAttr(ctx, t), t.batched ? "1, " : "", t.mt, t.nt);
-  os << kFooter;
-  return s;
+/// `transform.foreach %handle { ^bb0(%each): body }`.
+void forEach(OpBuilder &b, Value handle, BodyFn body) {
+  Location loc = b.getUnknownLoc();
+  auto each = transform::ForeachOp::create(b, loc, TypeRange{},
+                                           ValueRange{handle}, false);
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&each.getBody(), {}, {handle.getType()}, {loc});
+  body(b, block->getArgument(0));
+  transform::YieldOp::create(b, loc);
 }
 
-std::string registerSchedule(MLIRContext *ctx,
-                             const std::map<std::string, MatmulTiles> &configs,
-                             int64_t lanes) {
-  std::string s = kHeader;
-  llvm::raw_string_ostream os(s);
-  // Each loop of `handle` on its own (one handle holds the loops of every
-  // matmul of a configuration).
-  auto peel = [&](StringRef handle, StringRef name, StringRef rest) {
-    os << llvm::formatv("  transform.foreach {0} : !transform.any_op {{\n"
-                        "  ^bb0(%each_{1}: !transform.any_op):\n"
-                        "  %{1} = transform.cast %each_{1} : !transform.any_op "
-                        "to !transform.op<\"scf.for\">\n"
-                        "  transform.sequence %{1} : "
-                        "!transform.op<\"scf.for\"> failures(suppress) {{\n"
-                        "  ^bb0(%l_{1}: !transform.op<\"scf.for\">):\n"
-                        "    %main_{1}, %rest_{1} = transform.loop.peel %l_{1} "
-                        ": (!transform.op<\"scf.for\">) -> "
-                        "(!transform.any_op, !transform.any_op)\n{2}"
-                        "  }\n"
-                        "  }\n",
-                        handle, name, rest);
-  };
-  for (auto &[key, t] : configs) {
-    os << llvm::formatv(
-        "  %mm_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "{1} in %root : (!transform.any_op) -> "
-        "!transform.any_op\n"
-        "  %k_{0}, %kl_{0} = transform.structured.tile_using_for %mm_{0} "
-        "tile_sizes "
-        "[0, 0, {2}] : (!transform.any_op) -> (!transform.any_op, "
-        "!transform.any_op)\n"
-        "  %r_{0}, %rl_{0}:2 = transform.structured.tile_using_for %k_{0} "
-        "tile_sizes "
-        "[{3}, {4}, 0] : (!transform.any_op) -> (!transform.any_op, "
-        "!transform.any_op, "
-        "!transform.any_op)\n",
-        key, matchAttr(ctx, t), t.kt, t.mr, t.nr);
-    // A trip count that divides evenly makes loop.peel fail silenceably:
-    // nothing to peel.
-    std::string columns;
-    if (t.nr > lanes)
-      columns = llvm::formatv(
-          "    transform.foreach %rest_j_{0} : !transform.any_op {{\n"
-          "    ^bb3(%restloop_j_{0}: !transform.any_op):\n"
-          "    %rm_j_{0} = transform.structured.match "
-          "ops{{[\"linalg.matmul\"]} in %restloop_j_{0} "
-          ": (!transform.any_op) -> !transform.any_op\n"
-          "    transform.foreach %rm_j_{0} : !transform.any_op {{\n"
-          "    ^bb1(%vop_{0}: !transform.any_op):\n"
-          "    %v_{0}, %vl_{0} = transform.structured.tile_using_for %vop_{0} "
-          "tile_sizes "
-          "[0, {1}, 0] : (!transform.any_op) -> (!transform.any_op, "
-          "!transform.any_op)\n"
-          "    %vc_{0} = transform.cast %vl_{0} : !transform.any_op to "
-          "!transform.op<\"scf.for\">\n"
-          "    transform.sequence %vc_{0} : !transform.op<\"scf.for\"> "
-          "failures(suppress) {{\n"
-          "    ^bb2(%vloop_{0}: !transform.op<\"scf.for\">):\n"
-          "      %vm_{0}, %vr_{0} = transform.loop.peel %vloop_{0} : "
-          "(!transform.op<\"scf.for\">) "
-          "-> (!transform.any_op, !transform.any_op)\n"
-          "      %vmm_{0} = transform.structured.match "
-          "ops{{[\"linalg.matmul\"]} in %vm_{0} "
-          ": (!transform.any_op) -> !transform.any_op\n"
-          "      transform.annotate %vmm_{0} \"{2}\" : !transform.any_op\n"
-          "    }\n"
-          "    }\n"
-          "    }\n",
-          key, lanes, kFullVectorAttr);
-    peel(("%rl_" + key + "#1"), "j_" + key, columns);
-    std::string rows;
-    if (t.mr > 1)
-      rows = llvm::formatv(
-          "    transform.foreach %rest_i_{0} : !transform.any_op {{\n"
-          "    ^bb3(%restloop_i_{0}: !transform.any_op):\n"
-          "    %rm_i_{0} = transform.structured.match "
-          "ops{{[\"linalg.matmul\"]} in %restloop_i_{0} "
-          ": (!transform.any_op) -> !transform.any_op\n"
-          "    transform.foreach %rm_i_{0} : !transform.any_op {{\n"
-          "    ^bb1(%rop_{0}: !transform.any_op):\n"
-          "    %one_{0}, %onel_{0} = transform.structured.tile_using_for "
-          "%rop_{0} tile_sizes "
-          "[1, 0, 0] : (!transform.any_op) -> (!transform.any_op, "
-          "!transform.any_op)\n"
-          "    }\n"
-          "    }\n",
-          key);
-    peel(("%rl_" + key + "#0"), "i_" + key, rows);
-  }
-  for (auto &[key, t] : configs)
-    os << llvm::formatv(
-        "  %all_{0} = transform.structured.match ops{{[\"linalg.matmul\"]} "
-        "{1} in %root : (!transform.any_op) -> "
-        "!transform.any_op\n"
-        "  transform.foreach %all_{0} : !transform.any_op {{\n"
-        "  ^bb0(%uop_{0}: !transform.any_op):\n"
-        "  %u_{0}, %ul_{0} = transform.structured.tile_using_for %uop_{0} "
-        "tile_sizes [0, 0, 1] "
-        ": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
-        "  }\n",
-        key, matchAttr(ctx, t));
-  // Folds the tiles' affine.min where the loop bounds decide them (static
-  // shapes for the full tiles, also where a peel had nothing to do).
-  os << "  %f0 = transform.structured.match ops{[\"func.func\"]} in %root : "
-        "(!transform.any_op) -> !transform.any_op\n"
-        "  transform.apply_patterns to %f0 {\n"
-        "    transform.apply_patterns.canonicalization\n"
-        "    transform.apply_patterns.scf.for_loop_canonicalization\n"
-        "  } : !transform.any_op\n";
-  os << kFooter;
-  return s;
+/// `transform.sequence %target failures(suppress) { ^bb0(%t): body }`.
+void ignoringFailures(OpBuilder &b, Value target, BodyFn body) {
+  Location loc = b.getUnknownLoc();
+  transform::SequenceOp::create(
+      b, loc, TypeRange{}, transform::FailurePropagationMode::Suppress, target,
+      [&](OpBuilder &sb, Location, BlockArgument arg) {
+        body(sb, arg);
+        transform::YieldOp::create(sb, loc);
+      });
 }
 
-std::string cleanupSchedule() {
-  std::string s = kHeader;
-  s += R"mlir(
-  %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
-  transform.foreach %funcs : !transform.any_op {
-  ^bb0(%f: !transform.any_op):
-    transform.apply_patterns to %f { transform.apply_patterns.vector.lower_masked_transfers } : !transform.any_op
-    transform.apply_patterns to %f {
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.memref.fold_memref_alias_ops
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
-    transform.apply_cse to %f : !transform.any_op
-    %loops = transform.structured.match ops{["scf.for"]} in %f : (!transform.any_op) -> !transform.any_op
-    transform.apply_licm to %loops : !transform.any_op
-  }
-)mlir";
-  s += kFooter;
-  return s;
+/// The matmuls (and batch matmuls with `batched`) in `target`, with the
+/// tiling `t` when given.
+Value matchProducts(OpBuilder &b, Value target, bool batched,
+                    const MatmulTiles *t = nullptr) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<StringRef> names{"linalg.matmul"};
+  if (batched)
+    names.push_back("linalg.batch_matmul");
+  DictionaryAttr attrs;
+  if (t)
+    attrs =
+        b.getDictionaryAttr(b.getNamedAttr(kScheduleAttr, tilingAttr(ctx, *t)));
+  return transform::MatchOp::create(
+      b, b.getUnknownLoc(), transform::AnyOpType::get(ctx), target,
+      b.getStrArrayAttr(names), {}, attrs, {}, {});
+}
+
+/// `transform.structured.tile_using_for %target tile_sizes sizes`.
+transform::TileUsingForOp tileUsingFor(OpBuilder &b, Value target,
+                                       ArrayRef<int64_t> sizes) {
+  return transform::TileUsingForOp::create(b, b.getUnknownLoc(), target, sizes);
+}
+
+/// Peels each loop of `loops` (one handle holds the loops of every matmul
+/// of a configuration); `remainder` gets the peeled remainder. A trip count
+/// that divides evenly leaves nothing to peel: a suppressed failure.
+void peelEach(OpBuilder &b, Value loops, BodyFn remainder) {
+  MLIRContext *ctx = b.getContext();
+  auto forType = transform::OperationType::get(ctx, "scf.for");
+  auto anyOp = transform::AnyOpType::get(ctx);
+  forEach(b, loops, [&](OpBuilder &b, Value each) {
+    Value loop = transform::CastOp::create(b, b.getUnknownLoc(), forType, each);
+    ignoringFailures(b, loop, [&](OpBuilder &b, Value loop) {
+      auto peel = transform::LoopPeelOp::create(b, b.getUnknownLoc(), anyOp,
+                                                anyOp, loop);
+      if (remainder)
+        remainder(b, peel.getRemainderLoop());
+    });
+  });
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp>
+forallSchedule(MLIRContext *ctx,
+               const std::map<std::string, MatmulTiles> &configs) {
+  return buildScript(ctx, [&](OpBuilder &b, Value root) {
+    for (auto &[key, t] : configs) {
+      Value products = matchProducts(b, root, /*batched=*/true, &t);
+      SmallVector<int64_t> sizes;
+      if (t.batched)
+        sizes.push_back(1);
+      sizes.append({t.mt, t.nt});
+      transform::TileUsingForallOp::create(b, b.getUnknownLoc(), products,
+                                           sizes, transform::TileSizesSpec());
+    }
+  });
+}
+
+OwningOpRef<ModuleOp>
+registerSchedule(MLIRContext *ctx,
+                 const std::map<std::string, MatmulTiles> &configs,
+                 int64_t lanes) {
+  return buildScript(ctx, [&](OpBuilder &b, Value root) {
+    for (auto &[key, t] : configs) {
+      Value products = matchProducts(b, root, /*batched=*/false, &t);
+      auto k = tileUsingFor(b, products, {0, 0, t.kt});
+      auto r = tileUsingFor(b, k.getTiledLinalgOp(), {t.mr, t.nr, 0});
+      // Columns: the remainder in whole vectors, their own remainder
+      // peeled again (the whole-vector tiles marked).
+      BodyFn columns = nullptr;
+      auto wholeVectors = [&](OpBuilder &b, Value rest) {
+        forEach(b, rest, [&](OpBuilder &b, Value restLoop) {
+          Value inRest = matchProducts(b, restLoop, /*batched=*/false);
+          forEach(b, inRest, [&](OpBuilder &b, Value product) {
+            auto v = tileUsingFor(b, product, {0, lanes, 0});
+            Value loop = transform::CastOp::create(
+                b, b.getUnknownLoc(),
+                transform::OperationType::get(b.getContext(), "scf.for"),
+                v.getLoops()[0]);
+            ignoringFailures(b, loop, [&](OpBuilder &b, Value loop) {
+              auto anyOp = transform::AnyOpType::get(b.getContext());
+              auto peel = transform::LoopPeelOp::create(b, b.getUnknownLoc(),
+                                                        anyOp, anyOp, loop);
+              Value full = matchProducts(b, peel.getPeeledLoop(),
+                                         /*batched=*/false);
+              transform::AnnotateOp::create(b, b.getUnknownLoc(), full,
+                                            kFullVectorAttr, Value());
+            });
+          });
+        });
+      };
+      if (t.nr > lanes)
+        columns = wholeVectors;
+      peelEach(b, r.getLoops()[1], columns);
+      // Rows: the remainder one row at a time.
+      BodyFn rows = nullptr;
+      auto singleRows = [&](OpBuilder &b, Value rest) {
+        forEach(b, rest, [&](OpBuilder &b, Value restLoop) {
+          Value inRest = matchProducts(b, restLoop, /*batched=*/false);
+          forEach(b, inRest, [&](OpBuilder &b, Value product) {
+            tileUsingFor(b, product, {1, 0, 0});
+          });
+        });
+      };
+      if (t.mr > 1)
+        rows = singleRows;
+      peelEach(b, r.getLoops()[0], rows);
+    }
+    for (auto &[key, t] : configs) {
+      Value all = matchProducts(b, root, /*batched=*/false, &t);
+      forEach(b, all, [&](OpBuilder &b, Value product) {
+        tileUsingFor(b, product, {0, 0, 1});
+      });
+    }
+    // Folds the tiles' affine.min where the loop bounds decide them (static
+    // shapes for the full tiles, also where a peel had nothing to do).
+    Value funcs = transform::MatchOp::create(
+        b, b.getUnknownLoc(), transform::AnyOpType::get(ctx), root,
+        b.getStrArrayAttr({"func.func"}), {}, {}, {}, {});
+    transform::ApplyPatternsOp::create(
+        b, b.getUnknownLoc(), funcs, [](OpBuilder &pb, Location loc) {
+          transform::ApplyCanonicalizationPatternsOp::create(pb, loc);
+          transform::ApplyForLoopCanonicalizationPatternsOp::create(pb, loc);
+        });
+  });
+}
+
+/// Each function of the module, as `transform.foreach` of a match.
+static void forEachFunction(OpBuilder &b, Value root, BodyFn body) {
+  Value funcs = transform::MatchOp::create(
+      b, b.getUnknownLoc(), transform::AnyOpType::get(b.getContext()), root,
+      b.getStrArrayAttr({"func.func"}), {}, {}, {}, {});
+  forEach(b, funcs, body);
+}
+
+/// `transform.apply_patterns to %target { patterns }`.
+static void
+applyPatterns(OpBuilder &b, Value target,
+              llvm::function_ref<void(OpBuilder &, Location)> patterns) {
+  transform::ApplyPatternsOp::create(b, b.getUnknownLoc(), target, patterns);
+}
+
+OwningOpRef<ModuleOp> cleanupSchedule(MLIRContext *ctx) {
+  return buildScript(ctx, [&](OpBuilder &b, Value root) {
+    forEachFunction(b, root, [&](OpBuilder &b, Value f) {
+      applyPatterns(b, f, [](OpBuilder &pb, Location loc) {
+        transform::ApplyLowerMaskedTransfersPatternsOp::create(pb, loc);
+      });
+      applyPatterns(b, f, [](OpBuilder &pb, Location loc) {
+        transform::ApplyVectorReductionToContractPatternsOp::create(pb, loc);
+        transform::ApplyTransferPermutationPatternsOp::create(pb, loc);
+        transform::ApplyFoldMemrefAliasOpsPatternsOp::create(pb, loc);
+        transform::ApplyCanonicalizationPatternsOp::create(pb, loc);
+      });
+      transform::ApplyCommonSubexpressionEliminationOp::create(
+          b, b.getUnknownLoc(), f);
+      Value loops = transform::MatchOp::create(
+          b, b.getUnknownLoc(), transform::AnyOpType::get(b.getContext()), f,
+          b.getStrArrayAttr({"scf.for"}), {}, {}, {}, {});
+      transform::ApplyLoopInvariantCodeMotionOp::create(b, b.getUnknownLoc(),
+                                                        loops);
+    });
+  });
 }
 
 void hoistAccumulators(ModuleOp module) {
@@ -308,26 +359,27 @@ void hoistTileAccumulators(ModuleOp module) {
   }
 }
 
-std::string loweringSchedule() {
-  std::string s = kHeader;
-  s += R"mlir(
-  %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
-  transform.foreach %funcs : !transform.any_op {
-  ^bb0(%f2: !transform.any_op):
-    transform.apply_patterns to %f2 {
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.vector.lower_broadcast
-      transform.apply_patterns.vector.lower_shape_cast
-    } : !transform.any_op
-    transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : !transform.any_op
-    transform.apply_patterns to %f2 { transform.apply_patterns.vector.lower_masks } : !transform.any_op
-  }
-)mlir";
-  s += kFooter;
-  return s;
+OwningOpRef<ModuleOp> loweringSchedule(MLIRContext *ctx) {
+  return buildScript(ctx, [&](OpBuilder &b, Value root) {
+    forEachFunction(b, root, [&](OpBuilder &b, Value f) {
+      applyPatterns(b, f, [](OpBuilder &pb, Location loc) {
+        transform::ApplyLowerContractionPatternsOp::create(
+            pb, loc, vector::VectorContractLowering::OuterProduct);
+        transform::ApplyTransferPermutationPatternsOp::create(pb, loc);
+        transform::ApplyLowerTransferPatternsOp::create(pb, loc,
+                                                        /*maxRank=*/1);
+        transform::ApplyLowerOuterProductPatternsOp::create(pb, loc);
+        transform::ApplyLowerBroadcastPatternsOp::create(pb, loc);
+        transform::ApplyLowerShapeCastPatternsOp::create(pb, loc);
+      });
+      applyPatterns(b, f, [](OpBuilder &pb, Location loc) {
+        transform::ApplyCanonicalizationPatternsOp::create(pb, loc);
+      });
+      applyPatterns(b, f, [](OpBuilder &pb, Location loc) {
+        transform::ApplyLowerMasksPatternsOp::create(pb, loc);
+      });
+    });
+  });
 }
 
 LogicalResult vectorizeTiles(ModuleOp module, int64_t lanes) {

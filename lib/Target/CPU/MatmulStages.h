@@ -45,22 +45,24 @@ void readNarrowTransposedOperands(ModuleOp module);
 
 /// Phase 1: parallel output tiles (and batch entries). The schedules match
 /// the products of each configuration by their #tg.matmul_tiling.
-std::string forallSchedule(MLIRContext *ctx,
-                           const std::map<std::string, MatmulTiles> &configs);
+OwningOpRef<ModuleOp>
+forallSchedule(MLIRContext *ctx,
+               const std::map<std::string, MatmulTiles> &configs);
 
 /// Phase 2, on 2-D matmuls inside the output tiles: K cache tile, MR x NR
 /// register tiles. The j loop is peeled and its remainder tiled by whole
 /// vectors (peeled again: only the last < lanes columns stay partial); the
 /// i loop is peeled and its remainder done a row at a time. The unit K loop
 /// comes last, so every variant has the accumulators' loop innermost.
-std::string registerSchedule(MLIRContext *ctx,
-                             const std::map<std::string, MatmulTiles> &configs,
-                             int64_t lanes);
+OwningOpRef<ModuleOp>
+registerSchedule(MLIRContext *ctx,
+                 const std::map<std::string, MatmulTiles> &configs,
+                 int64_t lanes);
 
 /// Phase 4, after vectorisation: canonical transfers and loop-invariant
 /// code out of the tile loops; then (hoistAccumulators) the accumulators
 /// out of the K loop.
-std::string cleanupSchedule();
+OwningOpRef<ModuleOp> cleanupSchedule(MLIRContext *ctx);
 
 /// The accumulators of each matmul's tile loops read once before its K loop
 /// and written once after it. Per loop nest (an output tile's scf.forall, or
@@ -83,7 +85,7 @@ void hoistTileAccumulators(ModuleOp module);
 /// Phase 5: the contractions as FMAs. Each greedy set apart: lower_masks or
 /// the vector lowerings in one set with canonicalisation ping-pong on
 /// constant masks and 1-row tiles (memory without bound).
-std::string loweringSchedule();
+OwningOpRef<ModuleOp> loweringSchedule(MLIRContext *ctx);
 
 /// Phase 3: vectorises every scheduled matmul tile. Static tiles vectorise
 /// as they are; a dynamic size (a partial vector of columns, or rows where

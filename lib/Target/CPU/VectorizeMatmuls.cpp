@@ -32,7 +32,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Parser/Parser.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -84,16 +83,11 @@ struct TGCVectorizeMatmulsPass
     : tgc::cpu::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
   using Base::Base;
 
-  LogicalResult runSchedule(ModuleOp module, const std::string &text) {
-    OwningOpRef<ModuleOp> schedule =
-        parseSourceString<ModuleOp>(text, &getContext());
-    if (!schedule)
-      return module.emitError(
-          "tgc-vectorize-matmuls: internal error: bad schedule");
+  LogicalResult runSchedule(ModuleOp module, ModuleOp schedule) {
     Operation *entry = nullptr;
     schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
     return transform::applyTransformNamedSequence(
-        module, entry, *schedule, transform::TransformOptions());
+        module, entry, schedule, transform::TransformOptions());
   }
 
   void runOnOperation() override {
@@ -180,7 +174,7 @@ struct TGCVectorizeMatmulsPass
       fuseEpilogues(module, epilogues);
       return;
     }
-    if (failed(runSchedule(module, forallSchedule(&getContext(), configs))))
+    if (failed(runSchedule(module, *forallSchedule(&getContext(), configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
     writeOutputTilesTransposed(module, outputTransposes);
@@ -189,13 +183,13 @@ struct TGCVectorizeMatmulsPass
     fuseEpilogues(module, epilogues);
     int64_t lanes = vectorBits / 32;
     if (failed(runSchedule(module,
-                           registerSchedule(&getContext(), configs, lanes))) ||
+                           *registerSchedule(&getContext(), configs, lanes))) ||
         failed(vectorizeTiles(module, lanes)) ||
-        failed(runSchedule(module, cleanupSchedule())))
+        failed(runSchedule(module, *cleanupSchedule(&getContext()))))
       return signalPassFailure();
     hoistAccumulators(module);
     hoistTileAccumulators(module);
-    if (failed(runSchedule(module, loweringSchedule())))
+    if (failed(runSchedule(module, *loweringSchedule(&getContext()))))
       return signalPassFailure();
     module.walk([](Operation *op) { op->removeAttr(kScheduleAttr); });
   }

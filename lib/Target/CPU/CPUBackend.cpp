@@ -54,18 +54,18 @@ void tgc::cpu::buildCPUSchedulePipeline(OpPassManager &pm,
   // for the target CPU, vector FMAs. Before the arena: hoisting the
   // accumulators out of the reduction loop needs buffers that are visibly
   // distinct allocations.
-  TGCVectorizeMatmulsPassOptions matmuls;
+  VectorizeMatmulsOptions matmuls;
   matmuls.vectorBits = options.vectorBits;
   matmuls.vectorRegisters = options.vectorRegisters;
   matmuls.l1CacheBytes = options.l1CacheBytes;
   matmuls.l2CacheBytes = options.l2CacheBytes;
-  matmuls.tiles.assign(options.matmulTiles.begin(), options.matmulTiles.end());
+  matmuls.tiles = llvm::to_vector(options.matmulTiles);
   matmuls.amx = options.amx;
   matmuls.bf16Dot = options.bf16Dot;
   matmuls.threads = options.threads;
   // Zeroing an output inside its tiles fuses the fill into the product.
   matmuls.fillTiles = fusion != tg::FusionMode::None;
-  pm.addPass(createTGCVectorizeMatmulsPass(matmuls));
+  buildVectorizeMatmulsPipeline(pm, matmuls);
   // The transposed copies the products still read, in register blocks.
   pm.addPass(createTGCVectorizeTransposesPass());
   pm.addPass(createCanonicalizerPass());
@@ -132,6 +132,11 @@ void tgc::cpu::buildCPUBackendPipeline(OpPassManager &pm,
 
 void tgc::cpu::registerCPUBackendPasses() {
   registerTGCPUPasses();
+  PassPipelineRegistration<VectorizeMatmulsOptions>(
+      "tgc-vectorize-matmuls",
+      "Tiles and vectorises every bufferized matmul for the CPU, any shape "
+      "(the tgc-cpu-* matmul passes in order)",
+      buildVectorizeMatmulsPipeline);
   PassPipelineRegistration<CPUBackendOptions>(
       "tgc-cpu-lowering",
       "@train_step in tg → LLVM dialect for the CPU with the C entry point "

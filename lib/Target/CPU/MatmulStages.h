@@ -153,40 +153,44 @@ void takeAccumulatorFills(ModuleOp module, bool amx, bool bf16Dot);
 
 void fillOutputTiles(ModuleOp module);
 
+/// On an epilogue that takeEpilogues took: its index, which its product
+/// (and the product's tiles) carry as kEpilogueAttr.
+constexpr llvm::StringLiteral kEpilogueIdAttr = "tgc.epilogue_id";
+
 /// Each product's epilogue (findEpilogue), its buffers made before the
-/// product; the product carries the epilogue's index (its tiles keep it).
-SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx);
+/// product; the product carries the epilogue's index (its tiles keep it),
+/// the epilogue the same index as kEpilogueIdAttr.
+void takeEpilogues(ModuleOp module, bool amx);
+
+/// The epilogues takeEpilogues took, by index (null for one gone).
+SmallVector<linalg::GenericOp> collectEpilogues(ModuleOp module);
 
 /// After the output tiles exist: each epilogue runs on the tile right after
 /// the tile's product (an f32 product's tile, or the tile view that a
 /// vdpbf16ps product leaves after its K loop), and the whole-buffer loop
 /// goes.
-void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues);
+void fuseEpilogues(ModuleOp module);
 
 /// Each batch product whose output goes to a new layout (findOutputTranspose)
-/// carries the transpose's index; the new layout's buffer moves before it.
-SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module);
+/// carries the transpose's index (the transpose too); the new layout's
+/// buffer moves before it.
+void takeOutputTransposes(ModuleOp module);
 
 /// After the output tiles exist (as 2-D matmuls on rank-reduced views of
 /// [1, mt, nt] tiles of the [B·H, S, N] output): each tile writes straight
 /// into the [B, S, H, N] buffer (sequenceTile), and the whole-buffer
 /// transpose goes, with the output buffer nothing reads any more.
-void writeOutputTilesTransposed(
-    ModuleOp module, MutableArrayRef<linalg::TransposeOp> transposes);
+void writeOutputTilesTransposed(ModuleOp module);
 
-/// Layout changes into heads read only by products (findHeadsOperand), and
-/// per product which of its two inputs each feeds (-1: neither).
-struct HeadsOperands {
-  SmallVector<linalg::TransposeOp> transposes;
-  SmallVector<int64_t> pendingReaders;
-};
-
-HeadsOperands takeHeadsOperands(ModuleOp module);
+/// Layout changes into heads read only by products (findHeadsOperand): each
+/// transpose carries an index and its readers' count, each product which of
+/// its two inputs each feeds (-1: neither).
+void takeHeadsOperands(ModuleOp module);
 
 /// After the output tiles exist: each tile reads its rows of a head
 /// straight from the sequence's layout (sequenceTile); a transpose all of
 /// whose readers do goes.
-void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found);
+void readHeadsOperandsInPlace(ModuleOp module);
 
 bool isScheduledBatchLayout(linalg::LinalgOp op);
 

@@ -521,6 +521,25 @@ static void widenWhileTransposing(IRRewriter &rewriter,
   rewriter.eraseOp(alloc);
 }
 
+/// The block argument of a product's widened operand is f32 too, and the
+/// casts of it in the body go: the product is an f32 one.
+static void widenBodyArgument(linalg::LinalgOp op, OpOperand *operand) {
+  BlockArgument arg = op.getMatchingBlockArgument(operand);
+  auto f32 = Float32Type::get(op->getContext());
+  if (arg.getType() == f32 || !llvm::all_of(arg.getUsers(), [&](Operation *u) {
+        auto ext = llvm::dyn_cast<arith::ExtFOp>(u);
+        return ext && ext.getType() == f32;
+      }))
+    return;
+  arg.setType(f32);
+  for (Operation *user : llvm::make_early_inc_range(arg.getUsers()))
+    if (auto ext = llvm::dyn_cast<arith::ExtFOp>(user);
+        ext && ext.getType() == f32) {
+      ext.getResult().replaceAllUsesWith(arg);
+      ext.erase();
+    }
+}
+
 void widenNarrowOperands(ModuleOp module,
                          llvm::function_ref<bool(Operation *)> keepsNarrow) {
   SmallVector<linalg::LinalgOp> products;
@@ -567,20 +586,18 @@ void widenNarrowOperands(ModuleOp module,
         continue;
       if (Value wide = reusable(operand->get(), op)) {
         operand->set(wide);
-        continue;
-      }
-      if (linalg::TransposeOp transpose =
-              transposeForReaders(operand->get(), readers)) {
+      } else if (linalg::TransposeOp transpose =
+                     transposeForReaders(operand->get(), readers)) {
         widenWhileTransposing(rewriter, transpose, operand->get());
-        continue;
+      } else {
+        rewriter.setInsertionPoint(op);
+        auto wide = memref::AllocOp::create(
+            rewriter, loc, MemRefType::get(type.getShape(), f32));
+        auto copy = widen(rewriter, loc, operand->get(), wide,
+                          rewriter.getMultiDimIdentityMap(type.getRank()));
+        widened[operand->get()] = {wide, copy};
+        operand->set(wide);
       }
-      rewriter.setInsertionPoint(op);
-      auto wide = memref::AllocOp::create(
-          rewriter, loc, MemRefType::get(type.getShape(), f32));
-      auto copy = widen(rewriter, loc, operand->get(), wide,
-                        rewriter.getMultiDimIdentityMap(type.getRank()));
-      widened[operand->get()] = {wide, copy};
-      operand->set(wide);
     }
   }
 }
@@ -591,6 +608,17 @@ void prepareProductOperands(ModuleOp module,
   roundInsteadOfNarrowing(module, keepsNarrow);
   castInProducers(module, epilogues);
   widenNarrowOperands(module, keepsNarrow);
+  // Products whose narrow operands became f32 buffers (rounded values
+  // stored as f32, or widened copies) compute in f32.
+  module.walk([](linalg::LinalgOp op) {
+    if (!llvm::isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+      return;
+    for (OpOperand *operand : op.getDpsInputOperands()) {
+      auto type = llvm::dyn_cast<MemRefType>(operand->get().getType());
+      if (type && type.getElementType().isF32())
+        widenBodyArgument(op, operand);
+    }
+  });
 }
 
 void padRhsRowStrides(ModuleOp module) {

@@ -90,7 +90,32 @@ void hoistBefore(Value v, Operation *product) {
   def->moveBefore(product);
 }
 
-SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx) {
+/// The ops of `module` marked with `idAttr` (an index), by index; null
+/// where none is.
+template <typename OpTy>
+static SmallVector<OpTy> collectById(ModuleOp module, StringRef idAttr) {
+  SmallVector<OpTy> byId;
+  module.walk([&](OpTy op) {
+    auto id = op->template getAttrOfType<IntegerAttr>(idAttr);
+    if (!id)
+      return;
+    if (byId.size() <= static_cast<size_t>(id.getInt()))
+      byId.resize(id.getInt() + 1);
+    byId[id.getInt()] = op;
+  });
+  return byId;
+}
+
+/// Drops `idAttr` from the ops of `module` that still carry it.
+static void dropIds(ModuleOp module, StringRef idAttr) {
+  module.walk([&](Operation *op) { op->removeAttr(idAttr); });
+}
+
+SmallVector<linalg::GenericOp> collectEpilogues(ModuleOp module) {
+  return collectById<linalg::GenericOp>(module, kEpilogueIdAttr);
+}
+
+void takeEpilogues(ModuleOp module, bool amx) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::GenericOp>> found;
   module.walk([&](linalg::LinalgOp op) {
     if (tgc::cpu::fusesIntoProductTiles(op, amx))
@@ -106,9 +131,9 @@ SmallVector<linalg::GenericOp> takeEpilogues(ModuleOp module, bool amx) {
       if (tgc::rootBuffer(v) != acc)
         hoistBefore(v, product);
     product->setAttr(kEpilogueAttr, b.getI64IntegerAttr(epilogues.size()));
+    epilogue->setAttr(kEpilogueIdAttr, b.getI64IntegerAttr(epilogues.size()));
     epilogues.push_back(epilogue);
   }
-  return epilogues;
 }
 
 /// `v` (M x N elements in a product's output order) as an [M, N] view.
@@ -190,7 +215,8 @@ void cloneDirectEpilogue(OpBuilder &b, linalg::GenericOp epilogue, Value acc,
   }
 }
 
-void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
+void fuseEpilogues(ModuleOp module) {
+  SmallVector<linalg::GenericOp> epilogues = collectEpilogues(module);
   llvm::DenseMap<Operation *, SmallVector<Value>> matrices;
   llvm::DenseSet<Operation *> fusedAway;
   OpBuilder b(module.getContext());
@@ -280,13 +306,17 @@ void fuseEpilogues(ModuleOp module, ArrayRef<linalg::GenericOp> epilogues) {
     fusedAway.insert(epilogue);
   }
   for (linalg::GenericOp epilogue : epilogues)
-    if (fusedAway.contains(epilogue))
+    if (epilogue && fusedAway.contains(epilogue))
       epilogue->erase();
+  dropIds(module, kEpilogueIdAttr);
 }
 
 constexpr llvm::StringLiteral kOutputTransposeAttr = "tgc.output_transpose";
 
-SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
+constexpr llvm::StringLiteral kOutputTransposeIdAttr =
+    "tgc.output_transpose_id";
+
+void takeOutputTransposes(ModuleOp module) {
   SmallVector<std::pair<linalg::LinalgOp, linalg::TransposeOp>> found;
   module.walk([&](linalg::LinalgOp op) {
     if (tgc::cpu::readsHeadsInPlace(op))
@@ -299,9 +329,10 @@ SmallVector<linalg::TransposeOp> takeOutputTransposes(ModuleOp module) {
     hoistBefore(transpose.getInit(), product);
     product->setAttr(kOutputTransposeAttr,
                      b.getI64IntegerAttr(transposes.size()));
+    transpose->setAttr(kOutputTransposeIdAttr,
+                       b.getI64IntegerAttr(transposes.size()));
     transposes.push_back(transpose);
   }
-  return transposes;
 }
 
 /// The rows and columns of head h = bh mod H of sequence b = bh / H that
@@ -347,15 +378,18 @@ Value sequenceTile(OpBuilder &b, Location loc, Value sequence,
                                    rows, o, z, one);
 }
 
-void writeOutputTilesTransposed(
-    ModuleOp module, MutableArrayRef<linalg::TransposeOp> transposes) {
+void writeOutputTilesTransposed(ModuleOp module) {
+  SmallVector<linalg::TransposeOp> transposes =
+      collectById<linalg::TransposeOp>(module, kOutputTransposeIdAttr);
   OpBuilder b(module.getContext());
   for (linalg::LinalgOp tile :
        opsWithAttr<linalg::LinalgOp>(module, kOutputTransposeAttr)) {
     int64_t index =
         llvm::cast<IntegerAttr>(tile->getAttr(kOutputTransposeAttr)).getInt();
     tile->removeAttr(kOutputTransposeAttr);
-    linalg::TransposeOp transpose = transposes[index];
+    linalg::TransposeOp transpose =
+        static_cast<size_t>(index) < transposes.size() ? transposes[index]
+                                                       : nullptr;
     Value out = tile.getDpsInits()[0];
     memref::SubViewOp view = accTileView(out, tgc::rootBuffer(out));
     if (!view || !transpose)
@@ -370,12 +404,17 @@ void writeOutputTilesTransposed(
     if (expand && expand->use_empty())
       expand->erase();
   }
+  dropIds(module, kOutputTransposeIdAttr);
 }
 
 constexpr llvm::StringLiteral kHeadsOperandsAttr = "tgc.heads_operands";
 
-HeadsOperands takeHeadsOperands(ModuleOp module) {
-  HeadsOperands found;
+constexpr llvm::StringLiteral kHeadsTransposeIdAttr = "tgc.heads_transpose_id";
+/// On such a transpose: how many product operands read its collapse.
+constexpr llvm::StringLiteral kHeadsReadersAttr = "tgc.heads_readers";
+
+void takeHeadsOperands(ModuleOp module) {
+  int64_t found = 0;
   SmallVector<linalg::TransposeOp> candidates;
   module.walk([&](linalg::TransposeOp op) { candidates.push_back(op); });
   Builder b(module.getContext());
@@ -386,9 +425,8 @@ HeadsOperands takeHeadsOperands(ModuleOp module) {
         });
     if (!collapse)
       continue;
-    int64_t index = found.transposes.size();
-    found.transposes.push_back(transpose);
-    found.pendingReaders.push_back(0);
+    int64_t index = found++;
+    int64_t readers = 0;
     for (OpOperand &use : collapse->getUses()) {
       Operation *product = use.getOwner();
       SmallVector<int64_t> marks{-1, -1};
@@ -397,13 +435,22 @@ HeadsOperands takeHeadsOperands(ModuleOp module) {
         marks.assign(old.asArrayRef().begin(), old.asArrayRef().end());
       marks[use.getOperandNumber()] = index;
       product->setAttr(kHeadsOperandsAttr, b.getDenseI64ArrayAttr(marks));
-      ++found.pendingReaders[index];
+      ++readers;
     }
+    transpose->setAttr(kHeadsTransposeIdAttr, b.getI64IntegerAttr(index));
+    transpose->setAttr(kHeadsReadersAttr, b.getI64IntegerAttr(readers));
   }
-  return found;
 }
 
-void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found) {
+void readHeadsOperandsInPlace(ModuleOp module) {
+  SmallVector<linalg::TransposeOp> transposes =
+      collectById<linalg::TransposeOp>(module, kHeadsTransposeIdAttr);
+  SmallVector<int64_t> pendingReaders;
+  for (linalg::TransposeOp transpose : transposes)
+    pendingReaders.push_back(
+        transpose
+            ? transpose->getAttrOfType<IntegerAttr>(kHeadsReadersAttr).getInt()
+            : 0);
   OpBuilder b(module.getContext());
   for (linalg::LinalgOp tile :
        opsWithAttr<linalg::LinalgOp>(module, kHeadsOperandsAttr)) {
@@ -414,7 +461,11 @@ void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found) {
     for (auto [operand, index] : llvm::enumerate(indices)) {
       if (index < 0)
         continue;
-      linalg::TransposeOp transpose = found.transposes[index];
+      linalg::TransposeOp transpose =
+          static_cast<size_t>(index) < transposes.size() ? transposes[index]
+                                                         : nullptr;
+      if (!transpose)
+        continue;
       Value in = tile.getDpsInputs()[operand];
       auto users = transpose.getInit().getUsers();
       auto collapse =
@@ -426,10 +477,14 @@ void readHeadsOperandsInPlace(ModuleOp module, HeadsOperands &found) {
         continue; // this reader keeps the transposed copy
       tile.getDpsInputOperands()[operand]->set(
           sequenceTile(b, tile.getLoc(), transpose.getInput(), view, tile));
-      if (--found.pendingReaders[index] == 0)
+      if (--pendingReaders[index] == 0) {
         transpose->erase();
+        transposes[index] = {};
+      }
     }
   }
+  dropIds(module, kHeadsTransposeIdAttr);
+  dropIds(module, kHeadsReadersAttr);
 }
 
 /// The transposed-left-operand batch layout: out[b] += a[b]ᵀ · c[b].

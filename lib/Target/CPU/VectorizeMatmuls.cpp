@@ -32,6 +32,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -42,7 +43,13 @@
 #include <map>
 
 namespace tgc::cpu {
-#define GEN_PASS_DEF_TGCVECTORIZEMATMULSPASS
+#define GEN_PASS_DEF_TGCCPUSTREAMFEWROWPRODUCTSPASS
+#define GEN_PASS_DEF_TGCCPUMARKTILEFUSIONSPASS
+#define GEN_PASS_DEF_TGCCPUEMITBF16PRODUCTSPASS
+#define GEN_PASS_DEF_TGCCPUWIDENPRODUCTOPERANDSPASS
+#define GEN_PASS_DEF_TGCCPUTILEPRODUCTSPASS
+#define GEN_PASS_DEF_TGCCPUFUSEINTOTILESPASS
+#define GEN_PASS_DEF_TGCCPUVECTORIZEPRODUCTTILESPASS
 #include "tgc/Target/CPU/Passes.h.inc"
 } // namespace tgc::cpu
 
@@ -79,53 +86,69 @@ namespace {
 /// readTransposedOperandsInPlace); larger ones amortise packing them.
 constexpr int64_t kMatrixVectorRows = 4;
 
-struct TGCVectorizeMatmulsPass
-    : tgc::cpu::impl::TGCVectorizeMatmulsPassBase<TGCVectorizeMatmulsPass> {
-  using Base::Base;
-
-  LogicalResult runSchedule(ModuleOp module, ModuleOp schedule) {
-    Operation *entry = nullptr;
-    schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
-    return transform::applyTransformNamedSequence(
-        module, entry, schedule, transform::TransformOptions());
+/// The vector unit and the forced tiles the options describe; an error on
+/// `module` (named after the pipeline) when they are not usable.
+FailureOr<std::pair<VectorUnit, std::optional<MatmulTiles>>>
+readVectorUnit(ModuleOp module, unsigned vectorBits, unsigned vectorRegisters,
+               int64_t l1CacheBytes, int64_t l2CacheBytes,
+               ArrayRef<int64_t> tiles) {
+  if (vectorBits < 128 || vectorBits % 32 != 0 || vectorRegisters < 4)
+    return module.emitError("tgc-vectorize-matmuls: unsupported vector unit (")
+           << vectorBits << " bits, " << vectorRegisters << " registers)";
+  VectorUnit cpu{vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes};
+  std::optional<MatmulTiles> forced;
+  if (!tiles.empty()) {
+    std::string error;
+    if (!(forced = forcedTiles(tiles, cpu, error)))
+      return module.emitError("tgc-vectorize-matmuls: ") << error;
   }
+  return std::make_pair(cpu, forced);
+}
 
+LogicalResult runSchedule(ModuleOp module, ModuleOp schedule) {
+  Operation *entry = nullptr;
+  schedule->walk([&](transform::NamedSequenceOp seq) { entry = seq; });
+  return transform::applyTransformNamedSequence(module, entry, schedule,
+                                                transform::TransformOptions());
+}
+
+struct StreamFewRowProducts
+    : tgc::cpu::impl::TGCCPUStreamFewRowProductsPassBase<StreamFewRowProducts> {
+  void runOnOperation() override {
+    readTransposedOperandsInPlace(getOperation(), kMatrixVectorRows);
+  }
+};
+
+struct MarkTileFusions
+    : tgc::cpu::impl::TGCCPUMarkTileFusionsPassBase<MarkTileFusions> {
+  using Base::Base;
+  void runOnOperation() override {
+    // The same predicates as the fusion's, on the products as they are.
+    ModuleOp module = getOperation();
+    takeHeadsOperands(module);
+    takeOutputTransposes(module);
+    takeAccumulatorFills(module, amx, bf16Dot);
+    takeEpilogues(module, amx);
+  }
+};
+
+struct EmitBF16Products
+    : tgc::cpu::impl::TGCCPUEmitBF16ProductsPassBase<EmitBF16Products> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (vectorBits < 128 || vectorBits % 32 != 0 || vectorRegisters < 4) {
-      module.emitError("tgc-vectorize-matmuls: unsupported vector unit (")
-          << vectorBits << " bits, " << vectorRegisters << " registers)";
+    auto unit = readVectorUnit(module, vectorBits, vectorRegisters,
+                               l1CacheBytes, l2CacheBytes, *tiles);
+    if (failed(unit))
       return signalPassFailure();
-    }
-    VectorUnit cpu{vectorBits / 32, vectorRegisters, l1CacheBytes,
-                   l2CacheBytes};
-    std::optional<MatmulTiles> forced;
-    if (!tiles.empty()) {
-      std::string error;
-      if (!(forced = forcedTiles(*tiles, cpu, error))) {
-        module.emitError("tgc-vectorize-matmuls: ") << error;
-        return signalPassFailure();
-      }
-    }
-    // A product of a few rows (a generation step's) reads its transposed
-    // weight in place instead of through two copies.
-    readTransposedOperandsInPlace(module, kMatrixVectorRows);
-    // Before anything changes the products (AMX, widening): the same
-    // predicate as `tgc stats`' count, on the same IR.
-    SmallVector<linalg::GenericOp> epilogues;
-    SmallVector<linalg::TransposeOp> outputTransposes;
-    HeadsOperands headsOperands;
-    if (fillTiles) {
-      headsOperands = takeHeadsOperands(module);
-      outputTransposes = takeOutputTransposes(module);
-      takeAccumulatorFills(module, amx, bf16Dot);
-      epilogues = takeEpilogues(module, amx);
-    }
-    if (amx || (bf16Dot && cpu.lanes == 16))
+    VectorUnit cpu = unit->first;
+    std::optional<MatmulTiles> forced = unit->second;
+    bool dot = bf16Dot && cpu.lanes == 16;
+    if (amx || dot)
       readNarrowTransposedOperands(module);
     if (amx)
       tgc::cpu::emitAMXProducts(module);
-    else if (bf16Dot && cpu.lanes == 16)
+    else if (dot)
       tgc::cpu::emitDotBF16Products(
           module,
           [&](int64_t m, int64_t n, int64_t kPairs) {
@@ -137,7 +160,16 @@ struct TGCVectorizeMatmulsPass
                                       roundUp(t.nr, cpu.lanes)};
           },
           fillTiles);
+  }
+};
+
+struct WidenProductOperands
+    : tgc::cpu::impl::TGCCPUWidenProductOperandsPassBase<WidenProductOperands> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
     // The emitters took their products: the rest read f32.
+    SmallVector<linalg::GenericOp> epilogues = collectEpilogues(module);
     prepareProductOperands(module, epilogues,
                            [](Operation *) { return false; });
     // The widened products are f32 ones now: their output tiles take their
@@ -145,6 +177,19 @@ struct TGCVectorizeMatmulsPass
     if (fillTiles)
       takeAccumulatorFills(module, amx, bf16Dot);
     padRhsRowStrides(module);
+  }
+};
+
+struct TileProducts : tgc::cpu::impl::TGCCPUTileProductsPassBase<TileProducts> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto unit = readVectorUnit(module, vectorBits, vectorRegisters,
+                               l1CacheBytes, l2CacheBytes, *tiles);
+    if (failed(unit))
+      return signalPassFailure();
+    VectorUnit cpu = unit->first;
+    std::optional<MatmulTiles> forced = unit->second;
     std::map<std::string, MatmulTiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))
@@ -169,18 +214,41 @@ struct TGCVectorizeMatmulsPass
       configs.emplace(t.key(), t);
       op->setAttr(kScheduleAttr, tilingAttr(&getContext(), t));
     });
-    if (configs.empty()) {
-      fillOutputTiles(module);
-      fuseEpilogues(module, epilogues);
+    if (configs.empty())
       return;
-    }
     if (failed(runSchedule(module, *forallSchedule(&getContext(), configs))))
       return signalPassFailure();
     rankReduceUnitBatches(module);
-    writeOutputTilesTransposed(module, outputTransposes);
-    readHeadsOperandsInPlace(module, headsOperands);
+  }
+};
+
+struct FuseIntoTiles
+    : tgc::cpu::impl::TGCCPUFuseIntoTilesPassBase<FuseIntoTiles> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    writeOutputTilesTransposed(module);
+    readHeadsOperandsInPlace(module);
     fillOutputTiles(module);
-    fuseEpilogues(module, epilogues);
+    fuseEpilogues(module);
+  }
+};
+
+struct VectorizeProductTiles
+    : tgc::cpu::impl::TGCCPUVectorizeProductTilesPassBase<
+          VectorizeProductTiles> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // The configurations tgc-cpu-tile-products gave the tiles.
+    std::map<std::string, MatmulTiles> configs;
+    module.walk([&](Operation *op) {
+      if (auto attr = op->getAttrOfType<tg::MatmulTilingAttr>(kScheduleAttr)) {
+        MatmulTiles t = tilesOf(attr);
+        configs.emplace(t.key(), t);
+      }
+    });
+    if (configs.empty())
+      return;
     int64_t lanes = vectorBits / 32;
     if (failed(runSchedule(module,
                            *registerSchedule(&getContext(), configs, lanes))) ||
@@ -196,6 +264,45 @@ struct TGCVectorizeMatmulsPass
 };
 
 } // namespace
+
+void tgc::cpu::buildVectorizeMatmulsPipeline(
+    OpPassManager &pm, const VectorizeMatmulsOptions &options) {
+  pm.addPass(std::make_unique<StreamFewRowProducts>());
+  if (options.fillTiles) {
+    TGCCPUMarkTileFusionsPassOptions mark;
+    mark.amx = options.amx;
+    mark.bf16Dot = options.bf16Dot;
+    pm.addPass(std::make_unique<MarkTileFusions>(mark));
+  }
+  TGCCPUEmitBF16ProductsPassOptions emit;
+  emit.vectorBits = options.vectorBits;
+  emit.vectorRegisters = options.vectorRegisters;
+  emit.l1CacheBytes = options.l1CacheBytes;
+  emit.l2CacheBytes = options.l2CacheBytes;
+  emit.tiles.assign(options.tiles.begin(), options.tiles.end());
+  emit.threads = options.threads;
+  emit.amx = options.amx;
+  emit.bf16Dot = options.bf16Dot;
+  emit.fillTiles = options.fillTiles;
+  pm.addPass(std::make_unique<EmitBF16Products>(emit));
+  TGCCPUWidenProductOperandsPassOptions widen;
+  widen.amx = options.amx;
+  widen.bf16Dot = options.bf16Dot;
+  widen.fillTiles = options.fillTiles;
+  pm.addPass(std::make_unique<WidenProductOperands>(widen));
+  TGCCPUTileProductsPassOptions tile;
+  tile.vectorBits = options.vectorBits;
+  tile.vectorRegisters = options.vectorRegisters;
+  tile.l1CacheBytes = options.l1CacheBytes;
+  tile.l2CacheBytes = options.l2CacheBytes;
+  tile.tiles.assign(options.tiles.begin(), options.tiles.end());
+  tile.threads = options.threads;
+  pm.addPass(std::make_unique<TileProducts>(tile));
+  pm.addPass(std::make_unique<FuseIntoTiles>());
+  TGCCPUVectorizeProductTilesPassOptions vectorize;
+  vectorize.vectorBits = options.vectorBits;
+  pm.addPass(std::make_unique<VectorizeProductTiles>(vectorize));
+}
 
 bool tgc::cpu::readsHeadsInPlace(Operation *op) {
   auto product = llvm::dyn_cast<linalg::LinalgOp>(op);

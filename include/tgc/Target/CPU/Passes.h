@@ -17,6 +17,7 @@
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
 
 namespace tgc::cpu {
 
@@ -25,6 +26,53 @@ namespace tgc::cpu {
 
 #define GEN_PASS_REGISTRATION
 #include "tgc/Target/CPU/Passes.h.inc"
+
+/// The options of `tgc-vectorize-matmuls`, the CPU's matmul schedule as
+/// one pipeline of the passes above (each takes the options it needs).
+struct VectorizeMatmulsOptions
+    : public mlir::PassPipelineOptions<VectorizeMatmulsOptions> {
+  Option<unsigned> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("Width of the target's vector registers in bits"),
+      llvm::cl::init(512)};
+  Option<unsigned> vectorRegisters{*this, "vector-registers",
+                                   llvm::cl::desc("Number of vector registers"),
+                                   llvm::cl::init(32)};
+  Option<int64_t> l1CacheBytes{
+      *this, "l1-cache-bytes",
+      llvm::cl::desc("L1 data cache per core in bytes"), llvm::cl::init(32768)};
+  Option<int64_t> l2CacheBytes{*this, "l2-cache-bytes",
+                               llvm::cl::desc("L2 cache per core in bytes"),
+                               llvm::cl::init(1048576)};
+  ListOption<int64_t> tiles{
+      *this, "tiles",
+      llvm::cl::desc("Override the model: MT,NT,KT,MR,NR for every matmul")};
+  Option<bool> fillTiles{
+      *this, "fill-tiles",
+      llvm::cl::desc("Do a product's fill, epilogue and layout changes "
+                     "inside its output tiles (tgc-cpu-mark-tile-fusions)"),
+      llvm::cl::init(false)};
+  Option<bool> amx{*this, "amx",
+                   llvm::cl::desc("The target has AMX bf16 tiles (tdpbf16ps)"),
+                   llvm::cl::init(false)};
+  Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("The target has AVX512-BF16 dot products (vdpbf16ps) on "
+                     "512-bit vectors"),
+      llvm::cl::init(false)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc(
+          "Threads the output tiles are balanced for (0 or 1: none)"),
+      llvm::cl::init(0)};
+};
+
+/// tgc-vectorize-matmuls: few-row products streamed, tile fusions marked
+/// (with fill-tiles), bf16 products emitted, the other narrow operands
+/// widened, output tiles, the marked fusions done in them, register tiles
+/// vectorised to FMAs.
+void buildVectorizeMatmulsPipeline(mlir::OpPassManager &pm,
+                                   const VectorizeMatmulsOptions &options);
 
 /// Whether tgc-vectorize-matmuls tiles `op` (a matmul, or a batch matmul of
 /// a layout it schedules, on static f32 buffers, or a product of bf16/f16

@@ -135,58 +135,68 @@ def TGCExpandMathPass : Pass<"tgc-expand-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
-def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> {
-  let summary = "Tiles and vectorises every bufferized matmul for the CPU, any shape";
+// The matmul schedule of the CPU, in the order the `tgc-vectorize-matmuls`
+// pipeline (tgc/Target/CPU/CPUBackend.h) runs it.
+
+def TGCCPUStreamFewRowProductsPass
+    : Pass<"tgc-cpu-stream-few-row-products", "::mlir::ModuleOp"> {
+  let summary = "Products of a few rows read their transposed weight in place";
   let description = [{
-    For each `linalg.matmul` and `linalg.batch_matmul` on static memrefs:
-    output tiles MT x NT as an `scf.forall` (OpenMP threads later; batch
-    entries are parallel too), a K cache tile, and MR x NR register tiles.
-    The register loops are peeled: full tiles are static; the column
-    remainder is cut into whole vectors (peeled again) and the row remainder
-    done a row at a time, so only the last partial vector of a tile whose
-    size is only known at run time is masked. The unit K loop is innermost
-    for every variant, so the accumulators stay in registers across it.
-    Contractions become outer products (FMAs). No size has to divide
-    another (primes, 50257, 1), and compiling costs the same for every shape.
+    A product of at most 4 rows (a generation step's) reads the weight a
+    transpose copied through its indexing maps instead, streaming it once
+    rather than copying and packing it.
+  }];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
 
-    Tile sizes follow an analytical model of the target (in the style of
-    BLIS; `tgc/Target/CPU/TileModel.h`, with unit tests): the register tile keeps MR x NR/lanes accumulators plus the B
-    vectors and one broadcast in the vector registers, maximising FMAs per
-    load, with NR of 1, 2 or 4 vectors (LLVM keeps a tile row of another
-    count out of registers); the K tile keeps the KT x NR slice of B in
-    half of L1; MT x NT
-    keeps the KT-deep panels of A and B in L2, splits until there are 16
-    output tiles (or a tile would be under 4 register tiles deep) and
-    balances the tiles of each dimension. With `threads` (the host's CPUs
-    when compiling for it) the grid is then chosen, among those with no
-    more tiles per dimension, so that OpenMP's static schedule gives each
-    of that many threads the same work (a short last row of tiles
-    otherwise leaves one thread waiting). `tiles` (MT,NT,KT,MR,NR)
-    overrides the model (lit tests do not depend on the machine).
+def TGCCPUMarkTileFusionsPass
+    : Pass<"tgc-cpu-mark-tile-fusions", "::mlir::ModuleOp"> {
+  let summary = "Marks what each product will do inside its output tiles";
+  let description = [{
+    Before anything changes the products: the fill that zeroes a product's
+    output (kept as `tgc.fill_tiles_with` on the product, the fill gone),
+    its epilogue (the elementwise loop right after it that reads it), a
+    layout change of its output and the layout changes into heads that it
+    reads (tgc/Target/ProductFusion.h). Each epilogue or transpose and the
+    products it links to carry one index (`tgc.epilogue` and
+    `tgc.epilogue_id`, ...), which `tgc-cpu-fuse-into-tiles` follows once
+    the tiles exist.
+  }];
+  let options = [
+    Option<"amx", "amx", "bool", "false",
+           "The target has AMX bf16 tiles (tdpbf16ps)">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "The target has AVX512-BF16 dot products (vdpbf16ps) on 512-bit "
+           "vectors: bf16 products use them where AMX is off">,
+  ];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
 
-    Each product carries its tiles as `tg.tiling = #tg.matmul_tiling<...>`
-    (removed at the end); transform-dialect schedules generated per tile
-    configuration match the products by it and run in the transform
-    interpreter, with C++ steps between them: unit-batch
-    `batch_matmul` tiles become rank-reduced 2-D matmuls, and each tile is
-    vectorised with its own sizes (static, or masked up to a bound). The
-    vector lowering patterns and canonicalisation run in separate greedy
-    sets: together they do not converge on 1-row register tiles (M = 1, or
-    odd M under a divisor rule) and on constant masks, and memory grows
-    without bound.
-
+def TGCCPUEmitBF16ProductsPass
+    : Pass<"tgc-cpu-emit-bf16-products", "::mlir::ModuleOp"> {
+  let summary = "bf16 products on AMX tiles or AVX512-BF16 dot products";
+  let description = [{
     bf16 x bf16 -> f32 products (mixed precision): with `amx` they run on
     AMX tiles; else with `bf16-dot` (AVX512-BF16 on 512-bit vectors) on
     `x86vector.avx512.dot` (vdpbf16ps, 32 multiply-adds per instruction):
     B packed as pairs along K, A's pairs broadcast, MR x NR register tiles
-    of C kept in registers across blocks of KT pairs, sized by the same
+    of C kept in registers across blocks of KT pairs, sized by the tile
     model over K/2 (a pair has the bytes of one f32), the remainders as
     static smaller tiles (the last vector masked); with `fill-tiles` the
     fill that zeroes C starts the register tiles in the first block of K
-    pairs instead. Otherwise their narrow operands are widened to f32 once
-    and the product is scheduled as above, fills included; a narrow buffer
-    that one loop writes by rounding f32 values and only such products
-    read is written as the rounded values in f32 instead (no widening).
+    pairs instead. Checks the vector unit and `tiles` for the pipeline.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "unsigned", "512",
@@ -199,17 +209,145 @@ def TGCVectorizeMatmulsPass : Pass<"tgc-vectorize-matmuls", "::mlir::ModuleOp"> 
            "L2 cache per core in bytes">,
     ListOption<"tiles", "tiles", "int64_t",
                "Override the model: MT,NT,KT,MR,NR for every matmul">,
-    Option<"fillTiles", "fill-tiles", "bool", "false",
-           "Do a product's neighbours inside its output tiles: the fill that "
-           "zeroes its output, and the elementwise loop right after it that "
-           "reads it (tgc/Target/ProductFusion.h)">,
+    Option<"threads", "threads", "int64_t", "0",
+           "Threads the output tiles are balanced for (0 or 1: none)">,
     Option<"amx", "amx", "bool", "false",
            "The target has AMX bf16 tiles (tdpbf16ps)">,
     Option<"bf16Dot", "bf16-dot", "bool", "false",
            "The target has AVX512-BF16 dot products (vdpbf16ps) on 512-bit "
            "vectors: bf16 products use them where AMX is off">,
+    Option<"fillTiles", "fill-tiles", "bool", "false",
+           "Do a product's neighbours inside its output tiles: the fill that "
+           "zeroes its output, and the elementwise loop right after it that "
+           "reads it (tgc/Target/ProductFusion.h)">,
+  ];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
+
+def TGCCPUWidenProductOperandsPass
+    : Pass<"tgc-cpu-widen-product-operands", "::mlir::ModuleOp"> {
+  let summary = "The products left with narrow operands read f32 copies";
+  let description = [{
+    After tgc-cpu-emit-bf16-products: the narrow operands of the other
+    products are widened to f32 once and the product is scheduled as an f32
+    one (its fill then marked for its tiles too, with `fill-tiles`); a
+    narrow buffer that one loop writes by rounding f32 values and only such
+    products read is written as the rounded values in f32 instead (no
+    widening). f32 right-hand operands whose rows lie a multiple of 2 KiB
+    apart are copied into rows one cache line longer.
+  }];
+  let options = [
+    Option<"amx", "amx", "bool", "false",
+           "The target has AMX bf16 tiles (tdpbf16ps)">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "The target has AVX512-BF16 dot products (vdpbf16ps) on 512-bit "
+           "vectors: bf16 products use them where AMX is off">,
+    Option<"fillTiles", "fill-tiles", "bool", "false",
+           "Do a product's neighbours inside its output tiles: the fill that "
+           "zeroes its output, and the elementwise loop right after it that "
+           "reads it (tgc/Target/ProductFusion.h)">,
+  ];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
+
+def TGCCPUTileProductsPass : Pass<"tgc-cpu-tile-products", "::mlir::ModuleOp"> {
+  let summary = "Parallel output tiles of every matmul, sized for the CPU";
+  let description = [{
+    For each `linalg.matmul` and `linalg.batch_matmul` on static memrefs:
+    output tiles MT x NT as an `scf.forall` (OpenMP threads later; batch
+    entries are parallel too). Unit-batch `batch_matmul` tiles become
+    rank-reduced 2-D matmuls. No size has to divide another (primes,
+    50257, 1).
+
+    Tile sizes follow an analytical model of the target (in the style of
+    BLIS; `tgc/Target/CPU/TileModel.h`, with unit tests): the register tile
+    keeps MR x NR/lanes accumulators plus the B vectors and one broadcast in
+    the vector registers, maximising FMAs per load, with NR of 1, 2 or 4
+    vectors (LLVM keeps a tile row of another count out of registers); the
+    K tile keeps the KT x NR slice of B in half of L1; MT x NT keeps the
+    KT-deep panels of A and B in L2, splits until there are 16 output tiles
+    (or a tile would be under 4 register tiles deep) and balances the tiles
+    of each dimension. With `threads` (the host's CPUs when compiling for
+    it) the grid is then chosen, among those with no more tiles per
+    dimension, so that OpenMP's static schedule gives each of that many
+    threads the same work. `tiles` (MT,NT,KT,MR,NR) overrides the model
+    (lit tests do not depend on the machine). Each product carries its
+    tiles as `tg.tiling = #tg.matmul_tiling<...>`, which the transform
+    schedules (built in C++, run by the transform interpreter) match.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", "512",
+           "Width of the target's vector registers in bits">,
+    Option<"vectorRegisters", "vector-registers", "unsigned", "32",
+           "Number of vector registers">,
+    Option<"l1CacheBytes", "l1-cache-bytes", "int64_t", "32768",
+           "L1 data cache per core in bytes">,
+    Option<"l2CacheBytes", "l2-cache-bytes", "int64_t", "1048576",
+           "L2 cache per core in bytes">,
+    ListOption<"tiles", "tiles", "int64_t",
+               "Override the model: MT,NT,KT,MR,NR for every matmul">,
     Option<"threads", "threads", "int64_t", "0",
            "Threads the output tiles are balanced for (0 or 1: none)">,
+  ];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
+
+def TGCCPUFuseIntoTilesPass
+    : Pass<"tgc-cpu-fuse-into-tiles", "::mlir::ModuleOp"> {
+  let summary = "What tgc-cpu-mark-tile-fusions marked, done inside each output tile";
+  let description = [{
+    Each output tile writes a new layout of its product's output straight
+    into it, reads its rows of a head from the sequence's layout, starts
+    from its fill, and runs the epilogue on the tile right after its
+    product; the whole-buffer loops go (a loop whose readers are not all
+    tiles of the whole buffer stays).
+  }];
+  let dependentDialects = [
+    "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tg::TGDialect"
+  ];
+}
+
+def TGCCPUVectorizeProductTilesPass
+    : Pass<"tgc-cpu-vectorize-product-tiles", "::mlir::ModuleOp"> {
+  let summary = "Register tiles of every output tile, vectorised, as FMAs";
+  let description = [{
+    On the tiles tgc-cpu-tile-products made (by their `tg.tiling`): a K
+    cache tile and MR x NR register tiles. The register loops are peeled:
+    full tiles are static; the column remainder is cut into whole vectors
+    (peeled again) and the row remainder done a row at a time, so only the
+    last partial vector of a tile whose size is only known at run time is
+    masked. The unit K loop is innermost for every variant, so the
+    accumulators stay in registers across it. Each tile is vectorised with
+    its own sizes; accumulators are hoisted out of the K loop;
+    contractions become outer products (FMAs). The vector lowering
+    patterns and canonicalisation run in separate greedy sets: together
+    they do not converge on 1-row register tiles and on constant masks.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", "512",
+           "Width of the target's vector registers in bits">,
   ];
   let dependentDialects = [
     "::mlir::amx::AMXDialect", "::mlir::x86vector::X86VectorDialect",

@@ -265,6 +265,19 @@ struct VectorizeProductTiles
 
 } // namespace
 
+/// Options of a pass that sizes tiles, with the pipeline's vector unit.
+template <typename PassOptions>
+static PassOptions withVectorUnit(const VectorizeMatmulsOptions &options) {
+  PassOptions pass;
+  pass.vectorBits = options.vectorBits;
+  pass.vectorRegisters = options.vectorRegisters;
+  pass.l1CacheBytes = options.l1CacheBytes;
+  pass.l2CacheBytes = options.l2CacheBytes;
+  pass.tiles.assign(options.tiles.begin(), options.tiles.end());
+  pass.threads = options.threads;
+  return pass;
+}
+
 void tgc::cpu::buildVectorizeMatmulsPipeline(
     OpPassManager &pm, const VectorizeMatmulsOptions &options) {
   pm.addPass(std::make_unique<StreamFewRowProducts>());
@@ -274,13 +287,7 @@ void tgc::cpu::buildVectorizeMatmulsPipeline(
     mark.bf16Dot = options.bf16Dot;
     pm.addPass(std::make_unique<MarkTileFusions>(mark));
   }
-  TGCCPUEmitBF16ProductsPassOptions emit;
-  emit.vectorBits = options.vectorBits;
-  emit.vectorRegisters = options.vectorRegisters;
-  emit.l1CacheBytes = options.l1CacheBytes;
-  emit.l2CacheBytes = options.l2CacheBytes;
-  emit.tiles.assign(options.tiles.begin(), options.tiles.end());
-  emit.threads = options.threads;
+  auto emit = withVectorUnit<TGCCPUEmitBF16ProductsPassOptions>(options);
   emit.amx = options.amx;
   emit.bf16Dot = options.bf16Dot;
   emit.fillTiles = options.fillTiles;
@@ -290,14 +297,8 @@ void tgc::cpu::buildVectorizeMatmulsPipeline(
   widen.bf16Dot = options.bf16Dot;
   widen.fillTiles = options.fillTiles;
   pm.addPass(std::make_unique<WidenProductOperands>(widen));
-  TGCCPUTileProductsPassOptions tile;
-  tile.vectorBits = options.vectorBits;
-  tile.vectorRegisters = options.vectorRegisters;
-  tile.l1CacheBytes = options.l1CacheBytes;
-  tile.l2CacheBytes = options.l2CacheBytes;
-  tile.tiles.assign(options.tiles.begin(), options.tiles.end());
-  tile.threads = options.threads;
-  pm.addPass(std::make_unique<TileProducts>(tile));
+  pm.addPass(std::make_unique<TileProducts>(
+      withVectorUnit<TGCCPUTileProductsPassOptions>(options)));
   pm.addPass(std::make_unique<FuseIntoTiles>());
   TGCCPUVectorizeProductTilesPassOptions vectorize;
   vectorize.vectorBits = options.vectorBits;

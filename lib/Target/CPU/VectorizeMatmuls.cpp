@@ -86,23 +86,37 @@ namespace {
 /// readTransposedOperandsInPlace); larger ones amortise packing them.
 constexpr int64_t kMatrixVectorRows = 4;
 
-/// The vector unit and the forced tiles the options describe; an error on
-/// `module` (named after the pipeline) when they are not usable.
-FailureOr<std::pair<VectorUnit, std::optional<MatmulTiles>>>
-readVectorUnit(ModuleOp module, unsigned vectorBits, unsigned vectorRegisters,
-               int64_t l1CacheBytes, int64_t l2CacheBytes,
-               ArrayRef<int64_t> tiles) {
+/// How the passes that size tiles choose them: the model of the vector
+/// unit, balanced for `threads`, unless the tiles are forced.
+struct TileChoice {
+  VectorUnit cpu;
+  std::optional<MatmulTiles> forced;
+  int64_t threads;
+
+  MatmulTiles choose(int64_t m, int64_t n, int64_t k, int64_t batch) const {
+    return forced ? *forced : chooseTiles(m, n, k, batch, cpu, threads);
+  }
+};
+
+/// The tile choice the options describe; an error on `module` (named after
+/// the pipeline) when they are not usable.
+FailureOr<TileChoice> readTileChoice(ModuleOp module, unsigned vectorBits,
+                                     unsigned vectorRegisters,
+                                     int64_t l1CacheBytes, int64_t l2CacheBytes,
+                                     ArrayRef<int64_t> tiles, int64_t threads) {
   if (vectorBits < 128 || vectorBits % 32 != 0 || vectorRegisters < 4)
     return module.emitError("tgc-vectorize-matmuls: unsupported vector unit (")
            << vectorBits << " bits, " << vectorRegisters << " registers)";
-  VectorUnit cpu{vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes};
-  std::optional<MatmulTiles> forced;
+  TileChoice choice{
+      {vectorBits / 32, vectorRegisters, l1CacheBytes, l2CacheBytes},
+      std::nullopt,
+      threads};
   if (!tiles.empty()) {
     std::string error;
-    if (!(forced = forcedTiles(tiles, cpu, error)))
+    if (!(choice.forced = forcedTiles(tiles, choice.cpu, error)))
       return module.emitError("tgc-vectorize-matmuls: ") << error;
   }
-  return std::make_pair(cpu, forced);
+  return choice;
 }
 
 LogicalResult runSchedule(ModuleOp module, ModuleOp schedule) {
@@ -137,13 +151,13 @@ struct EmitBF16Products
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto unit = readVectorUnit(module, vectorBits, vectorRegisters,
-                               l1CacheBytes, l2CacheBytes, *tiles);
-    if (failed(unit))
+    FailureOr<TileChoice> choice =
+        readTileChoice(module, vectorBits, vectorRegisters, l1CacheBytes,
+                       l2CacheBytes, *tiles, threads);
+    if (failed(choice))
       return signalPassFailure();
-    VectorUnit cpu = unit->first;
-    std::optional<MatmulTiles> forced = unit->second;
-    bool dot = bf16Dot && cpu.lanes == 16;
+    int64_t lanes = choice->cpu.lanes;
+    bool dot = bf16Dot && lanes == 16;
     if (amx || dot)
       readNarrowTransposedOperands(module);
     if (amx)
@@ -154,10 +168,9 @@ struct EmitBF16Products
           [&](int64_t m, int64_t n, int64_t kPairs) {
             // A pair of bf16 takes the bytes of one f32: the f32 model
             // over K/2 sizes the tiles.
-            MatmulTiles t =
-                forced ? *forced : chooseTiles(m, n, kPairs, 1, cpu, threads);
+            MatmulTiles t = choice->choose(m, n, kPairs, 1);
             return tgc::cpu::DotTiles{t.mt, t.nt, t.kt, t.mr,
-                                      roundUp(t.nr, cpu.lanes)};
+                                      roundUp(t.nr, lanes)};
           },
           fillTiles);
   }
@@ -184,12 +197,11 @@ struct TileProducts : tgc::cpu::impl::TGCCPUTileProductsPassBase<TileProducts> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto unit = readVectorUnit(module, vectorBits, vectorRegisters,
-                               l1CacheBytes, l2CacheBytes, *tiles);
-    if (failed(unit))
+    FailureOr<TileChoice> choice =
+        readTileChoice(module, vectorBits, vectorRegisters, l1CacheBytes,
+                       l2CacheBytes, *tiles, threads);
+    if (failed(choice))
       return signalPassFailure();
-    VectorUnit cpu = unit->first;
-    std::optional<MatmulTiles> forced = unit->second;
     std::map<std::string, MatmulTiles> configs;
     module.walk([&](linalg::LinalgOp op) {
       if (!isScheduledProduct(op))
@@ -201,9 +213,8 @@ struct TileProducts : tgc::cpu::impl::TGCCPUTileProductsPassBase<TileProducts> {
       int64_t batch = 1;
       for (size_t d = 0; d + 3 < r; ++d)
         batch *= ranges[d];
-      MatmulTiles t = forced ? *forced
-                             : chooseTiles(ranges[r - 3], ranges[r - 2],
-                                           ranges[r - 1], batch, cpu, threads);
+      MatmulTiles t =
+          choice->choose(ranges[r - 3], ranges[r - 2], ranges[r - 1], batch);
       // Inside a parallel task (attention's per-head tasks): the task is
       // the thread's share, so its products are one output tile each.
       if (op->getParentOfType<scf::ForallOp>()) {

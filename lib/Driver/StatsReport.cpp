@@ -168,14 +168,14 @@ void tgc::printStatsTable(llvm::raw_ostream &os, const StatsReport &report) {
                         "computes)\n",
                         "gathered parameters", formatBytes(s.gatheredPeakBytes),
                         s.parameterGathers, s.gathersInFlight);
-  if (s.shardedParameters && s.computeRate > 0)
+  if (s.shardedParameters && s.prefetch.computeRate > 0)
     os << llvm::formatv(
         "  {0,-28}{1,16}   ({2} at {3:F1} GB/s and {4:F1} GFLOP/s a process: "
         "{5:F1} of {6:F1} ms of transfer not hidden)\n",
-        "gather prefetch", s.prefetchDepth,
-        s.prefetchPlanned ? "planned" : "--gather-prefetch", s.gatherBandwidth,
-        s.computeRate, 1e3 * s.gatherExposedSeconds,
-        1e3 * s.gatherTransferSeconds);
+        "gather prefetch", s.prefetch.depth,
+        s.prefetch.planned ? "planned" : "--gather-prefetch",
+        s.prefetch.gatherBandwidth, s.prefetch.computeRate,
+        1e3 * s.prefetch.exposedSeconds, 1e3 * s.prefetch.transferSeconds);
   os << llvm::formatv("  {0,-28}{1,16}{2}\n", "optimizer state",
                       formatBytes(s.optimizerStateBytes),
                       s.processes ? "   (this process's shards)" : "");
@@ -245,19 +245,20 @@ void tgc::printStatsJson(llvm::raw_ostream &os, const StatsReport &report) {
                          s.plannedPeakBytes}}},
       {"saved_activation_elements", s.savedActivationElements},
       {"communication",
-       llvm::json::Object{{"collectives", s.collectives},
-                          {"reduce_scatters", s.reduceScatters},
-                          {"all_gathers", s.allGathers},
-                          {"parameter_gathers", s.parameterGathers},
-                          {"gathers_in_flight", s.gathersInFlight},
-                          {"prefetch_depth", s.prefetchDepth},
-                          {"prefetch_planned", s.prefetchPlanned},
-                          {"gather_bandwidth_gbps", s.gatherBandwidth},
-                          {"compute_rate_gflops", s.computeRate},
-                          {"gather_transfer_seconds", s.gatherTransferSeconds},
-                          {"gather_exposed_seconds", s.gatherExposedSeconds},
-                          {"processes", s.processes},
-                          {"bytes", s.collectiveBytes}}},
+       llvm::json::Object{
+           {"collectives", s.collectives},
+           {"reduce_scatters", s.reduceScatters},
+           {"all_gathers", s.allGathers},
+           {"parameter_gathers", s.parameterGathers},
+           {"gathers_in_flight", s.gathersInFlight},
+           {"prefetch_depth", s.prefetch.depth},
+           {"prefetch_planned", s.prefetch.planned},
+           {"gather_bandwidth_gbps", s.prefetch.gatherBandwidth},
+           {"compute_rate_gflops", s.prefetch.computeRate},
+           {"gather_transfer_seconds", s.prefetch.transferSeconds},
+           {"gather_exposed_seconds", s.prefetch.exposedSeconds},
+           {"processes", s.processes},
+           {"bytes", s.collectiveBytes}}},
       {"remat", c.remat},
   };
   if (report.saved) {

@@ -2,6 +2,11 @@
 
 #include "tgc/Dialect/TG/Analysis/GatherPrefetch.h"
 
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
 #include <algorithm>
 #include <cassert>
 
@@ -94,4 +99,41 @@ GatherPrefetchPlan mlir::tg::planGatherPrefetch(double computeBefore,
     plan.transferSeconds += runs[k].transferSeconds;
   }
   return plan;
+}
+
+void mlir::tg::GatherPrefetchRecord::writeTo(Operation *step) const {
+  Builder b(step->getContext());
+  step->setAttr(
+      TGDialect::kGatherPrefetchAttrName,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("planned", b.getBoolAttr(planned)),
+           b.getNamedAttr("depth", b.getI64IntegerAttr(depth)),
+           b.getNamedAttr("exposed_seconds", b.getF64FloatAttr(exposedSeconds)),
+           b.getNamedAttr("transfer_seconds",
+                          b.getF64FloatAttr(transferSeconds)),
+           b.getNamedAttr("gather_bandwidth",
+                          b.getF64FloatAttr(gatherBandwidth)),
+           b.getNamedAttr("compute_rate", b.getF64FloatAttr(computeRate))}));
+}
+
+std::optional<mlir::tg::GatherPrefetchRecord>
+mlir::tg::GatherPrefetchRecord::readFrom(Operation *step) {
+  auto dict =
+      step->getAttrOfType<DictionaryAttr>(TGDialect::kGatherPrefetchAttrName);
+  if (!dict)
+    return std::nullopt;
+  auto number = [&](StringRef key) {
+    auto value = llvm::dyn_cast_or_null<FloatAttr>(dict.get(key));
+    return value ? value.getValueAsDouble() : 0.0;
+  };
+  GatherPrefetchRecord record;
+  auto planned = llvm::dyn_cast_or_null<BoolAttr>(dict.get("planned"));
+  record.planned = planned && planned.getValue();
+  if (auto depth = llvm::dyn_cast_or_null<IntegerAttr>(dict.get("depth")))
+    record.depth = depth.getInt();
+  record.exposedSeconds = number("exposed_seconds");
+  record.transferSeconds = number("transfer_seconds");
+  record.gatherBandwidth = number("gather_bandwidth");
+  record.computeRate = number("compute_rate");
+  return record;
 }

@@ -151,24 +151,9 @@ TrainingStats mlir::tg::computeTrainingStats(func::FuncOp step) {
         --inFlight;
     }
   }
-  if (auto prefetch = step->getAttrOfType<DictionaryAttr>(
-          TGDialect::kGatherPrefetchAttrName)) {
-    auto number = [&](StringRef key) {
-      Attribute value = prefetch.get(key);
-      if (auto f = llvm::dyn_cast_or_null<FloatAttr>(value))
-        return f.getValueAsDouble();
-      if (auto i = llvm::dyn_cast_or_null<IntegerAttr>(value))
-        return static_cast<double>(i.getInt());
-      return 0.0;
-    };
-    stats.prefetchDepth = static_cast<int64_t>(number("depth"));
-    stats.prefetchPlanned =
-        prefetch.get("planned") == BoolAttr::get(step.getContext(), true);
-    stats.gatherBandwidth = number("gather_bandwidth");
-    stats.computeRate = number("compute_rate");
-    stats.gatherTransferSeconds = number("transfer_seconds");
-    stats.gatherExposedSeconds = number("exposed_seconds");
-  }
+  if (std::optional<GatherPrefetchRecord> prefetch =
+          GatherPrefetchRecord::readFrom(step))
+    stats.prefetch = *prefetch;
   stats.gatheredPeakBytes = mostLiveAtOnce(plan, [](Value v) {
     auto gather = v.getDefiningOp<ParameterGatherStartOp>();
     return gather && llvm::is_contained(gather.getResults(), v);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/Dialect/TG/Analysis/GatherPrefetch.h"
 #include "tgc/Dialect/TG/Analysis/MemoryPlan.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
@@ -130,31 +131,21 @@ struct TGKeepGatheredParametersPass
   /// tg-shard-parameters' estimate of the gathers' time, less the gathers
   /// that went.
   static void updatePrefetchRecord(func::FuncOp step, int64_t keptBytes) {
-    auto record =
-        step->getAttrOfType<DictionaryAttr>(TGDialect::kGatherPrefetchAttrName);
+    std::optional<GatherPrefetchRecord> record =
+        GatherPrefetchRecord::readFrom(step);
     auto processes =
         step->getAttrOfType<IntegerAttr>(TGDialect::kProcessesAttrName);
-    if (!record || !processes || keptBytes == 0)
-      return;
-    auto number = [&](StringRef key) {
-      auto value = llvm::dyn_cast_or_null<FloatAttr>(record.get(key));
-      return value ? value.getValueAsDouble() : 0.0;
-    };
-    double bandwidth = number("gather_bandwidth") * 1e9;
-    if (!(bandwidth > 0))
+    if (!record || !processes || keptBytes == 0 ||
+        !(record->gatherBandwidth > 0))
       return;
     int64_t n = processes.getInt();
-    double transfer =
-        std::max(0.0, number("transfer_seconds") -
-                          static_cast<double>(keptBytes) *
-                              static_cast<double>(n - 1) / n / bandwidth);
-    double exposed = std::min(number("exposed_seconds"), transfer);
-    Builder b(step.getContext());
-    NamedAttrList entries(record);
-    entries.set("transfer_seconds", b.getF64FloatAttr(transfer));
-    entries.set("exposed_seconds", b.getF64FloatAttr(exposed));
-    step->setAttr(TGDialect::kGatherPrefetchAttrName,
-                  entries.getDictionary(step.getContext()));
+    record->transferSeconds = std::max(
+        0.0, record->transferSeconds - static_cast<double>(keptBytes) *
+                                           static_cast<double>(n - 1) / n /
+                                           (record->gatherBandwidth * 1e9));
+    record->exposedSeconds =
+        std::min(record->exposedSeconds, record->transferSeconds);
+    record->writeTo(step);
   }
 
   /// Whether the step's planned peak with `reuse` stays within the budget.

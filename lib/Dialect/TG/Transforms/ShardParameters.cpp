@@ -313,19 +313,10 @@ struct TGShardParametersPass
     }
     step.setFunctionType(FunctionType::get(
         step.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
-    SmallVector<NamedAttribute> record{
-        b.getNamedAttr("planned", b.getBoolAttr(prefetch == -1)),
-        b.getNamedAttr("depth", b.getI64IntegerAttr(plan.depth())),
-        b.getNamedAttr("exposed_seconds",
-                       b.getF64FloatAttr(plan.exposedSeconds)),
-        b.getNamedAttr("transfer_seconds",
-                       b.getF64FloatAttr(plan.transferSeconds))};
-    record.push_back(
-        b.getNamedAttr("gather_bandwidth", b.getF64FloatAttr(gatherBandwidth)));
-    record.push_back(
-        b.getNamedAttr("compute_rate", b.getF64FloatAttr(computeRate)));
-    step->setAttr(TGDialect::kGatherPrefetchAttrName,
-                  b.getDictionaryAttr(record));
+    GatherPrefetchRecord{prefetch == -1,      plan.depth(),
+                         plan.exposedSeconds, plan.transferSeconds,
+                         gatherBandwidth,     computeRate}
+        .writeTo(step);
     return success();
   }
 

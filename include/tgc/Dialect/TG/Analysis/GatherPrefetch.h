@@ -10,10 +10,13 @@
 #ifndef TGC_DIALECT_TG_ANALYSIS_GATHERPREFETCH_H
 #define TGC_DIALECT_TG_ANALYSIS_GATHERPREFETCH_H
 
+#include "mlir/IR/Operation.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::tg {
 
@@ -52,6 +55,22 @@ GatherPrefetchPlan simulateGatherPrefetch(double computeBefore,
 GatherPrefetchPlan planGatherPrefetch(double computeBefore,
                                       llvm::ArrayRef<GatherRun> runs,
                                       int64_t maxLead);
+
+/// What a ZeRO-3 step records of its prefetch (`tg.gather_prefetch`, set by
+/// tg-shard-parameters, read by `tgc stats`): the most runs ahead a gather
+/// starts, whether the planner chose it, its rates (GB/s, GFLOP/s), and the
+/// time model's seconds of gathers and of runs waiting on them.
+struct GatherPrefetchRecord {
+  bool planned = false;
+  int64_t depth = 0;
+  double exposedSeconds = 0;
+  double transferSeconds = 0;
+  double gatherBandwidth = 0;
+  double computeRate = 0;
+
+  void writeTo(Operation *step) const;
+  static std::optional<GatherPrefetchRecord> readFrom(Operation *step);
+};
 
 } // namespace mlir::tg
 

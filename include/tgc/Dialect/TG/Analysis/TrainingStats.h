@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "tgc/Dialect/TG/Analysis/GatherPrefetch.h"
 #include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -70,13 +71,8 @@ struct TrainingStats {
   int64_t parameterGathers = 0;
   int64_t gatheredPeakBytes = 0;
   int64_t gathersInFlight = 0;
-  /// ZeRO-3's prefetch (tg.gather_prefetch): the most runs ahead a gather
-  /// starts, whether the planner chose it (with its rates: GB/s, GFLOP/s),
-  /// and the time model's seconds of gathers, and of runs waiting on them.
-  int64_t prefetchDepth = 0;
-  bool prefetchPlanned = false;
-  double gatherBandwidth = 0, computeRate = 0;
-  double gatherTransferSeconds = 0, gatherExposedSeconds = 0;
+  /// ZeRO-3's prefetch, as the step records it.
+  GatherPrefetchRecord prefetch;
 };
 
 /// One value the reverse graph keeps from the forward pass, and who reads it.
